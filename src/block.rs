@@ -1,0 +1,280 @@
+//! Blocks of the device: their kind (by the driver's naming rules), their counting
+//! mechanism (by the files they have) and the generation of the chip.
+
+use serde::Serialize;
+
+/// The BlueField generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord, Hash)]
+pub enum Generation {
+    #[serde(rename = "BlueField-1")]
+    Bf1,
+    #[serde(rename = "BlueField-2")]
+    Bf2,
+    #[serde(rename = "BlueField-3")]
+    Bf3,
+    #[serde(rename = "unknown")]
+    Unknown,
+}
+
+impl Generation {
+    pub fn label(self) -> &'static str {
+        match self {
+            Generation::Bf1 => "BlueField-1",
+            Generation::Bf2 => "BlueField-2",
+            Generation::Bf3 => "BlueField-3",
+            Generation::Unknown => "unknown",
+        }
+    }
+
+    /// The ACPI HID of the PMC platform device of this generation.
+    pub fn acpi_hid(self) -> Option<&'static str> {
+        match self {
+            Generation::Bf1 => Some("MLNXBFD0"),
+            Generation::Bf2 => Some("MLNXBFD1"),
+            Generation::Bf3 => Some("MLNXBFD2"),
+            Generation::Unknown => None,
+        }
+    }
+
+    /// Finds an ACPI HID in a text (a link target, a modalias).
+    pub fn from_acpi_text(text: &str) -> Option<Generation> {
+        [Generation::Bf1, Generation::Bf2, Generation::Bf3]
+            .into_iter()
+            .find(|g| text.contains(g.acpi_hid().unwrap_or("-")))
+    }
+
+    /// Guesses the generation from the block names alone.
+    pub fn from_block_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Generation {
+        let mut gen = Generation::Unknown;
+        for name in names {
+            if name.starts_with("llt") || name.starts_with("clock_measure") {
+                return Generation::Bf3;
+            }
+            if let Some(rest) = name.strip_prefix("l3cache") {
+                gen = if rest.starts_with("half") {
+                    Generation::Bf2
+                } else {
+                    Generation::Bf1
+                };
+            }
+        }
+        gen
+    }
+}
+
+/// The kind of a block, chosen like the driver does: by substring of the name, in the
+/// driver's order (so `tilenet0` is a tilenet, not a tile).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockKind {
+    Tilenet,
+    Tile,
+    Triogen,
+    Trio,
+    Mss,
+    Ecc,
+    Pcie,
+    L3cache,
+    Gic,
+    Smmu,
+    LltMiss,
+    Llt,
+    ClockMeasure,
+    Unknown,
+}
+
+impl BlockKind {
+    /// Every known kind, in the driver's matching order.
+    pub const ALL: [BlockKind; 13] = [
+        BlockKind::Tilenet,
+        BlockKind::Tile,
+        BlockKind::Triogen,
+        BlockKind::Trio,
+        BlockKind::Mss,
+        BlockKind::Ecc,
+        BlockKind::Pcie,
+        BlockKind::L3cache,
+        BlockKind::Gic,
+        BlockKind::Smmu,
+        BlockKind::LltMiss,
+        BlockKind::Llt,
+        BlockKind::ClockMeasure,
+    ];
+
+    pub fn from_block_name(name: &str) -> BlockKind {
+        BlockKind::ALL
+            .into_iter()
+            .find(|k| name.contains(k.as_str()))
+            .unwrap_or(BlockKind::Unknown)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockKind::Tilenet => "tilenet",
+            BlockKind::Tile => "tile",
+            BlockKind::Triogen => "triogen",
+            BlockKind::Trio => "trio",
+            BlockKind::Mss => "mss",
+            BlockKind::Ecc => "ecc",
+            BlockKind::Pcie => "pcie",
+            BlockKind::L3cache => "l3cache",
+            BlockKind::Gic => "gic",
+            BlockKind::Smmu => "smmu",
+            BlockKind::LltMiss => "llt_miss",
+            BlockKind::Llt => "llt",
+            BlockKind::ClockMeasure => "clock_measure",
+            BlockKind::Unknown => "unknown",
+        }
+    }
+
+    /// Parses a kind name as typed by a user (`l3cache`, `llt_miss`).
+    pub fn parse(text: &str) -> Option<BlockKind> {
+        let lower = text.to_ascii_lowercase();
+        BlockKind::ALL.into_iter().find(|k| k.as_str() == lower)
+    }
+}
+
+/// How a block counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mechanism {
+    /// `event<N>`/`counter<N>` pairs, each started by programming it.
+    PerCounter,
+    /// Counters started and stopped together through `enable` (L3 cache, BF3 crspace).
+    AllAtOnce,
+    /// Free-running statistics registers named after the event (pcie, ecc, clock_measure).
+    Registers,
+}
+
+impl Mechanism {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mechanism::PerCounter => "per-counter",
+            Mechanism::AllAtOnce => "all-at-once",
+            Mechanism::Registers => "registers",
+        }
+    }
+}
+
+/// One block as found on the device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Block {
+    pub name: String,
+    pub kind: BlockKind,
+    pub mechanism: Mechanism,
+    /// Indices of the `counter<N>` files present, ascending.
+    pub counters: Vec<u32>,
+    /// Register files (registers blocks), by name, sorted.
+    pub registers: Vec<String>,
+    pub has_enable: bool,
+    pub has_count_clock: bool,
+    pub has_event_list: bool,
+}
+
+impl Block {
+    /// Builds a block from the names of the files in its directory.
+    pub fn from_files(name: &str, files: &[String]) -> Block {
+        let mut counters: Vec<u32> = files
+            .iter()
+            .filter_map(|f| crate::sysfs::layout::counter_index(f))
+            .collect();
+        counters.sort_unstable();
+        let has = |n: &str| files.iter().any(|f| f == n);
+        let has_enable = has(crate::sysfs::layout::ENABLE);
+        let has_event_list = has(crate::sysfs::layout::EVENT_LIST);
+        let mechanism = if has_enable {
+            Mechanism::AllAtOnce
+        } else if !counters.is_empty() {
+            Mechanism::PerCounter
+        } else {
+            Mechanism::Registers
+        };
+        let registers = if mechanism == Mechanism::Registers {
+            let mut r: Vec<String> = files
+                .iter()
+                .filter(|f| f.as_str() != crate::sysfs::layout::EVENT_LIST)
+                .cloned()
+                .collect();
+            r.sort();
+            r
+        } else {
+            Vec::new()
+        };
+        Block {
+            name: name.to_string(),
+            kind: BlockKind::from_block_name(name),
+            mechanism,
+            counters,
+            registers,
+            has_enable,
+            has_count_clock: has(crate::sysfs::layout::COUNT_CLOCK),
+            has_event_list,
+        }
+    }
+
+    pub fn is_counter_block(&self) -> bool {
+        self.mechanism != Mechanism::Registers
+    }
+
+    pub fn is_l3(&self) -> bool {
+        self.kind == BlockKind::L3cache
+    }
+
+    /// BF3 crspace blocks: all-at-once blocks that are not L3 cache halves.
+    pub fn is_crspace(&self) -> bool {
+        self.mechanism == Mechanism::AllAtOnce && !self.is_l3()
+    }
+
+    pub fn has_counter(&self, index: u32) -> bool {
+        self.counters.contains(&index)
+    }
+
+    /// Width of the counters or registers in bits.
+    pub fn width_bits(&self) -> u32 {
+        match self.kind {
+            BlockKind::L3cache => 57,
+            BlockKind::Ecc | BlockKind::ClockMeasure => 32,
+            _ if self.is_crspace() => 32,
+            _ => 64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_follow_the_driver_order() {
+        assert_eq!(BlockKind::from_block_name("tilenet3"), BlockKind::Tilenet);
+        assert_eq!(BlockKind::from_block_name("tile3"), BlockKind::Tile);
+        assert_eq!(BlockKind::from_block_name("triogen1"), BlockKind::Triogen);
+        assert_eq!(BlockKind::from_block_name("llt_miss0"), BlockKind::LltMiss);
+        assert_eq!(BlockKind::from_block_name("llt0"), BlockKind::Llt);
+        assert_eq!(
+            BlockKind::from_block_name("l3cache1half0"),
+            BlockKind::L3cache
+        );
+        assert_eq!(BlockKind::from_block_name("apt0"), BlockKind::Unknown);
+    }
+
+    #[test]
+    fn generation_from_names() {
+        assert_eq!(
+            Generation::from_block_names(["tile0", "l3cachehalf1"]),
+            Generation::Bf2
+        );
+        assert_eq!(
+            Generation::from_block_names(["l3cache0half1"]),
+            Generation::Bf1
+        );
+        assert_eq!(
+            Generation::from_block_names(["mss0", "llt_miss0"]),
+            Generation::Bf3
+        );
+        assert_eq!(
+            Generation::from_acpi_text("acpi:MLNXBFD2:"),
+            Some(Generation::Bf3)
+        );
+    }
+}

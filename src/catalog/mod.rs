@@ -1,0 +1,384 @@
+//! The event catalog: the driver's event tables built in, merged with what the device's
+//! own `event_list` says, and name resolution (exact, any case, vendor aliases, then
+//! "did you mean").
+
+mod tables;
+
+use crate::block::{BlockKind, Generation};
+use serde::Serialize;
+
+/// A built-in event definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventDef {
+    pub number: u32,
+    /// The name exactly as the driver has it (a few carry trailing spaces).
+    pub name: &'static str,
+    pub description: Option<&'static str>,
+}
+
+impl EventDef {
+    pub const fn new(number: u32, name: &'static str, description: Option<&'static str>) -> Self {
+        EventDef {
+            number,
+            name,
+            description,
+        }
+    }
+}
+
+const RESERVED: &str = "Reserved for internal use";
+/// The length of the driver's per-line buffer: a list this close to a page was cut.
+const EVENT_INFO_LEN: usize = 100;
+const PAGE_SIZE: usize = 4096;
+
+/// The built-in table of a block kind on a generation.
+pub fn builtin(kind: BlockKind, gen: Generation) -> &'static [EventDef] {
+    use tables::*;
+    match kind {
+        BlockKind::Tilenet => HNFNET,
+        BlockKind::Tile => HNF,
+        BlockKind::Triogen | BlockKind::Gic | BlockKind::Smmu => SMGEN,
+        BlockKind::Trio => match gen {
+            Generation::Bf1 => TRIO_BF1,
+            Generation::Bf3 => &[],
+            _ => TRIO_BF2,
+        },
+        BlockKind::Mss => match gen {
+            Generation::Bf3 => MSS_BF3,
+            _ => MSS_BF1,
+        },
+        BlockKind::Ecc => ECC,
+        BlockKind::Pcie => PCIE,
+        BlockKind::L3cache => L3C,
+        BlockKind::LltMiss => LLT_MISS,
+        BlockKind::Llt => LLT,
+        BlockKind::ClockMeasure => CLOCK_MEASURE,
+        BlockKind::Unknown => &[],
+    }
+}
+
+/// Where a catalog entry comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The device's `event_list` (or its register files).
+    Device,
+    /// The built-in table only (the device's list was truncated).
+    Builtin,
+}
+
+/// One event of a block's catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    pub number: u32,
+    /// The name with trailing spaces trimmed.
+    pub name: String,
+    pub description: Option<String>,
+    /// The vendor documents this event as reserved for internal use.
+    pub reserved: bool,
+    pub source: Source,
+}
+
+/// The events of one block.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Catalog {
+    pub events: Vec<Event>,
+    /// The device's list was cut at the page size and the table filled in the rest.
+    pub truncated: bool,
+}
+
+/// Parses one `0x45: NAME` line (upstream) or `45: NAME` line (out-of-tree driver, hex
+/// without prefix). Trailing spaces of the name are trimmed.
+pub fn parse_event_line(line: &str) -> Option<(u32, String)> {
+    let (num, name) = line.split_once(':')?;
+    let num = num.trim();
+    let digits = num
+        .strip_prefix("0x")
+        .or_else(|| num.strip_prefix("0X"))
+        .unwrap_or(num);
+    let number = u32::from_str_radix(digits, 16).ok()?;
+    let name = name.trim();
+    if name.is_empty() {
+        return None;
+    }
+    Some((number, name.to_string()))
+}
+
+/// Parses a whole `event_list`; lines that do not parse are skipped.
+pub fn parse_event_list(text: &str) -> Vec<(u32, String)> {
+    text.lines().filter_map(parse_event_line).collect()
+}
+
+fn describe(def: Option<&EventDef>) -> (Option<String>, bool) {
+    match def.and_then(|d| d.description) {
+        Some(d) => (Some(d.to_string()), d == RESERVED),
+        None => (None, false),
+    }
+}
+
+impl Catalog {
+    /// The built-in table alone.
+    pub fn builtin(kind: BlockKind, gen: Generation) -> Catalog {
+        let events = builtin(kind, gen)
+            .iter()
+            .map(|d| {
+                let (description, reserved) = describe(Some(d));
+                Event {
+                    number: d.number,
+                    name: d.name.trim_end().to_string(),
+                    description,
+                    reserved,
+                    source: Source::Builtin,
+                }
+            })
+            .collect();
+        Catalog {
+            events,
+            truncated: false,
+        }
+    }
+
+    /// Merges the device's `event_list` text with the built-in table. The device decides
+    /// what exists; when its list was cut at the page size, the table supplies the
+    /// events after the last one listed.
+    pub fn merge(kind: BlockKind, gen: Generation, device_list: &str) -> Catalog {
+        let table = builtin(kind, gen);
+        let listed = parse_event_list(device_list);
+        if listed.is_empty() {
+            return Catalog::builtin(kind, gen);
+        }
+        let find = |n: u32, name: &str| {
+            table
+                .iter()
+                .find(|d| d.number == n && d.name.trim_end() == name)
+                .or_else(|| table.iter().find(|d| d.number == n))
+        };
+        let mut events: Vec<Event> = listed
+            .iter()
+            .map(|(n, name)| {
+                let (description, reserved) = describe(find(*n, name));
+                Event {
+                    number: *n,
+                    name: name.clone(),
+                    description,
+                    reserved,
+                    source: Source::Device,
+                }
+            })
+            .collect();
+        let truncated = device_list.len() + EVENT_INFO_LEN > PAGE_SIZE;
+        if truncated {
+            // Continue the table after the last listed entry.
+            let last = listed.last().expect("non-empty");
+            let pos = table
+                .iter()
+                .position(|d| d.number == last.0 && d.name.trim_end() == last.1);
+            if let Some(pos) = pos {
+                for d in &table[pos + 1..] {
+                    let (description, reserved) = describe(Some(d));
+                    events.push(Event {
+                        number: d.number,
+                        name: d.name.trim_end().to_string(),
+                        description,
+                        reserved,
+                        source: Source::Builtin,
+                    });
+                }
+            }
+        }
+        Catalog { events, truncated }
+    }
+
+    /// The catalog of a registers block: its register files, described by the table.
+    pub fn registers(kind: BlockKind, gen: Generation, files: &[String]) -> Catalog {
+        let table = builtin(kind, gen);
+        let events = files
+            .iter()
+            .map(|f| {
+                let def = table.iter().find(|d| d.name.trim_end() == f);
+                let (description, reserved) = describe(def);
+                Event {
+                    number: def.map(|d| d.number).unwrap_or(u32::MAX),
+                    name: f.clone(),
+                    description,
+                    reserved,
+                    source: Source::Device,
+                }
+            })
+            .collect();
+        Catalog {
+            events,
+            truncated: false,
+        }
+    }
+
+    /// The first event with this number (the driver's tables may repeat a number).
+    pub fn by_number(&self, number: u32) -> Option<&Event> {
+        self.events.iter().find(|e| e.number == number)
+    }
+
+    pub fn by_name(&self, name: &str) -> Option<&Event> {
+        self.events.iter().find(|e| e.name == name)
+    }
+
+    /// The number of the table's `DISABLE` event, the way to stop a counter on
+    /// kernels that validate numbers.
+    pub fn disable_number(&self) -> Option<u32> {
+        self.by_name("DISABLE").map(|e| e.number)
+    }
+
+    /// Resolves a name typed by a user: exact, then any case, then the vendor
+    /// documentation's spellings. Err carries "did you mean" suggestions.
+    pub fn resolve(&self, input: &str) -> Result<&Event, Vec<String>> {
+        let input = input.trim();
+        if let Some(e) = self.by_name(input) {
+            return Ok(e);
+        }
+        if let Some(e) = self
+            .events
+            .iter()
+            .find(|e| e.name.eq_ignore_ascii_case(input))
+        {
+            return Ok(e);
+        }
+        for alias in aliases(input) {
+            if let Some(e) = self
+                .events
+                .iter()
+                .find(|e| e.name.eq_ignore_ascii_case(&alias))
+            {
+                return Ok(e);
+            }
+        }
+        Err(suggest(input, self.events.iter().map(|e| e.name.as_str())))
+    }
+
+    /// Events whose name or description contains `pattern` (any case).
+    pub fn filter(&self, pattern: &str) -> Vec<&Event> {
+        let p = pattern.to_ascii_lowercase();
+        self.events
+            .iter()
+            .filter(|e| {
+                e.name.to_ascii_lowercase().contains(&p)
+                    || e.description
+                        .as_deref()
+                        .is_some_and(|d| d.to_ascii_lowercase().contains(&p))
+            })
+            .collect()
+    }
+}
+
+/// The vendor documentation's spellings that differ from the driver's names.
+fn aliases(input: &str) -> Vec<String> {
+    let upper = input.to_ascii_uppercase();
+    let mut out = Vec::new();
+    if let Some(rest) = upper.strip_prefix("PCIE_TLR_") {
+        out.push(rest.to_string());
+    }
+    // The vendor page's plural spellings in the HNF table.
+    const PAIRS: &[(&str, &str)] = &[("IO_READS", "IO_READ"), ("A72_READS", "A72_READ")];
+    for (from, to) in PAIRS {
+        if upper == *from {
+            out.push(to.to_string());
+        }
+    }
+    out
+}
+
+/// Levenshtein distance, for suggestions.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Up to five candidates close to `input`: small edit distance, or containing it.
+pub fn suggest<'a>(input: &str, candidates: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let lower = input.to_ascii_lowercase();
+    let limit = (lower.len() / 3).max(2);
+    let mut scored: Vec<(usize, String)> = candidates
+        .filter_map(|c| {
+            let lc = c.to_ascii_lowercase();
+            let d = edit_distance(&lower, &lc);
+            if d <= limit {
+                Some((d, c.to_string()))
+            } else if lower.len() >= 3 && lc.contains(&lower) {
+                Some((limit + 1 + lc.len() - lower.len(), c.to_string()))
+            } else {
+                None
+            }
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(5).map(|(_, c)| c).collect()
+}
+
+/// Formats suggestions as "; did you mean X, Y?" (empty when there are none).
+pub fn did_you_mean(suggestions: &[String]) -> String {
+    match suggestions {
+        [] => String::new(),
+        [one] => format!("; did you mean {one}?"),
+        many => format!("; did you mean one of {}?", many.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_list_formats() {
+        assert_eq!(
+            parse_event_line("0x45: HNF_REQUESTS"),
+            Some((0x45, "HNF_REQUESTS".to_string()))
+        );
+        assert_eq!(
+            parse_event_line("45: HNF_REQUESTS  "),
+            Some((0x45, "HNF_REQUESTS".to_string()))
+        );
+        assert_eq!(parse_event_line("No event being monitored"), None);
+    }
+
+    #[test]
+    fn resolves_vendor_spellings() {
+        let c = Catalog::builtin(BlockKind::Tile, Generation::Bf2);
+        assert_eq!(c.resolve("HNF_REQUESTS").unwrap().number, 0x45);
+        assert_eq!(c.resolve("hnf_requests").unwrap().number, 0x45);
+        assert_eq!(c.resolve("A72_Read").unwrap().number, 0x72);
+        assert_eq!(c.resolve("IO_Reads").unwrap().number, 0x74);
+        assert_eq!(c.resolve("TSO_Reject").unwrap().number, 0x75);
+        assert_eq!(c.resolve("HNF_REQUSTS").unwrap_err(), vec!["HNF_REQUESTS"]);
+        let p = Catalog::builtin(BlockKind::Pcie, Generation::Bf2);
+        assert_eq!(
+            p.resolve("PCIE_TLR_IN_P_PKT_CNT").unwrap().name,
+            "IN_P_PKT_CNT"
+        );
+    }
+
+    #[test]
+    fn truncated_list_is_completed_from_the_table() {
+        let mut list = String::new();
+        for d in builtin(BlockKind::Llt, Generation::Bf3) {
+            let line = format!("0x{:x}: {}\n", d.number, d.name);
+            if list.len() + line.len() >= PAGE_SIZE {
+                break;
+            }
+            list.push_str(&line);
+        }
+        let c = Catalog::merge(BlockKind::Llt, Generation::Bf3, &list);
+        assert!(c.truncated);
+        assert_eq!(c.events.len(), 172);
+        assert_eq!(c.events.last().unwrap().name, "HISTOGRAM_HISTOGRAM_BIN9");
+        assert_eq!(c.events.last().unwrap().source, Source::Builtin);
+    }
+}

@@ -1,0 +1,203 @@
+//! The command line, as clap sees it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "bfperf",
+    version,
+    about = "Manage the hardware performance counters of NVIDIA BlueField DPUs",
+    long_about = "Manage the hardware performance counters of NVIDIA BlueField DPUs.\n\n\
+        bfperf finds the mlxbf-pmc driver's hwmon device (name `bfperf`), maps its blocks, \
+        names their events, programs and reads counters, and takes snapshots of the PCIe \
+        TLR statistics.",
+    after_help = "Examples:\n  bfperf blocks\n  bfperf events tile2 hnf\n  bfperf program tile2 3 HNF_REQUESTS\n  bfperf read tile2\n  bfperf snapshot -o before.json"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct Global {
+    /// The sysfs root in which to find the device (under class/hwmon)
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        env = "BFPERF_SYSFS_ROOT",
+        default_value = "/sys"
+    )]
+    pub sysfs_root: PathBuf,
+    /// Use this hwmon directory directly, without discovery
+    #[arg(long, global = true, value_name = "DIR")]
+    pub device: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the device: where it is, its generation, its blocks by kind
+    Info(JsonOnly),
+    /// List the blocks: kind, mechanism, counters, enable state, events known
+    Blocks(JsonOnly),
+    /// List the events of a block: number, name, description
+    Events {
+        /// The block (e.g. tile2)
+        block: String,
+        /// Show only events whose name or description contains this (any case)
+        pattern: Option<String>,
+        #[command(flatten)]
+        json: JsonOnly,
+    },
+    /// Program counters: `program tile2 3 HNF_REQUESTS` or `program l3cachehalf0 0=HITS_BANK0 1=MISSES_BANK0 --start`
+    Program {
+        /// The counter block
+        block: String,
+        /// COUNTER EVENT, or COUNTER=EVENT pairs; EVENT by name, 0x45 or 69
+        #[arg(
+            required = true,
+            value_name = "ASSIGNMENT",
+            allow_negative_numbers = true
+        )]
+        assignments: Vec<String>,
+        /// Write an event number that is not in the block's table
+        #[arg(long)]
+        force: bool,
+        /// Start an all-at-once block (l3cache, BF3 crspace) after programming: one enable write
+        #[arg(long)]
+        start: bool,
+        /// Count clock cycles on these counters (BF3 crspace count_clock)
+        #[arg(long)]
+        count_clock: bool,
+        #[command(flatten)]
+        write: WriteOpts,
+    },
+    /// Start the counters of an L3-cache or BF3 crspace block together (resets them to 0)
+    Start {
+        block: String,
+        #[command(flatten)]
+        write: WriteOpts,
+    },
+    /// Stop an all-at-once block, or un-program one or all counters of a block
+    Stop {
+        block: String,
+        /// Only this counter (per-counter blocks)
+        #[arg(allow_negative_numbers = true)]
+        counter: Option<String>,
+        #[command(flatten)]
+        write: WriteOpts,
+    },
+    /// Reset counters or statistics registers to 0
+    Clear {
+        block: String,
+        /// A counter number or register name (default: all of the block's)
+        #[arg(allow_negative_numbers = true)]
+        target: Option<String>,
+        #[command(flatten)]
+        write: WriteOpts,
+    },
+    /// Read counters and registers: blocks, kinds (tile, pcie, l3cache...) or all
+    Read {
+        #[arg(value_name = "SELECTOR")]
+        selectors: Vec<String>,
+        /// Print JSON
+        #[arg(long, conflicts_with = "csv")]
+        json: bool,
+        /// Print CSV
+        #[arg(long)]
+        csv: bool,
+    },
+    /// Read selected values once into a JSON snapshot (default: the pcie blocks)
+    Snapshot {
+        /// Blocks, kinds, or `all` (default: every pcie block)
+        #[arg(value_name = "SELECTOR")]
+        selectors: Vec<String>,
+        /// Write to this file atomically instead of standard output
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Compare two snapshots: deltas, rates, wraps and resets, PCIe throughput
+    Diff {
+        old: PathBuf,
+        new: PathBuf,
+        #[command(flatten)]
+        json: JsonOnly,
+    },
+    /// Print a shell completion script
+    Completions {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// A simulated BlueField device, for trying bfperf without a DPU
+    #[command(subcommand)]
+    Sim(SimCommand),
+    /// Completion candidates for the words of a command line (used by the scripts)
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        /// Index of the word being completed
+        #[arg(long)]
+        index: usize,
+        /// The command line's words, the program name first
+        #[arg(last = true, allow_hyphen_values = true)]
+        words: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Serve a simulated device as a FUSE filesystem laid out like /sys, until interrupted
+    Mount {
+        /// An empty directory; the device appears at DIR/class/hwmon/hwmon3
+        dir: PathBuf,
+        #[command(flatten)]
+        sim: SimOpts,
+    },
+    /// Write a simulated device's tree as plain files (how fixtures/ is made)
+    Export {
+        /// The directory to create
+        dir: PathBuf,
+        #[command(flatten)]
+        sim: SimOpts,
+        /// Export the fixture state (some counters programmed, 2 s after boot)
+        #[arg(long)]
+        fixture: bool,
+    },
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct SimOpts {
+    /// BlueField generation
+    #[arg(long = "gen", default_value = "2", value_parser = ["1", "2", "3"])]
+    pub generation: String,
+    /// Kernel flavour: old (names need no newline; any number), new (validates numbers), oot (out-of-tree)
+    #[arg(long, default_value = "new", value_parser = ["old", "new", "oot"])]
+    pub flavor: String,
+}
+
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct JsonOnly {
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct WriteOpts {
+    /// Print each write (file and exact bytes) instead of doing it
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the outcome as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}

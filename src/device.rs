@@ -1,0 +1,270 @@
+//! Finding the bfperf hwmon device and mapping its blocks.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::block::{Block, BlockKind, Generation, Mechanism};
+use crate::catalog::{did_you_mean, suggest, Catalog};
+use crate::error::{io_error, Error, Result};
+use crate::sysfs::{layout, EntryKind, RealFs, Sysfs};
+
+/// Finds the hwmon directory whose `name` reads `bfperf` under `sysfs_root`.
+/// Does not depend on the hwmon number; never walks into the `device`/`subsystem` links.
+pub fn discover(sysfs_root: &Path) -> Result<PathBuf> {
+    let class = sysfs_root.join(layout::HWMON_CLASS);
+    let entries = fs::read_dir(&class).map_err(|_| Error::NoHwmon {
+        root: sysfs_root.to_path_buf(),
+    })?;
+    let mut found_names = Vec::new();
+    let mut matches = Vec::new();
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    dirs.sort();
+    for dir in dirs {
+        let label = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match fs::read_to_string(dir.join(layout::NAME)) {
+            Ok(name) if name.trim_end() == layout::DEVICE_NAME => matches.push(dir),
+            Ok(name) => found_names.push(format!("{label} ({})", name.trim_end())),
+            Err(_) => found_names.push(format!("{label} (no name file)")),
+        }
+    }
+    match matches.len() {
+        1 => Ok(matches.remove(0)),
+        0 => Err(Error::NoDevice {
+            dir: class,
+            found: if found_names.is_empty() {
+                "none".to_string()
+            } else {
+                found_names.join(", ")
+            },
+        }),
+        _ => Err(Error::ManyDevices { list: matches }),
+    }
+}
+
+/// A bfperf device: its access layer, generation and blocks.
+pub struct Device {
+    fs: Box<dyn Sysfs>,
+    generation: Generation,
+    blocks: Vec<Block>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("location", &self.fs.location())
+            .field("generation", &self.generation)
+            .field("blocks", &self.blocks.len())
+            .finish()
+    }
+}
+
+impl Device {
+    /// Opens the device in a hwmon directory on the real filesystem.
+    pub fn open_dir(dir: &Path) -> Result<Device> {
+        match fs::read_to_string(dir.join(layout::NAME)) {
+            Ok(name) if name.trim_end() == layout::DEVICE_NAME => {}
+            Ok(name) => {
+                return Err(Error::NotADevice {
+                    path: dir.to_path_buf(),
+                    reason: format!("its name file reads '{}', not 'bfperf'", name.trim_end()),
+                })
+            }
+            Err(e) => {
+                return Err(Error::NotADevice {
+                    path: dir.to_path_buf(),
+                    reason: format!("cannot read its name file ({e})"),
+                })
+            }
+        }
+        Device::open(Box::new(RealFs::new(dir)))
+    }
+
+    /// Finds and opens the device under a sysfs root.
+    pub fn discover(sysfs_root: &Path) -> Result<Device> {
+        Device::open_dir(&discover(sysfs_root)?)
+    }
+
+    /// Opens a device through any access layer (the real one or the simulator).
+    pub fn open(fs: Box<dyn Sysfs>) -> Result<Device> {
+        let top = fs.list("").map_err(|e| io_error("listing", "", None, e))?;
+        let mut blocks = Vec::new();
+        for entry in &top {
+            if entry.kind != EntryKind::Dir || layout::NON_BLOCKS.contains(&entry.name.as_str()) {
+                continue;
+            }
+            let files: Vec<String> = fs
+                .list(&entry.name)
+                .map_err(|e| io_error("listing", &entry.name, None, e))?
+                .into_iter()
+                .filter(|e| e.kind == EntryKind::File)
+                .map(|e| e.name)
+                .collect();
+            blocks.push(Block::from_files(&entry.name, &files));
+        }
+        blocks.sort_by_key(|b| natural_key(&b.name));
+        let generation = detect_generation(fs.as_ref(), &blocks);
+        // Registers in the driver's table order (by offset); unknown ones last.
+        for b in &mut blocks {
+            let table = crate::catalog::builtin(b.kind, generation);
+            b.registers.sort_by_key(|r| {
+                (
+                    table
+                        .iter()
+                        .position(|d| d.name.trim_end() == r)
+                        .unwrap_or(usize::MAX),
+                    r.clone(),
+                )
+            });
+        }
+        Ok(Device {
+            fs,
+            generation,
+            blocks,
+        })
+    }
+
+    pub fn fs(&self) -> &dyn Sysfs {
+        self.fs.as_ref()
+    }
+
+    pub fn location(&self) -> String {
+        self.fs.location()
+    }
+
+    pub fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// A block by name; unknown names get suggestions. Names are checked before any
+    /// path is built from them.
+    pub fn block(&self, name: &str) -> Result<&Block> {
+        if name.is_empty() || name.contains('/') || name.contains('\0') || name.starts_with('.') {
+            return Err(Error::UnknownBlock {
+                name: name.to_string(),
+                hint: ": a block name is one directory name such as tile2 (no '/' or '..')"
+                    .to_string(),
+            });
+        }
+        if let Some(b) = self.blocks.iter().find(|b| b.name == name) {
+            return Ok(b);
+        }
+        if let Some(b) = self
+            .blocks
+            .iter()
+            .find(|b| b.name.eq_ignore_ascii_case(name))
+        {
+            return Ok(b);
+        }
+        let sugg = suggest(name, self.blocks.iter().map(|b| b.name.as_str()));
+        let hint = if sugg.is_empty() {
+            format!(
+                "; this device has {}",
+                self.blocks
+                    .iter()
+                    .map(|b| b.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        } else {
+            did_you_mean(&sugg)
+        };
+        Err(Error::UnknownBlock {
+            name: name.to_string(),
+            hint,
+        })
+    }
+
+    /// Blocks chosen by selectors: a block name, a kind (`tile`, `pcie`, `l3cache`),
+    /// or `all`. No selector: every block.
+    pub fn select(&self, selectors: &[String]) -> Result<Vec<&Block>> {
+        if selectors.is_empty() || selectors.iter().any(|s| s == "all") {
+            return Ok(self.blocks.iter().collect());
+        }
+        let mut out: Vec<&Block> = Vec::new();
+        for sel in selectors {
+            let chosen: Vec<&Block> = match BlockKind::parse(sel) {
+                Some(kind) => self.blocks.iter().filter(|b| b.kind == kind).collect(),
+                None => vec![self.block(sel).map_err(|e| match e {
+                    Error::UnknownBlock { name, hint } if hint.starts_with("; this device") => {
+                        Error::UnknownBlock {
+                            name,
+                            hint: format!(
+                                "; give a block name, a kind ({}) or all",
+                                self.kinds().join(", ")
+                            ),
+                        }
+                    }
+                    other => other,
+                })?],
+            };
+            for b in chosen {
+                if !out.iter().any(|o| o.name == b.name) {
+                    out.push(b);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Kinds present on this device.
+    pub fn kinds(&self) -> Vec<&'static str> {
+        let mut k: Vec<&'static str> = self.blocks.iter().map(|b| b.kind.as_str()).collect();
+        k.sort_unstable();
+        k.dedup();
+        k
+    }
+
+    /// The event catalog of a block: the device's list merged with the built-in table.
+    pub fn catalog(&self, block: &Block) -> Result<Catalog> {
+        if block.mechanism == Mechanism::Registers {
+            return Ok(Catalog::registers(
+                block.kind,
+                self.generation,
+                &block.registers,
+            ));
+        }
+        if !block.has_event_list {
+            return Ok(Catalog::builtin(block.kind, self.generation));
+        }
+        let rel = layout::event_list(&block.name);
+        let text = self
+            .fs
+            .read(&rel)
+            .map_err(|e| io_error("reading", &rel, None, e))?;
+        Ok(Catalog::merge(block.kind, self.generation, &text))
+    }
+}
+
+fn detect_generation(fs: &dyn Sysfs, blocks: &[Block]) -> Generation {
+    if let Ok(target) = fs.read_link(layout::DEVICE_LINK) {
+        if let Some(g) = Generation::from_acpi_text(&target) {
+            return g;
+        }
+    }
+    if let Ok(text) = fs.read(layout::DEVICE_MODALIAS) {
+        if let Some(g) = Generation::from_acpi_text(&text) {
+            return g;
+        }
+    }
+    Generation::from_block_names(blocks.iter().map(|b| b.name.as_str()))
+}
+
+/// Sorts `tile10` after `tile2`.
+pub fn natural_key(name: &str) -> (String, u64, String) {
+    let split = name
+        .char_indices()
+        .find(|(_, c)| c.is_ascii_digit())
+        .map(|(i, _)| i)
+        .unwrap_or(name.len());
+    let (head, rest) = name.split_at(split);
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let tail = rest[digits.len()..].to_string();
+    (head.to_string(), digits.parse().unwrap_or(0), tail)
+}

@@ -1,0 +1,122 @@
+//! Typed errors of the library. Every message says what failed, which file, and what
+//! to do about it.
+
+use std::io;
+use std::path::PathBuf;
+
+/// The result type of the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// errno values the driver (and the simulator) answer with.
+pub mod errno {
+    pub const ENOENT: i32 = 2;
+    pub const EIO: i32 = 5;
+    pub const EACCES: i32 = 13;
+    pub const ENODEV: i32 = 19;
+    pub const EISDIR: i32 = 21;
+    pub const EINVAL: i32 = 22;
+    pub const ERANGE: i32 = 34;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{root}/class/hwmon does not exist: {root} is not a sysfs root (pass --sysfs-root DIR or --device DIR)", root = root.display())]
+    NoHwmon { root: PathBuf },
+
+    #[error("no bfperf device under {dir} (hwmon devices found: {found}); the mlxbf-pmc driver may not be loaded: try `modprobe mlxbf-pmc`", dir = dir.display())]
+    NoDevice { dir: PathBuf, found: String },
+
+    #[error("more than one bfperf device: {}; choose one with --device DIR", list.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    ManyDevices { list: Vec<PathBuf> },
+
+    #[error("{path} is not a bfperf device: {reason}", path = path.display())]
+    NotADevice { path: PathBuf, reason: String },
+
+    #[error("unknown block '{name}'{hint}")]
+    UnknownBlock { name: String, hint: String },
+
+    #[error("unknown event '{name}' for block {block}{hint}")]
+    UnknownEvent {
+        name: String,
+        block: String,
+        hint: String,
+    },
+
+    /// Input that cannot be carried out; nothing was written.
+    #[error("{0}")]
+    Invalid(String),
+
+    /// A file access failed. `message` already names the file and the remedy.
+    #[error("{message}")]
+    Io {
+        message: String,
+        #[source]
+        source: io::Error,
+    },
+
+    /// A file (snapshot, output) outside the device.
+    #[error("{what} {path}: {source}", path = path.display())]
+    File {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl Error {
+    /// The io error behind this error, if any.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match self {
+            Error::Io { source, .. } | Error::File { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// True when the driver refused a write with EINVAL.
+    pub fn is_einval(&self) -> bool {
+        self.io_error().and_then(|e| e.raw_os_error()) == Some(errno::EINVAL)
+    }
+}
+
+/// Turns an io error on a device file into a message for people.
+/// `op` is "reading", "writing" or "listing"; `rel` is the path relative to the device.
+pub fn io_error(op: &str, rel: &str, data: Option<&[u8]>, source: io::Error) -> Error {
+    let shown = if rel.is_empty() {
+        "the device directory"
+    } else {
+        rel
+    };
+    let message = match (source.kind(), source.raw_os_error()) {
+        (io::ErrorKind::PermissionDenied, _) if op == "writing" => format!(
+            "permission denied writing {shown}: run as root (the driver's files are writable by root only)"
+        ),
+        (io::ErrorKind::PermissionDenied, _) => {
+            format!("permission denied {op} {shown}: run as root")
+        }
+        (io::ErrorKind::NotFound, _) => format!(
+            "{shown} does not exist ({op}): the block or file is not present on this device"
+        ),
+        (_, Some(errno::EINVAL)) if op == "writing" => format!(
+            "the driver rejected writing '{}' to {shown} (Invalid argument)",
+            data.map(|d| String::from_utf8_lossy(d).trim_end().to_string())
+                .unwrap_or_default()
+        ),
+        (_, Some(errno::EINVAL)) => {
+            format!("the driver refused {op} {shown} (Invalid argument)")
+        }
+        _ => format!("{op} {shown}: {source}"),
+    };
+    Error::Io { message, source }
+}
+
+/// Adds an explanation to an Io error's message (keeps the source).
+pub fn with_hint(err: Error, hint: &str) -> Error {
+    match err {
+        Error::Io { message, source } => Error::Io {
+            message: format!("{message}: {hint}"),
+            source,
+        },
+        other => other,
+    }
+}

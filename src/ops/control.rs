@@ -1,0 +1,238 @@
+//! Starting, stopping and clearing.
+
+use serde::Serialize;
+
+use super::plan::Plan;
+use super::read::{read_blocks, BlockReading};
+use crate::block::{Block, BlockKind, Mechanism};
+use crate::catalog::did_you_mean;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ops::program::parse_counter;
+use crate::sysfs::layout;
+
+/// The event number written to stop a counter: the vendor's documented way.
+pub const STOP_EVENT: u32 = 0xff;
+
+/// What a control command did (or would do, on a dry run).
+#[derive(Debug, Clone, Serialize)]
+pub struct ControlOutcome {
+    pub block: String,
+    pub action: &'static str,
+    pub plan: Plan,
+    /// The bytes each write ended up using (a stop may fall back to 0xff).
+    pub written: Vec<String>,
+    /// Values read just before a stop (programming resets a counter to 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_values: Option<BlockReading>,
+    pub notes: Vec<String>,
+}
+
+fn all_at_once_only(block: &Block, action: &str) -> Result<()> {
+    match block.mechanism {
+        Mechanism::AllAtOnce => Ok(()),
+        Mechanism::PerCounter => Err(Error::Invalid(format!(
+            "{b} counts per counter: each counter starts when it is programmed (`bfperf program {b} COUNTER EVENT`); `{action}` is for blocks with an enable file (l3cache, BF3 crspace)",
+            b = block.name
+        ))),
+        Mechanism::Registers => Err(Error::Invalid(format!(
+            "{b} holds statistics registers that run free; they cannot be started or stopped (reset them with `bfperf clear {b}`)",
+            b = block.name
+        ))),
+    }
+}
+
+/// Plans `enable` 1 on an L3/crspace block.
+pub fn plan_start(device: &Device, block_name: &str) -> Result<ControlOutcome> {
+    let block = device.block(block_name)?;
+    all_at_once_only(block, "start")?;
+    let mut plan = Plan::default();
+    plan.push(
+        layout::enable(&block.name),
+        "1".into(),
+        "the kernel refused to start the block",
+    );
+    Ok(ControlOutcome {
+        block: block.name.clone(),
+        action: "start",
+        plan,
+        written: Vec::new(),
+        final_values: None,
+        notes: vec![format!(
+            "{} started: all its counters were reset to 0 and count together",
+            block.name
+        )],
+    })
+}
+
+/// Plans a stop: `enable` 0 on L3/crspace blocks, or un-programming counters of a
+/// per-counter block (DISABLE where its table has it, else 0xff; 0xff again if the
+/// kernel refuses DISABLE).
+pub fn plan_stop(
+    device: &Device,
+    block_name: &str,
+    counter: Option<&str>,
+) -> Result<ControlOutcome> {
+    let block = device.block(block_name)?;
+    let mut plan = Plan::default();
+    let mut notes = Vec::new();
+    match block.mechanism {
+        Mechanism::Registers => all_at_once_only(block, "stop")?,
+        Mechanism::AllAtOnce => {
+            if let Some(c) = counter {
+                return Err(Error::Invalid(format!(
+                    "the counters of {b} stop together; `bfperf stop {b}` stops all of them (counter {c} cannot be stopped alone)",
+                    b = block.name
+                )));
+            }
+            plan.push(
+                layout::enable(&block.name),
+                "0".into(),
+                "the kernel refused to stop the block",
+            );
+            notes.push(format!(
+                "{} stopped: its counters keep their values for reading",
+                block.name
+            ));
+        }
+        Mechanism::PerCounter => {
+            let indices = match counter {
+                Some(c) => vec![parse_counter(block, c)?],
+                None => block.counters.clone(),
+            };
+            let catalog = device.catalog(block)?;
+            let disable = catalog.disable_number();
+            for i in indices {
+                let path = layout::event(&block.name, i);
+                let refused = match disable {
+                    Some(_) => format!(
+                        "this kernel refuses both DISABLE and 0x{STOP_EVENT:x}: the counter cannot be stopped here; it keeps counting its event"
+                    ),
+                    None => format!(
+                        "this kernel validates event numbers and the {} table has no DISABLE event, so the counter cannot be stopped on this kernel; it keeps counting its event",
+                        block.kind.as_str()
+                    ),
+                };
+                match disable {
+                    Some(d) => plan.push_with_fallback(
+                        path,
+                        format!("0x{d:x}"),
+                        format!("0x{STOP_EVENT:x}"),
+                        refused,
+                    ),
+                    None => plan.push(path, format!("0x{STOP_EVENT:x}"), refused),
+                }
+            }
+            notes.push(
+                "stopping re-programs a counter, which resets it to 0: the values before the stop are shown"
+                    .to_string(),
+            );
+        }
+    }
+    Ok(ControlOutcome {
+        block: block.name.clone(),
+        action: "stop",
+        plan,
+        written: Vec::new(),
+        final_values: None,
+        notes,
+    })
+}
+
+/// Plans a clear: 0 to counter files (per-counter and crspace blocks) or registers.
+pub fn plan_clear(
+    device: &Device,
+    block_name: &str,
+    target: Option<&str>,
+) -> Result<ControlOutcome> {
+    let block = device.block(block_name)?;
+    let mut plan = Plan::default();
+    if block.is_l3() {
+        return Err(Error::Invalid(format!(
+            "L3 cache counters cannot be cleared one by one (the driver rejects every write to them); `bfperf start {b}` resets all of {b}'s counters to 0 and starts them",
+            b = block.name
+        )));
+    }
+    match block.mechanism {
+        Mechanism::Registers => {
+            if block.kind == BlockKind::ClockMeasure {
+                return Err(Error::Invalid(format!(
+                    "{} registers are read-only measurements; they cannot be cleared",
+                    block.name
+                )));
+            }
+            let names: Vec<String> = match target {
+                None => block.registers.clone(),
+                Some(t) => {
+                    let catalog = device.catalog(block)?;
+                    match catalog.resolve(t) {
+                        Ok(e) if block.registers.contains(&e.name) => vec![e.name.clone()],
+                        Ok(_) | Err(_) => {
+                            let sugg = crate::catalog::suggest(
+                                t,
+                                block.registers.iter().map(|s| s.as_str()),
+                            );
+                            return Err(Error::Invalid(format!(
+                                "{} has no register '{t}'{}",
+                                block.name,
+                                if sugg.is_empty() {
+                                    format!("; it has {}", block.registers.join(" "))
+                                } else {
+                                    did_you_mean(&sugg)
+                                }
+                            )));
+                        }
+                    }
+                }
+            };
+            for n in names {
+                plan.push(
+                    layout::register(&block.name, &n),
+                    "0".into(),
+                    "the kernel refused to reset this register",
+                );
+            }
+        }
+        _ => {
+            let indices = match target {
+                Some(c) => vec![parse_counter(block, c)?],
+                None => block.counters.clone(),
+            };
+            for i in indices {
+                plan.push(
+                    layout::counter(&block.name, i),
+                    "0".into(),
+                    "the kernel refused to clear this counter",
+                );
+            }
+        }
+    }
+    Ok(ControlOutcome {
+        block: block.name.clone(),
+        action: "clear",
+        plan,
+        written: Vec::new(),
+        final_values: None,
+        notes: Vec::new(),
+    })
+}
+
+/// Applies a planned control command. A stop of a per-counter block first reads the
+/// values it is about to reset.
+pub fn apply(device: &Device, mut outcome: ControlOutcome) -> Result<ControlOutcome> {
+    if outcome.action == "stop" {
+        let block = device.block(&outcome.block)?;
+        if block.mechanism == Mechanism::PerCounter {
+            let r = read_blocks(device, &[block])?;
+            outcome.final_values = r.blocks.into_iter().next().map(|mut b| {
+                let stopped: Vec<String> =
+                    outcome.plan.writes.iter().map(|w| w.path.clone()).collect();
+                b.counters
+                    .retain(|c| stopped.contains(&layout::event(&outcome.block, c.index)));
+                b
+            });
+        }
+    }
+    outcome.written = outcome.plan.apply(device.fs())?;
+    Ok(outcome)
+}

@@ -1,0 +1,108 @@
+//! Writes planned before they are made: printed by `--dry-run`, applied in order
+//! otherwise, with the driver's refusals explained.
+
+use serde::Serialize;
+
+use crate::error::{errno, io_error, with_hint, Error, Result};
+use crate::sysfs::Sysfs;
+
+/// One write: the file (relative to the device) and the exact bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedWrite {
+    pub path: String,
+    pub data: String,
+    /// Written instead when the driver refuses `data` with EINVAL (a stop on kernels
+    /// that validate event numbers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// What the driver's EINVAL means for this write.
+    #[serde(skip)]
+    pub on_einval: String,
+}
+
+/// Writes to make, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    pub writes: Vec<PlannedWrite>,
+}
+
+impl Plan {
+    pub fn push(&mut self, path: String, data: String, on_einval: impl Into<String>) {
+        self.writes.push(PlannedWrite {
+            path,
+            data,
+            fallback: None,
+            on_einval: on_einval.into(),
+        });
+    }
+
+    pub fn push_with_fallback(
+        &mut self,
+        path: String,
+        data: String,
+        fallback: String,
+        on_einval: impl Into<String>,
+    ) {
+        self.writes.push(PlannedWrite {
+            path,
+            data,
+            fallback: Some(fallback),
+            on_einval: on_einval.into(),
+        });
+    }
+
+    /// What `--dry-run` prints: one line per write, with the device location.
+    pub fn describe(&self, location: &str) -> Vec<String> {
+        self.writes
+            .iter()
+            .map(|w| {
+                let mut line = format!("write {location}/{}: {:?}", w.path, w.data);
+                if let Some(f) = &w.fallback {
+                    line.push_str(&format!(" (if refused: {f:?})"));
+                }
+                line
+            })
+            .collect()
+    }
+
+    /// Makes the writes in order. Returns, per write, the bytes that were accepted.
+    pub fn apply(&self, fs: &dyn Sysfs) -> Result<Vec<String>> {
+        let mut done = Vec::new();
+        for w in &self.writes {
+            match write_one(fs, &w.path, &w.data) {
+                Ok(()) => done.push(w.data.clone()),
+                Err(first)
+                    if first.raw_os_error() == Some(errno::EINVAL) && w.fallback.is_some() =>
+                {
+                    let fb = w.fallback.as_deref().unwrap_or_default();
+                    match write_one(fs, &w.path, fb) {
+                        Ok(()) => done.push(fb.to_string()),
+                        Err(e) => return Err(self.failure(w, fb, e, done.len())),
+                    }
+                }
+                Err(e) => return Err(self.failure(w, &w.data, e, done.len())),
+            }
+        }
+        Ok(done)
+    }
+
+    fn failure(&self, w: &PlannedWrite, data: &str, e: std::io::Error, applied: usize) -> Error {
+        let einval = e.raw_os_error() == Some(errno::EINVAL);
+        let mut err = io_error("writing", &w.path, Some(data.as_bytes()), e);
+        if einval && !w.on_einval.is_empty() {
+            err = with_hint(err, &w.on_einval);
+        }
+        if applied > 0 {
+            let list: Vec<String> = self.writes[..applied]
+                .iter()
+                .map(|w| format!("{} <- {}", w.path, w.data))
+                .collect();
+            err = with_hint(err, &format!("(already written: {})", list.join(", ")));
+        }
+        err
+    }
+}
+
+fn write_one(fs: &dyn Sysfs, path: &str, data: &str) -> std::io::Result<()> {
+    fs.write(path, data.as_bytes())
+}

@@ -1,0 +1,190 @@
+//! Reading counters and registers.
+
+use serde::Serialize;
+use std::time::{Instant, SystemTime};
+
+use super::parse_value;
+use crate::block::{Block, BlockKind, Mechanism};
+use crate::catalog::parse_event_line;
+use crate::device::Device;
+use crate::error::{errno, io_error, Error, Result};
+use crate::sysfs::{layout, Sysfs};
+
+/// A counter as read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CounterReading {
+    pub index: u32,
+    /// The programmed event; None when the driver cannot name it (stopped with 0xff).
+    pub event: Option<u32>,
+    pub event_name: Option<String>,
+    /// Counts clock cycles instead of its event (BF3 `count_clock`).
+    pub counts_clock: bool,
+    pub value: u64,
+}
+
+/// A statistics register as read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RegisterReading {
+    pub name: String,
+    pub value: u64,
+}
+
+/// One block as read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockReading {
+    pub block: String,
+    pub kind: BlockKind,
+    pub mechanism: Mechanism,
+    /// For blocks started all at once: the `enable` state.
+    pub enabled: Option<bool>,
+    /// BF3 crspace: the `count_clock` bitmask.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count_clock: Option<u32>,
+    pub width_bits: u32,
+    pub counters: Vec<CounterReading>,
+    pub registers: Vec<RegisterReading>,
+}
+
+/// A set of readings with the time they were taken.
+#[derive(Debug, Clone)]
+pub struct Readings {
+    pub blocks: Vec<BlockReading>,
+    /// Wall-clock time of the value reads.
+    pub wall: SystemTime,
+    /// Monotonic time of the value reads (ns since an arbitrary point), the middle of
+    /// the window in which the values were read.
+    pub monotonic_ns: u64,
+    /// How long reading the values took.
+    pub window_ns: u64,
+}
+
+fn read_text(fs: &dyn Sysfs, rel: &str) -> Result<String> {
+    fs.read(rel).map_err(|e| io_error("reading", rel, None, e))
+}
+
+fn read_number(fs: &dyn Sysfs, rel: &str) -> Result<u64> {
+    let text = read_text(fs, rel)?;
+    parse_value(&text).ok_or_else(|| {
+        Error::Invalid(format!(
+            "unexpected content in {rel}: {:?} (expected a number such as 0x1f)",
+            text.trim_end()
+        ))
+    })
+}
+
+/// Reads `event<N>`: the number and, when the file says it, the name. None when nothing
+/// nameable is programmed (the driver answers EINVAL, or "No event being monitored").
+/// A bare number (a plain-file copy of the tree after a write) has no name.
+pub fn read_event(
+    fs: &dyn Sysfs,
+    block: &str,
+    index: u32,
+) -> Result<Option<(u32, Option<String>)>> {
+    let rel = layout::event(block, index);
+    match fs.read(&rel) {
+        Ok(text) => {
+            let t = text.trim();
+            Ok(match parse_event_line(t) {
+                Some((n, name)) => Some((n, Some(name))),
+                None => parse_value(t)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .map(|n| (n, None)),
+            })
+        }
+        Err(e) if e.raw_os_error() == Some(errno::EINVAL) => Ok(None),
+        Err(e) => Err(io_error("reading", &rel, None, e)),
+    }
+}
+
+/// Monotonic nanoseconds (CLOCK_MONOTONIC), comparable between processes on one boot.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Reads the chosen blocks: first the configuration (events, enable), then all values
+/// in one tight pass, so that the values are as close together in time as possible.
+pub fn read_blocks(device: &Device, blocks: &[&Block]) -> Result<Readings> {
+    let fs = device.fs();
+    let mut out = Vec::with_capacity(blocks.len());
+    for b in blocks {
+        let enabled = if b.has_enable {
+            Some(read_number(fs, &layout::enable(&b.name))? != 0)
+        } else {
+            None
+        };
+        let count_clock = if b.has_count_clock {
+            Some(read_number(fs, &layout::count_clock(&b.name))? as u32)
+        } else {
+            None
+        };
+        let mut counters = Vec::new();
+        let mut catalog = None;
+        if b.mechanism != Mechanism::Registers {
+            for &i in &b.counters {
+                let ev = read_event(fs, &b.name, i)?;
+                let name = match &ev {
+                    Some((_, Some(name))) => Some(name.clone()),
+                    Some((n, None)) => {
+                        if catalog.is_none() {
+                            catalog = Some(device.catalog(b)?);
+                        }
+                        catalog
+                            .as_ref()
+                            .and_then(|c| c.by_number(*n))
+                            .map(|e| e.name.clone())
+                    }
+                    None => None,
+                };
+                counters.push(CounterReading {
+                    index: i,
+                    event: ev.as_ref().map(|e| e.0),
+                    event_name: name,
+                    counts_clock: count_clock.is_some_and(|m| i < 32 && m & (1 << i) != 0),
+                    value: 0,
+                });
+            }
+        }
+        let registers = b
+            .registers
+            .iter()
+            .map(|r| RegisterReading {
+                name: r.clone(),
+                value: 0,
+            })
+            .collect();
+        out.push(BlockReading {
+            block: b.name.clone(),
+            kind: b.kind,
+            mechanism: b.mechanism,
+            enabled,
+            count_clock,
+            width_bits: b.width_bits(),
+            counters,
+            registers,
+        });
+    }
+    let wall = SystemTime::now();
+    let start_mono = monotonic_ns();
+    let start = Instant::now();
+    for r in &mut out {
+        for c in &mut r.counters {
+            c.value = read_number(fs, &layout::counter(&r.block, c.index))?;
+        }
+        for g in &mut r.registers {
+            g.value = read_number(fs, &layout::register(&r.block, &g.name))?;
+        }
+    }
+    let window_ns = start.elapsed().as_nanos() as u64;
+    Ok(Readings {
+        blocks: out,
+        wall,
+        monotonic_ns: start_mono + window_ns / 2,
+        window_ns,
+    })
+}

@@ -1,0 +1,41 @@
+//! The kernel's number parsing, as the driver's store functions see it.
+
+use crate::error::errno;
+
+/// `kstrtouint`: an optional `+`, then digits in `base` (0: `0x` hex, leading `0`
+/// octal, else decimal; 16 also accepts a `0x` prefix), then at most one newline.
+/// Errors are errno values (EINVAL, ERANGE).
+pub fn kstrtouint(buf: &str, base: u32) -> Result<u32, i32> {
+    let s = buf.strip_suffix('\n').unwrap_or(buf);
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let lower = s.to_ascii_lowercase();
+    let (digits, radix) = match base {
+        0 if lower.starts_with("0x") => (&s[2..], 16),
+        0 if s.starts_with('0') && s.len() > 1 => (&s[1..], 8),
+        0 => (s, 10),
+        16 if lower.starts_with("0x") => (&s[2..], 16),
+        r => (s, r),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err(errno::EINVAL);
+    }
+    u32::from_str_radix(digits, radix).map_err(|_| errno::ERANGE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_like_the_kernel() {
+        assert_eq!(kstrtouint("0x45", 0), Ok(0x45));
+        assert_eq!(kstrtouint("69\n", 0), Ok(69));
+        assert_eq!(kstrtouint("0105", 0), Ok(0x45));
+        assert_eq!(kstrtouint("45", 16), Ok(0x45));
+        assert_eq!(kstrtouint("0x45", 16), Ok(0x45));
+        assert_eq!(kstrtouint("45\n\n", 0), Err(errno::EINVAL));
+        assert_eq!(kstrtouint("-1", 0), Err(errno::EINVAL));
+        assert_eq!(kstrtouint("99999999999", 0), Err(errno::ERANGE));
+        assert_eq!(kstrtouint("", 0), Err(errno::EINVAL));
+    }
+}

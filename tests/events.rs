@@ -1,0 +1,121 @@
+//! The event catalog as the `events` command shows it.
+
+mod common;
+
+use common::*;
+use predicates::prelude::*;
+
+#[test]
+fn tile_events_with_descriptions() {
+    let out = stdout_of(on_fixture("bf2").args(["events", "tile2"]));
+    let line = out.lines().find(|l| l.contains("HNF_REQUESTS")).unwrap();
+    assert_eq!(
+        line.split_whitespace().collect::<Vec<_>>().join(" "),
+        "0x45 HNF_REQUESTS Number of REQs that were processed in HNF"
+    );
+    assert_eq!(out.lines().count(), 1 + 56);
+}
+
+#[test]
+fn pattern_filters_names_and_descriptions() {
+    let out = stdout_of(on_fixture("bf2").args(["events", "tile2", "mss"]));
+    let names: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "MEMORY_READS",
+            "MEMORY_WRITES",
+            "MSS_NO_CREDIT",
+            "MEMORY_READS_BYPASS"
+        ]
+    );
+}
+
+#[test]
+fn bf3_llt_includes_histogram_bins_the_driver_cut() {
+    let list =
+        std::fs::read_to_string(device_dir(&fixture("bf3")).join("llt0/event_list")).unwrap();
+    assert!(!list.contains("HISTOGRAM"));
+    assert!(list.len() < 4096);
+    let out = stdout_of(on_fixture("bf3").args(["events", "llt0", "histogram"]));
+    let r = rows(&out);
+    for bin in 0..10 {
+        let number = 0xa2 + bin;
+        assert_eq!(
+            r[1 + bin],
+            [
+                format!("0x{number:x}"),
+                format!("HISTOGRAM_HISTOGRAM_BIN{bin}*")
+            ]
+        );
+    }
+    assert!(out.contains("cuts it at 4096 bytes"));
+    let v: serde_json::Value = serde_json::from_str(&stdout_of(
+        on_fixture("bf3").args(["events", "mss0", "--json"]),
+    ))
+    .unwrap();
+    assert_eq!(v["truncated_event_list"], true);
+    let events = v["events"].as_array().unwrap();
+    assert_eq!(events.len(), 155);
+    assert_eq!(events[154]["number"], 154);
+    assert_eq!(events[154]["name"], "HISTOGRAM_HISTOGRAM_BIN9");
+    assert_eq!(events[154]["source"], "builtin");
+    assert_eq!(events[0]["source"], "device");
+}
+
+#[test]
+fn json_marks_reserved_events() {
+    let v: serde_json::Value = serde_json::from_str(&stdout_of(
+        on_fixture("bf2").args(["events", "tile0", "--json"]),
+    ))
+    .unwrap();
+    let ev = |name: &str| {
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(ev("HNF_REJECTS")["reserved"], true);
+    assert_eq!(ev("HNF_REQUESTS")["reserved"], false);
+    assert_eq!(ev("HNF_REQUESTS")["number"], 69);
+}
+
+#[test]
+fn registers_show_offsets() {
+    let out = stdout_of(on_fixture("bf2").args(["events", "pcie0"]));
+    assert!(out.starts_with("OFFSET"));
+    let line = out.lines().find(|l| l.contains("OUT_P_BYTE_CNT")).unwrap();
+    assert_eq!(
+        line.split_whitespace().collect::<Vec<_>>().join(" "),
+        "0x50 OUT_P_BYTE_CNT Outgoing posted bytes"
+    );
+}
+
+#[test]
+fn out_of_tree_lists_without_0x_prefix() {
+    let c = Copy::of("bf2");
+    let p = c.device().join("tile1/event_list");
+    let text = std::fs::read_to_string(&p).unwrap().replace("0x", "");
+    std::fs::write(&p, text).unwrap();
+    let out = stdout_of(c.cmd().args(["events", "tile1", "HNF_REQ"]));
+    assert_eq!(rows(&out)[1][..2], ["0x45", "HNF_REQUESTS"]);
+}
+
+#[test]
+fn unknown_block_gets_suggestions() {
+    on_fixture("bf2")
+        .args(["events", "tlie2"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "unknown block 'tlie2'; did you mean",
+        ))
+        .stderr(predicate::str::contains("tile2"));
+}
