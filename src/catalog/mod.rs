@@ -166,14 +166,16 @@ impl Catalog {
                 }
             })
             .collect();
-        let truncated = device_list.len() + EVENT_INFO_LEN > PAGE_SIZE;
-        if truncated {
-            // Continue the table after the last listed entry.
+        let mut truncated = false;
+        if device_list.len() + EVENT_INFO_LEN > PAGE_SIZE {
+            // Near a page: the driver may have cut the list. Continue the table after
+            // the last listed entry.
             let last = listed.last().expect("non-empty");
             let pos = table
                 .iter()
                 .position(|d| d.number == last.0 && d.name.trim_end() == last.1);
             if let Some(pos) = pos {
+                truncated = pos + 1 < table.len();
                 for d in &table[pos + 1..] {
                     let (description, reserved) = describe(Some(d));
                     events.push(Event {
