@@ -10,7 +10,9 @@ fn sim(gen: Generation, flavor: Flavor) -> (Sim, Arc<ManualClock>) {
 }
 
 fn errno_of(r: std::io::Result<impl std::fmt::Debug>) -> i32 {
-    r.expect_err("the driver should refuse this").raw_os_error().unwrap()
+    r.expect_err("the driver should refuse this")
+        .raw_os_error()
+        .unwrap()
 }
 
 fn value(s: &Sim, rel: &str) -> u64 {
@@ -51,14 +53,20 @@ fn programming_resets_and_starts_a_normal_counter() {
 #[test]
 fn event_names_with_a_newline_fail_on_old_kernels_only() {
     let (old, _) = sim(Generation::Bf2, Flavor::Old);
-    assert_eq!(errno_of(old.write("tile2/event3", b"HNF_REQUESTS\n")), errno::EINVAL);
+    assert_eq!(
+        errno_of(old.write("tile2/event3", b"HNF_REQUESTS\n")),
+        errno::EINVAL
+    );
     old.write("tile2/event3", b"HNF_REQUESTS").unwrap();
     assert_eq!(old.read("tile2/event3").unwrap(), "0x45: HNF_REQUESTS\n");
     for flavor in [Flavor::New, Flavor::Oot] {
         let (s, _) = sim(Generation::Bf2, flavor);
         s.write("tile2/event3", b"HNF_REQUESTS\n").unwrap();
         assert_eq!(s.read("tile2/event3").unwrap(), "0x45: HNF_REQUESTS\n");
-        assert_eq!(errno_of(s.write("tile2/event3", b"hnf_requests")), errno::EINVAL);
+        assert_eq!(
+            errno_of(s.write("tile2/event3", b"hnf_requests")),
+            errno::EINVAL
+        );
     }
 }
 
@@ -77,8 +85,14 @@ fn numbers_parse_per_flavor() {
     for flavor in ALL {
         let (s, _) = sim(Generation::Bf2, flavor);
         assert_eq!(errno_of(s.write("tile2/event0", b"-1")), errno::EINVAL);
-        assert_eq!(errno_of(s.write("tile2/event0", b"0x45\n\n")), errno::EINVAL);
-        assert_eq!(errno_of(s.write("tile2/event0", b"0x1ffffffff")), errno::ERANGE);
+        assert_eq!(
+            errno_of(s.write("tile2/event0", b"0x45\n\n")),
+            errno::EINVAL
+        );
+        assert_eq!(
+            errno_of(s.write("tile2/event0", b"0x1ffffffff")),
+            errno::ERANGE
+        );
     }
 }
 
@@ -109,7 +123,10 @@ fn stopping_with_0xff_old_accepts_new_refuses() {
 
 #[test]
 fn l3_counters_run_together_and_reset_only_through_enable() {
-    for (gen, half) in [(Generation::Bf1, "l3cache1half0"), (Generation::Bf2, "l3cachehalf1")] {
+    for (gen, half) in [
+        (Generation::Bf1, "l3cache1half0"),
+        (Generation::Bf2, "l3cachehalf1"),
+    ] {
         let (s, clock) = sim(gen, Flavor::New);
         let f = |n: &str| format!("{half}/{n}");
         for (i, ev) in ["0x17", "0x19", "0x18", "0x1a", "0x1"].iter().enumerate() {
@@ -117,7 +134,11 @@ fn l3_counters_run_together_and_reset_only_through_enable() {
         }
         assert_eq!(s.read(&f("enable")).unwrap(), "0\n");
         clock.advance_secs(1);
-        assert_eq!(s.read(&f("counter4")).unwrap(), "0x0\n", "not counting before enable");
+        assert_eq!(
+            s.read(&f("counter4")).unwrap(),
+            "0x0\n",
+            "not counting before enable"
+        );
         s.write(&f("enable"), b"1").unwrap();
         assert_eq!(s.read(&f("enable")).unwrap(), "1\n");
         clock.advance_secs(1);
@@ -148,7 +169,11 @@ fn crspace_counters_are_32_bit_and_count_clock_on_new_kernels() {
     assert_eq!(s.read("llt0/count_clock").unwrap(), "0\n");
     s.write("llt0/event2", b"0x57").unwrap();
     assert_eq!(s.read("llt0/event2").unwrap(), "0x57: GDC_BANK0_HIT\n");
-    assert_eq!(s.read("llt0/enable").unwrap(), "0\n", "programming starts nothing");
+    assert_eq!(
+        s.read("llt0/enable").unwrap(),
+        "0\n",
+        "programming starts nothing"
+    );
     s.write("llt0/count_clock", b"0x1").unwrap();
     s.write("llt0/enable", b"1").unwrap();
     clock.advance_secs(5);
@@ -169,7 +194,11 @@ fn crspace_counters_are_32_bit_and_count_clock_on_new_kernels() {
     // Old kernels have no count_clock file.
     let (old, _) = sim(Generation::Bf3, Flavor::Old);
     assert_eq!(errno_of(old.read("llt0/count_clock")), errno::ENOENT);
-    assert!(!old.list("llt0").unwrap().iter().any(|e| e.name == "count_clock"));
+    assert!(!old
+        .list("llt0")
+        .unwrap()
+        .iter()
+        .any(|e| e.name == "count_clock"));
 }
 
 #[test]
@@ -180,7 +209,10 @@ fn registers_run_free_and_reset_only_with_zero() {
         clock.advance_secs(1);
         let b = value(&s, "pcie0/IN_P_BYTE_CNT");
         assert!(b > a);
-        assert_eq!(errno_of(s.write("pcie0/IN_P_BYTE_CNT", b"7")), errno::EINVAL);
+        assert_eq!(
+            errno_of(s.write("pcie0/IN_P_BYTE_CNT", b"7")),
+            errno::EINVAL
+        );
         s.write("pcie0/IN_P_BYTE_CNT", b"0").unwrap();
         assert_eq!(s.read("pcie0/IN_P_BYTE_CNT").unwrap(), "0x0\n");
         clock.advance_secs(1);
@@ -190,7 +222,10 @@ fn registers_run_free_and_reset_only_with_zero() {
         assert_eq!(s.read("ecc/SERR_INJ").unwrap(), "0x3\n");
     }
     let (s, _) = sim(Generation::Bf3, Flavor::New);
-    assert_eq!(errno_of(s.write("clock_measure/FMON_CLK_LAST_COUNT_PLL_G1", b"0")), errno::EINVAL);
+    assert_eq!(
+        errno_of(s.write("clock_measure/FMON_CLK_LAST_COUNT_PLL_G1", b"0")),
+        errno::EINVAL
+    );
 }
 
 #[test]
@@ -199,7 +234,11 @@ fn event_lists_are_truncated_like_the_driver() {
         let (s, _) = sim(Generation::Bf3, flavor);
         for block in ["llt0", "mss1"] {
             let list = s.read(&format!("{block}/event_list")).unwrap();
-            assert!(list.len() < 4096 && list.len() > 4096 - 100, "{block}: {}", list.len());
+            assert!(
+                list.len() < 4096 && list.len() > 4096 - 100,
+                "{block}: {}",
+                list.len()
+            );
             // Without the `0x`, the out-of-tree lines are shorter: llt's whole list
             // (4,040 bytes) fits, mss keeps a few more bins.
             let whole = flavor == Flavor::Oot && block == "llt0";
@@ -217,7 +256,13 @@ fn event_lists_are_truncated_like_the_driver() {
         }
         // The driver's names with trailing spaces, and its duplicate number.
         assert!(list.contains("e: GDC_MISS_MACHINE_G_FIFO_FF_EXEC0_1 \n"));
-        assert_eq!(s.read("llt0/event_list").unwrap().matches("67: GDC_BANK0_G_RSE_PIPE_CACHE_DATA").count(), 2);
+        assert_eq!(
+            s.read("llt0/event_list")
+                .unwrap()
+                .matches("67: GDC_BANK0_G_RSE_PIPE_CACHE_DATA")
+                .count(),
+            2
+        );
     }
 }
 
@@ -227,14 +272,32 @@ fn layouts_and_files() {
     assert_eq!(s.read("name").unwrap(), "bfperf\n");
     let top: Vec<String> = s.list("").unwrap().into_iter().map(|e| e.name).collect();
     assert_eq!(top.len(), 19 + 5);
-    let tile: Vec<String> = s.list("tile0").unwrap().into_iter().map(|e| e.name).collect();
+    let tile: Vec<String> = s
+        .list("tile0")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     assert_eq!(
         tile,
-        ["counter0", "counter1", "counter2", "counter3", "event0", "event1", "event2", "event3", "event_list"]
+        [
+            "counter0",
+            "counter1",
+            "counter2",
+            "counter3",
+            "event0",
+            "event1",
+            "event2",
+            "event3",
+            "event_list"
+        ]
     );
     assert_eq!(errno_of(s.write("tile0/event_list", b"x")), errno::EACCES);
     assert_eq!(errno_of(s.read("tile0/counter4")), errno::ENOENT);
-    assert_eq!(s.read_link("device").unwrap(), "../../../devices/platform/MLNXBFD1:00");
+    assert_eq!(
+        s.read_link("device").unwrap(),
+        "../../../devices/platform/MLNXBFD1:00"
+    );
     let (s1, _) = sim(Generation::Bf1, Flavor::Old);
     assert_eq!(s1.read("device/modalias").unwrap(), "acpi:MLNXBFD0:\n");
 }
@@ -248,12 +311,18 @@ fn every_command_works_on_the_in_process_simulator() {
     assert_eq!(device.blocks().len(), 19);
     let a = program::parse_assignments(&["3".into(), "hnf_requests".into()], false).unwrap();
     let out = program::program(&device, "tile2", &a, &Default::default()).unwrap();
-    assert_eq!(out.counters[0].readback.as_deref(), Some("0x45: HNF_REQUESTS"));
+    assert_eq!(
+        out.counters[0].readback.as_deref(),
+        Some("0x45: HNF_REQUESTS")
+    );
     clock.advance_secs(1);
     let tile2 = device.block("tile2").unwrap();
     let r = read::read_blocks(&device, &[tile2]).unwrap();
     assert_eq!(r.blocks[0].counters[3].value, 1_986_381);
-    assert_eq!(r.blocks[0].counters[3].event_name.as_deref(), Some("HNF_REQUESTS"));
+    assert_eq!(
+        r.blocks[0].counters[3].event_name.as_deref(),
+        Some("HNF_REQUESTS")
+    );
     let stop = control::plan_stop(&device, "tile2", Some("3")).unwrap();
     let done = control::apply(&device, stop).unwrap();
     assert_eq!(done.written, ["0x0"]);

@@ -287,20 +287,44 @@ fn aliases(input: &str) -> Vec<String> {
     out
 }
 
-/// Levenshtein distance, for suggestions.
+/// Edit distance counting an exchange of two neighbours as one edit (optimal string
+/// alignment), for suggestions.
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
     }
-    prev[b.len()]
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j - 1] + cost)
+                .min(d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// Every `_`-separated word of `input` (a plural `s` dropped) begins a word of `candidate`.
+fn words_match(input: &str, candidate: &str) -> bool {
+    let words: Vec<&str> = candidate.split('_').collect();
+    input.split('_').filter(|w| !w.is_empty()).all(|w| {
+        let w = if w.len() > 2 {
+            w.strip_suffix('s').unwrap_or(w)
+        } else {
+            w
+        };
+        words.iter().any(|c| c.starts_with(w))
+    })
 }
 
 /// Up to five candidates close to `input`: small edit distance, or containing it.
@@ -313,14 +337,20 @@ pub fn suggest<'a>(input: &str, candidates: impl Iterator<Item = &'a str>) -> Ve
             let d = edit_distance(&lower, &lc);
             if d <= limit {
                 Some((d, c.to_string()))
-            } else if lower.len() >= 3 && lc.contains(&lower) {
-                Some((limit + 1 + lc.len() - lower.len(), c.to_string()))
+            } else if lower.len() >= 3 && (lc.contains(&lower) || words_match(&lower, &lc)) {
+                Some((limit + 1 + lc.len().abs_diff(lower.len()), c.to_string()))
             } else {
                 None
             }
         })
         .collect();
     scored.sort();
+    // Keep the close ones: a near miss hides the far ones.
+    if let Some(best) = scored.first().map(|s| s.0) {
+        if best <= limit {
+            scored.retain(|s| s.0 <= best + 1);
+        }
+    }
     scored.dedup_by(|a, b| a.1 == b.1);
     scored.into_iter().take(5).map(|(_, c)| c).collect()
 }
@@ -359,7 +389,7 @@ mod tests {
         assert_eq!(c.resolve("A72_Read").unwrap().number, 0x72);
         assert_eq!(c.resolve("IO_Reads").unwrap().number, 0x74);
         assert_eq!(c.resolve("TSO_Reject").unwrap().number, 0x75);
-        assert_eq!(c.resolve("HNF_REQUSTS").unwrap_err(), vec!["HNF_REQUESTS"]);
+        assert_eq!(c.resolve("MEMORY_RAEDS").unwrap_err(), vec!["MEMORY_READS"]);
         let p = Catalog::builtin(BlockKind::Pcie, Generation::Bf2);
         assert_eq!(
             p.resolve("PCIE_TLR_IN_P_PKT_CNT").unwrap().name,

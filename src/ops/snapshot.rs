@@ -229,7 +229,7 @@ mod tests {
     #[test]
     fn formats_rfc3339() {
         let t = UNIX_EPOCH + Duration::new(1_795_000_000, 5);
-        assert_eq!(rfc3339(t), "2026-11-18T08:26:40.000000005Z");
+        assert_eq!(rfc3339(t), "2026-11-18T11:06:40.000000005Z");
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000000000Z");
     }
 }

@@ -308,7 +308,14 @@ impl Filesystem for SimFs {
         }
     }
 
-    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lock: LockOwner, reply: ReplyEmpty) {
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock: LockOwner,
+        reply: ReplyEmpty,
+    ) {
         reply.ok();
     }
 
@@ -329,7 +336,14 @@ impl Filesystem for SimFs {
         reply.ok();
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
         let Some(node) = self.inode(ino) else {
             return reply.error(Errno::ENOENT);
         };
@@ -341,7 +355,11 @@ impl Filesystem for SimFs {
             (ino.0, FileType::Directory, "."),
             (parent, FileType::Directory, ".."),
         ];
-        entries.extend(children.iter().map(|(n, c)| (*c, self.kind_of(*c), n.as_str())));
+        entries.extend(
+            children
+                .iter()
+                .map(|(n, c)| (*c, self.kind_of(*c), n.as_str())),
+        );
         for (i, (child, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
             if reply.add(INodeNo(child), (i + 1) as u64, kind, name) {
                 break;

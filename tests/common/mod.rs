@@ -121,3 +121,136 @@ pub fn rows(text: &str) -> Vec<Vec<String>> {
         .map(|l| l.split_whitespace().map(str::to_string).collect())
         .collect()
 }
+
+/// A `bfperf sim mount` running in a temp dir; unmounted when dropped.
+pub struct Mount {
+    pub dir: tempfile::TempDir,
+    child: std::process::Child,
+}
+
+fn fuse_unavailable_reason() -> Option<String> {
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse does not exist".into());
+    }
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let helper = [
+        "/bin/fusermount3",
+        "/usr/bin/fusermount3",
+        "/bin/fusermount",
+        "/usr/bin/fusermount",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists());
+    if !root && !helper {
+        return Some("not root and no fusermount3 helper".into());
+    }
+    None
+}
+
+fn skip_or_fail(reason: &str) {
+    if std::env::var_os("BFPERF_REQUIRE_FUSE").is_some() {
+        panic!("FUSE-backed tests are required (BFPERF_REQUIRE_FUSE) but cannot run: {reason}");
+    }
+    use std::io::Write;
+    // Written to the real stderr, past the test harness's capture: one clear line.
+    let _ = writeln!(
+        std::io::stderr(),
+        "note: skipping FUSE-backed simulator tests: {reason}"
+    );
+}
+
+impl Mount {
+    /// Mounts a simulated device, or returns None (after saying why) where FUSE cannot
+    /// be used. With BFPERF_REQUIRE_FUSE set, failing to mount fails the test.
+    pub fn start(gen: &str, flavor: &str) -> Option<Mount> {
+        if let Some(reason) = fuse_unavailable_reason() {
+            skip_or_fail(&reason);
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .args(["sim", "mount", "--gen", gen, "--flavor", flavor])
+            .arg(dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut m = Mount { dir, child };
+        let name = m.device().join("name");
+        for _ in 0..100 {
+            if name.exists() {
+                return Some(m);
+            }
+            if let Ok(Some(_)) = m.child.try_wait() {
+                let mut err = String::new();
+                use std::io::Read;
+                if let Some(mut e) = m.child.stderr.take() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                skip_or_fail(&format!("bfperf sim mount failed: {}", err.trim()));
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        skip_or_fail("the simulator did not appear within 5 s");
+        None
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn device(&self) -> PathBuf {
+        device_dir(self.root())
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        fs::read_to_string(self.device().join(rel)).unwrap()
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = bfperf();
+        c.arg("--sysfs-root").arg(self.root());
+        c
+    }
+
+    /// The configuration files (events, enable, count_clock) of a block, to prove a
+    /// rejected command changed nothing.
+    pub fn config(&self, block: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut names: Vec<String> = fs::read_dir(self.device().join(block))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                n.starts_with("event") && n != "event_list" || n == "enable" || n == "count_clock"
+            })
+            .collect();
+        names.sort();
+        for n in names {
+            let v = fs::read_to_string(self.device().join(block).join(&n))
+                .unwrap_or_else(|e| format!("error: {e}"));
+            out.push((n, v));
+        }
+        out
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        // SAFETY: sends SIGTERM to our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
