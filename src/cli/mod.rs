@@ -375,6 +375,10 @@ fn show_program(device: &Device, o: &program::ProgramOutcome, dry_run: bool, jso
     }
     if dry_run {
         show_plan(device, &o.plan);
+        for n in o.notes.iter().filter(|n| !n.starts_with("started")) {
+            println!("note: {n}");
+        }
+        return;
     }
     for c in &o.counters {
         let what = match (c.event, &c.event_name) {
