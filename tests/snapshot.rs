@@ -1,0 +1,391 @@
+//! Snapshots and their differences.
+
+mod common;
+
+use bfperf::ops::diff::{diff, Flag};
+use bfperf::ops::snapshot::{Snapshot, SnapshotBlock, SnapshotCounter, SnapshotRegister};
+use common::*;
+use predicates::prelude::*;
+use std::fs;
+
+fn load(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn snapshot_of_the_pcie_registers_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    on_fixture("bf2")
+        .args(["snapshot", "-o"])
+        .arg(&a)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("wrote 24 values of 2 blocks"));
+    let v = load(&a);
+    assert_eq!(v["schema"], "bfperf-snapshot");
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["generation"], "BlueField-2");
+    assert!(v["timestamp"].as_str().unwrap().ends_with('Z'));
+    assert!(v["monotonic_ns"].as_u64().unwrap() > 0);
+    assert!(!v["hostname"].as_str().unwrap().is_empty());
+    assert_eq!(
+        v["device"],
+        device_dir(&fixture("bf2")).display().to_string()
+    );
+    let blocks = v["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 2);
+    assert_eq!(blocks[0]["name"], "pcie0");
+    assert_eq!(blocks[0]["kind"], "pcie");
+    assert_eq!(blocks[0]["enabled"], serde_json::Value::Null);
+    let regs = blocks[0]["registers"].as_array().unwrap();
+    assert_eq!(regs.len(), 12);
+    assert_eq!(regs[0]["name"], "IN_P_PKT_CNT");
+    let file = fs::read_to_string(device_dir(&fixture("bf2")).join("pcie0/IN_P_PKT_CNT")).unwrap();
+    assert_eq!(file, "0x26aa5d7f6\n");
+    assert_eq!(regs[0]["value"], 10_379_188_214u64);
+    assert_eq!(regs[0]["width_bits"], 64);
+}
+
+#[test]
+fn snapshot_all_of_bf3_has_crspace_widths_and_state() {
+    let out = stdout_of(on_fixture("bf3").args(["snapshot", "all"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let llt1 = v["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "llt1")
+        .unwrap();
+    assert_eq!(llt1["enabled"], true);
+    assert_eq!(llt1["mechanism"], "all-at-once");
+    assert_eq!(llt1["counters"][0]["counts_clock"], true);
+    assert_eq!(llt1["counters"][0]["value"], 2_000_000_000u64);
+    assert_eq!(llt1["counters"][0]["width_bits"], 32);
+    assert_eq!(llt1["counters"][1]["event_name"], "HNF0_CYCLES");
+    let cm = v["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "clock_measure")
+        .unwrap();
+    assert_eq!(cm["registers"][0]["width_bits"], 32);
+    // No pcie blocks on this layout: the default selection says so.
+    on_fixture("bf3")
+        .arg("snapshot")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no pcie blocks"));
+}
+
+fn snap(mono_s: f64, blocks: Vec<SnapshotBlock>) -> Snapshot {
+    Snapshot {
+        schema: "bfperf-snapshot".into(),
+        schema_version: 1,
+        timestamp: "2026-11-21T18:00:00Z".into(),
+        timestamp_unix_ns: 1_795_284_000_000_000_000 + (mono_s * 1e9) as u64,
+        monotonic_ns: 1_000_000_000_000 + (mono_s * 1e9) as u64,
+        read_window_ns: 1000,
+        hostname: "dpu".into(),
+        device: "/sys/class/hwmon/hwmon3".into(),
+        generation: "BlueField-3".into(),
+        blocks,
+    }
+}
+
+fn block(
+    name: &str,
+    kind: &str,
+    counters: Vec<(u32, &str, u64, u32)>,
+    registers: Vec<(&str, u64)>,
+) -> SnapshotBlock {
+    SnapshotBlock {
+        name: name.into(),
+        kind: kind.into(),
+        mechanism: if registers.is_empty() {
+            "all-at-once"
+        } else {
+            "registers"
+        }
+        .into(),
+        enabled: None,
+        counters: counters
+            .into_iter()
+            .map(|(i, ev, value, width)| SnapshotCounter {
+                index: i,
+                event: Some(i),
+                event_name: Some(ev.into()),
+                counts_clock: false,
+                value,
+                width_bits: width,
+            })
+            .collect(),
+        registers: registers
+            .into_iter()
+            .map(|(n, value)| SnapshotRegister {
+                name: n.into(),
+                value,
+                width_bits: 64,
+            })
+            .collect(),
+    }
+}
+
+fn pcie(values: [u64; 12]) -> SnapshotBlock {
+    let names = [
+        "IN_P_PKT_CNT",
+        "IN_NP_PKT_CNT",
+        "IN_C_PKT_CNT",
+        "OUT_P_PKT_CNT",
+        "OUT_NP_PKT_CNT",
+        "OUT_C_PKT_CNT",
+        "IN_P_BYTE_CNT",
+        "IN_NP_BYTE_CNT",
+        "IN_C_BYTE_CNT",
+        "OUT_P_BYTE_CNT",
+        "OUT_NP_BYTE_CNT",
+        "OUT_C_BYTE_CNT",
+    ];
+    block(
+        "pcie0",
+        "pcie",
+        vec![],
+        names.iter().copied().zip(values).collect(),
+    )
+}
+
+#[test]
+fn diff_handles_wraps_resets_event_changes_and_pcie() {
+    let old = snap(
+        0.0,
+        vec![
+            block(
+                "llt0",
+                "llt",
+                vec![
+                    (0, "HNF0_CYCLES", 4_000_000_000, 32),
+                    (1, "GDC_BANK0_HIT", 100, 32),
+                ],
+                vec![],
+            ),
+            block(
+                "tile2",
+                "tile",
+                vec![(3, "HNF_REQUESTS", 5_000, 64)],
+                vec![],
+            ),
+            pcie([100, 0, 0, 0, 0, 0, 1_000, 2_000, 3_000, 4_000, 0, 0]),
+            block("gone0", "tile", vec![], vec![]),
+        ],
+    );
+    let mut new_llt = block(
+        "llt0",
+        "llt",
+        vec![
+            (0, "HNF0_CYCLES", 705_032_704, 32),
+            (1, "GDC_BANK0_HIT", 300, 32),
+        ],
+        vec![],
+    );
+    new_llt.counters[1].event = Some(0x58);
+    new_llt.counters[1].event_name = Some("GDC_BANK0_MISS".into());
+    let new = snap(
+        2.0,
+        vec![
+            new_llt,
+            block(
+                "tile2",
+                "tile",
+                vec![(3, "HNF_REQUESTS", 1_000, 64)],
+                vec![],
+            ),
+            pcie([
+                300,
+                0,
+                0,
+                0,
+                0,
+                0,
+                2_000_001_000,
+                2_000,
+                3_000,
+                4_000,
+                0,
+                50,
+            ]),
+            block("new0", "tile", vec![], vec![]),
+        ],
+    );
+    let d = diff(&old, &new);
+    assert_eq!(d.interval_s, 2.0);
+    assert_eq!(d.interval_source, "monotonic");
+    let v = |b: &str, i: &str| {
+        d.values
+            .iter()
+            .find(|v| v.block == b && v.item == i)
+            .unwrap()
+            .clone()
+    };
+    let wrapped = v("llt0", "counter0");
+    assert_eq!(wrapped.flag, Some(Flag::Wrapped));
+    assert_eq!(
+        wrapped.delta,
+        Some(705_032_704 + (1u64 << 32) - 4_000_000_000)
+    );
+    assert_eq!(
+        wrapped.rate_per_s,
+        Some((705_032_704.0 + 4_294_967_296.0 - 4e9) / 2.0)
+    );
+    let changed = v("llt0", "counter1");
+    assert_eq!(changed.flag, Some(Flag::EventChanged));
+    assert_eq!(changed.delta, None);
+    let reset = v("tile2", "counter3");
+    assert_eq!((reset.flag, reset.delta), (Some(Flag::Reset), Some(1_000)));
+    let out_c = v("pcie0", "OUT_C_BYTE_CNT");
+    assert_eq!((out_c.delta, out_c.flag), (Some(50), None));
+    let in_p = v("pcie0", "IN_P_BYTE_CNT");
+    assert_eq!(in_p.rate_per_s, Some(1e9));
+    assert_eq!(d.only_in_old, ["gone0"]);
+    assert_eq!(d.only_in_new, ["new0"]);
+    let p = &d.pcie[0];
+    assert_eq!(p.in_bytes_per_s, 1e9);
+    assert_eq!(p.in_gbit_per_s, 8.0);
+    assert_eq!(p.out_bytes_per_s, 25.0);
+    assert_eq!(p.in_packets_per_s, 100.0);
+    assert_eq!(p.in_bytes_per_s_by_type.posted, 1e9);
+    assert_eq!(p.out_bytes_per_s_by_type.completion, 25.0);
+    // A register that went down was reset: delta from 0.
+    let mut reset_new = new.clone();
+    reset_new.blocks[2].registers[0].value = 40;
+    let d2 = diff(&old, &reset_new);
+    let r = d2.values.iter().find(|v| v.item == "IN_P_PKT_CNT").unwrap();
+    assert_eq!((r.flag, r.delta), (Some(Flag::Reset), Some(40)));
+    // Another host or boot: the wall clock gives the interval.
+    let mut other = new.clone();
+    other.hostname = "other".into();
+    assert_eq!(diff(&old, &other).interval_source, "wall_clock");
+}
+
+#[test]
+fn diff_command_prints_the_pcie_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let old = snap(0.0, vec![pcie([0; 12])]);
+    let new = snap(
+        4.0,
+        vec![pcie([400, 40, 4, 0, 0, 0, 4_000_000_000, 0, 0, 400, 0, 0])],
+    );
+    fs::write(&a, serde_json::to_string(&old).unwrap()).unwrap();
+    fs::write(&b, serde_json::to_string(&new).unwrap()).unwrap();
+    let out = stdout_of(bfperf().arg("diff").arg(&a).arg(&b));
+    assert!(out.starts_with("interval: 4.000 s (monotonic)\n"), "{out}");
+    assert!(out.contains("PCIe pcie0:\n  inbound   1,000,000,000.00 B/s (8.000 Gb/s), 111.00 packets/s\n  outbound  100.00 B/s (0.000 Gb/s), 0.00 packets/s\n"), "{out}");
+    let line = out.lines().find(|l| l.contains("IN_P_BYTE_CNT")).unwrap();
+    assert_eq!(
+        line.split_whitespace().collect::<Vec<_>>(),
+        [
+            "pcie0",
+            "IN_P_BYTE_CNT",
+            "0",
+            "4,000,000,000",
+            "4,000,000,000",
+            "1,000,000,000.00"
+        ]
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout_of(
+        bfperf().arg("diff").arg(&a).arg(&b).arg("--json"),
+    ))
+    .unwrap();
+    assert_eq!(v["pcie"][0]["in_bytes_per_s"], 1e9);
+    assert_eq!(v["values"][6]["delta"], 4_000_000_000u64);
+    // Not a snapshot: a clear error.
+    fs::write(&b, "{}").unwrap();
+    bfperf()
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is not a bfperf snapshot"));
+}
+
+#[test]
+fn snapshot_output_is_atomic() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("snap.json");
+    fs::write(&target, "old content").unwrap();
+    // The device fails mid-way: the old file stays, no temp file is left.
+    let c = Copy::of("bf2");
+    fs::write(c.device().join("pcie1/OUT_C_BYTE_CNT"), "garbage\n").unwrap();
+    c.cmd()
+        .args(["snapshot", "-o"])
+        .arg(&target)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "unexpected content in pcie1/OUT_C_BYTE_CNT",
+        ));
+    assert_eq!(fs::read_to_string(&target).unwrap(), "old content");
+    // The rename fails (the target is a non-empty directory): nothing left behind.
+    let blocked = dir.path().join("blocked");
+    fs::create_dir(&blocked).unwrap();
+    fs::write(blocked.join("keep"), "x").unwrap();
+    on_fixture("bf2")
+        .args(["snapshot", "-o"])
+        .arg(&blocked)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("cannot rename the snapshot into"));
+    let names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut names = names;
+    names.sort();
+    assert_eq!(names, ["blocked", "snap.json"]);
+    // A good run replaces the file whole.
+    on_fixture("bf2")
+        .args(["snapshot", "-o"])
+        .arg(&target)
+        .assert()
+        .success();
+    assert_eq!(load(&target)["blocks"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn snapshots_of_the_mounted_simulator_show_traffic() {
+    let Some(m) = Mount::start("2", "new") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    m.cmd()
+        .args(["program", "tile2", "3", "HNF_REQUESTS"])
+        .assert()
+        .success();
+    m.cmd()
+        .args(["snapshot", "pcie", "tile2", "-o"])
+        .arg(&a)
+        .assert()
+        .success();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    m.cmd()
+        .args(["snapshot", "pcie", "tile2", "-o"])
+        .arg(&b)
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_str(&stdout_of(
+        bfperf().arg("diff").arg(&a).arg(&b).arg("--json"),
+    ))
+    .unwrap();
+    assert_eq!(v["interval_source"], "monotonic");
+    assert!(v["pcie"][0]["in_bytes_per_s"].as_f64().unwrap() > 1e8);
+    let hnf = v["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["block"] == "tile2" && x["item"] == "counter3")
+        .unwrap();
+    assert!(hnf["rate_per_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(hnf["flag"], serde_json::Value::Null);
+}
