@@ -115,16 +115,17 @@ impl RealFs {
 
 impl Sysfs for RealFs {
     fn read(&self, rel: &str) -> io::Result<String> {
-        // open + read + read(EOF) + close: no stat, no allocation beyond the text.
+        // open + read + close, no stat: a sysfs attribute (at most a page) comes in one
+        // read, and a read shorter than the buffer means the end of the file.
         let mut file = fs::File::open(self.path(rel))?;
         let mut buf = [0u8; 8192];
         let mut out = Vec::new();
         loop {
             let n = file.read(&mut buf)?;
-            if n == 0 {
+            out.extend_from_slice(&buf[..n]);
+            if n < buf.len() {
                 break;
             }
-            out.extend_from_slice(&buf[..n]);
         }
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
