@@ -1,8 +1,328 @@
-//! Shell completion (filled in below).
-use super::Shell;
-pub fn script(_shell: Shell) -> String {
-    String::new()
+//! Shell completion: a hidden `bfperf __complete` entry point gives the candidates for
+//! one word of a command line, from the command tree (subcommands, flags) and the live
+//! device (blocks, counters, events, registers, kinds), honouring `--sysfs-root` and
+//! `--device` on that line. The scripts for bash, zsh and fish only call it.
+//!
+//! It scans the device once (its block directories) and reads at most one
+//! `event_list`; on any error it offers nothing and prints nothing.
+
+use std::path::PathBuf;
+
+use clap::CommandFactory;
+
+use super::args::{Cli, Global, Shell};
+use crate::block::{BlockKind, Mechanism};
+use crate::device::Device;
+
+/// What the words before the cursor say.
+#[derive(Debug, Default)]
+struct Line {
+    global: Global,
+    /// The subcommand path, e.g. ["program"] or ["sim", "mount"].
+    command: Vec<String>,
+    /// Positional words after the subcommand.
+    positionals: Vec<String>,
+    /// The word before the cursor when it is an option that takes a value.
+    pending_option: Option<String>,
 }
-pub fn candidates(_words: &[String], _index: usize) -> Vec<String> {
-    Vec::new()
+
+fn subcommand_names(cmd: &clap::Command) -> Vec<String> {
+    cmd.get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name().to_string())
+        .collect()
 }
+
+fn find_subcommand<'a>(root: &'a clap::Command, path: &[String]) -> &'a clap::Command {
+    let mut cmd = root;
+    for name in path {
+        match cmd.find_subcommand(name) {
+            Some(c) => cmd = c,
+            None => break,
+        }
+    }
+    cmd
+}
+
+/// Options of a command (its own and the global ones) that take a value.
+fn takes_value(cmd: &clap::Command, word: &str) -> bool {
+    cmd.get_arguments().any(|a| {
+        a.get_action().takes_values()
+            && !a.is_positional()
+            && (a.get_long().map(|l| format!("--{l}")).as_deref() == Some(word)
+                || a.get_short().map(|s| format!("-{s}")).as_deref() == Some(word))
+    })
+}
+
+fn parse_line(root: &clap::Command, words: &[String]) -> Line {
+    let mut line = Line {
+        global: Global {
+            sysfs_root: std::env::var_os("BFPERF_SYSFS_ROOT")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/sys")),
+            device: None,
+        },
+        ..Line::default()
+    };
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        let cmd = find_subcommand(root, &line.command);
+        if let Some((name, value)) = w.split_once('=').filter(|(n, _)| n.starts_with("--")) {
+            apply_global(&mut line.global, name, value);
+        } else if w.starts_with('-')
+            && w.len() > 1
+            && !w[1..].starts_with(|c: char| c.is_ascii_digit())
+        {
+            if takes_value(cmd, w) || takes_value(root, w) {
+                match words.get(i + 1) {
+                    Some(v) => {
+                        apply_global(&mut line.global, w, v);
+                        i += 1;
+                    }
+                    None => line.pending_option = Some(w.clone()),
+                }
+            }
+        } else if line.positionals.is_empty() && cmd.find_subcommand(w).is_some() {
+            line.command.push(w.clone());
+        } else {
+            line.positionals.push(w.clone());
+        }
+        i += 1;
+    }
+    line
+}
+
+fn apply_global(global: &mut Global, name: &str, value: &str) {
+    match name {
+        "--sysfs-root" => global.sysfs_root = PathBuf::from(value),
+        "--device" => global.device = Some(PathBuf::from(value)),
+        _ => {}
+    }
+}
+
+fn starts_with_ci(candidate: &str, prefix: &str) -> bool {
+    candidate.len() >= prefix.len()
+        && candidate.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+}
+
+/// Candidates for `words[index]` (`words[0]` is the program name; the word may be
+/// missing, as when the cursor follows a space).
+pub fn candidates(words: &[String], index: usize) -> Vec<String> {
+    let root = Cli::command();
+    let index = index.min(words.len());
+    let before: Vec<String> = words
+        .get(1..index)
+        .map(<[String]>::to_vec)
+        .unwrap_or_default();
+    let current = words.get(index).cloned().unwrap_or_default();
+    // bash splits `0=HITS` at `=`: the value after a lone `=` is an event name.
+    let after_equals = before.last().is_some_and(|w| w == "=");
+    let before: Vec<String> = join_equals(&before);
+    let line = parse_line(&root, &before);
+    if line.pending_option.is_some() {
+        return Vec::new(); // a path: the shell's own file completion
+    }
+    let cmd = find_subcommand(&root, &line.command);
+    let mut out: Vec<String> = if current.starts_with('-') {
+        flags(cmd, &root)
+    } else if line.positionals.is_empty() && cmd.has_subcommands() {
+        subcommand_names(cmd)
+    } else {
+        values(&line, &current, after_equals)
+    };
+    out.retain(|c| starts_with_ci(c, &current));
+    out.dedup();
+    out
+}
+
+/// Rejoins `N`, `=`, `EVENT` that bash split apart.
+fn join_equals(words: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut glue = false;
+    for w in words {
+        if w == "=" {
+            if let Some(last) = out.last_mut() {
+                last.push('=');
+                glue = true;
+                continue;
+            }
+        }
+        if glue {
+            if let Some(last) = out.last_mut() {
+                last.push_str(w);
+            }
+            glue = false;
+        } else {
+            out.push(w.clone());
+        }
+    }
+    out
+}
+
+fn flags(cmd: &clap::Command, root: &clap::Command) -> Vec<String> {
+    let mut out: Vec<String> = cmd
+        .get_arguments()
+        .chain(root.get_arguments())
+        .filter(|a| !a.is_positional() && !a.is_hide_set())
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect();
+    out.push("--help".to_string());
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn values(line: &Line, current: &str, after_equals: bool) -> Vec<String> {
+    let sub: Vec<&str> = line.command.iter().map(String::as_str).collect();
+    match sub.as_slice() {
+        ["completions"] if line.positionals.is_empty() => {
+            vec!["bash".into(), "zsh".into(), "fish".into()]
+        }
+        ["program"] | ["start"] | ["stop"] | ["clear"] | ["events"] | ["read"] | ["snapshot"] => {
+            let Some(device) = open(&line.global) else {
+                return Vec::new();
+            };
+            device_values(&device, sub[0], &line.positionals, current, after_equals)
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn open(global: &Global) -> Option<Device> {
+    super::open_device(global).ok()
+}
+
+fn block_names(device: &Device, keep: impl Fn(&crate::block::Block) -> bool) -> Vec<String> {
+    device
+        .blocks()
+        .iter()
+        .filter(|b| keep(b))
+        .map(|b| b.name.clone())
+        .collect()
+}
+
+fn device_values(
+    device: &Device,
+    command: &str,
+    positionals: &[String],
+    current: &str,
+    after_equals: bool,
+) -> Vec<String> {
+    if positionals.is_empty() {
+        return match command {
+            "program" => block_names(device, |b| b.is_counter_block()),
+            "start" => block_names(device, |b| b.mechanism == Mechanism::AllAtOnce),
+            "stop" => block_names(device, |b| b.is_counter_block()),
+            "clear" => block_names(device, |b| !b.is_l3() && b.kind != BlockKind::ClockMeasure),
+            "events" => block_names(device, |_| true),
+            _ => selectors(device, command, positionals),
+        };
+    }
+    if matches!(command, "read" | "snapshot") {
+        return selectors(device, command, positionals);
+    }
+    let Ok(block) = device.block(&positionals[0]) else {
+        return Vec::new();
+    };
+    let counters = || {
+        block
+            .counters
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+    };
+    let events = || -> Vec<String> {
+        device
+            .catalog(block)
+            .map(|c| c.events.into_iter().map(|e| e.name).collect())
+            .unwrap_or_default()
+    };
+    match command {
+        "program" => {
+            if after_equals {
+                return events();
+            }
+            if let Some((counter, _)) = current.split_once('=') {
+                return events()
+                    .into_iter()
+                    .map(|e| format!("{counter}={e}"))
+                    .collect();
+            }
+            let pairs = positionals[1..].iter().any(|p| p.contains('='));
+            match positionals.len() {
+                1 => counters(),
+                2 if !pairs => events(),
+                _ if pairs => counters().into_iter().map(|c| format!("{c}=")).collect(),
+                _ => Vec::new(),
+            }
+        }
+        "stop" if positionals.len() == 1 && block.mechanism == Mechanism::PerCounter => counters(),
+        "clear" if positionals.len() == 1 => {
+            if block.mechanism == Mechanism::Registers {
+                block.registers.clone()
+            } else {
+                counters()
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn selectors(device: &Device, command: &str, given: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = device.kinds().into_iter().map(str::to_string).collect();
+    out.extend(block_names(device, |_| true));
+    if command == "snapshot" || command == "read" {
+        out.push("all".to_string());
+    }
+    out.retain(|c| !given.contains(c));
+    out
+}
+
+/// The completion script of a shell. Each script asks `bfperf __complete` for the
+/// candidates; where there are none, the shell completes file names.
+pub fn script(shell: Shell) -> String {
+    match shell {
+        Shell::Bash => BASH.to_string(),
+        Shell::Zsh => ZSH.to_string(),
+        Shell::Fish => FISH.to_string(),
+    }
+}
+
+const BASH: &str = r#"# bash completion for bfperf (generated by `bfperf completions bash`)
+_bfperf() {
+    local IFS=$'\n'
+    COMPREPLY=($("${COMP_WORDS[0]}" __complete --index "$COMP_CWORD" -- "${COMP_WORDS[@]}" 2>/dev/null))
+}
+complete -o default -F _bfperf bfperf
+"#;
+
+const ZSH: &str = r#"#compdef bfperf
+# zsh completion for bfperf (generated by `bfperf completions zsh`)
+_bfperf() {
+    local -a candidates
+    candidates=("${(@f)$("${words[1]}" __complete --index $((CURRENT - 1)) -- "${words[@]}" 2>/dev/null)}")
+    if (( ${#candidates} )) && [[ -n ${candidates[1]} ]]; then
+        compadd -Q -- "${candidates[@]}"
+    else
+        _files
+    fi
+}
+if [ "$funcstack[1]" = "_bfperf" ]; then
+    _bfperf "$@"
+else
+    compdef _bfperf bfperf
+fi
+"#;
+
+const FISH: &str = r#"# fish completion for bfperf (generated by `bfperf completions fish`)
+function __bfperf_complete
+    set -l tokens (commandline -opc)
+    set -l current (commandline -ct)
+    $tokens[1] __complete --index (count $tokens) -- $tokens $current 2>/dev/null
+end
+complete -c bfperf -f -a '(__bfperf_complete)'
+complete -c bfperf -l sysfs-root -r -F
+complete -c bfperf -l device -r -F
+complete -c bfperf -s o -l output -r -F
+"#;

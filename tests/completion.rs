@@ -1,0 +1,310 @@
+//! Shell completion: the engine's candidates, a real bash running the script, and the
+//! checked-in scripts being current.
+
+mod common;
+
+use bfperf::cli::complete::candidates;
+use common::*;
+use std::path::Path;
+use std::process::Command as Process;
+
+fn complete(line: &[&str], index: usize) -> Vec<String> {
+    let words: Vec<String> = line.iter().map(|s| s.to_string()).collect();
+    candidates(&words, index)
+}
+
+fn root(gen: &str) -> String {
+    fixture(gen).display().to_string()
+}
+
+#[test]
+fn subcommands_and_flags() {
+    assert_eq!(
+        complete(&["bfperf", "s"], 1),
+        ["start", "stop", "snapshot", "sim"]
+    );
+    assert_eq!(complete(&["bfperf", "sim", ""], 2), ["mount", "export"]);
+    assert_eq!(complete(&["bfperf", "read", "--c"], 2), ["--csv"]);
+    assert_eq!(complete(&["bfperf", "program", "--dr"], 2), ["--dry-run"]);
+    assert_eq!(
+        complete(&["bfperf", "completions", ""], 2),
+        ["bash", "zsh", "fish"]
+    );
+    // A path after --sysfs-root: the shell's file completion.
+    assert!(complete(&["bfperf", "--sysfs-root", ""], 2).is_empty());
+}
+
+#[test]
+fn block_names_by_command() {
+    let r = root("bf2");
+    assert_eq!(
+        complete(&["bfperf", "--sysfs-root", &r, "program", "t"], 4),
+        [
+            "tile0", "tile1", "tile2", "tile3", "tilenet0", "tilenet1", "tilenet2", "tilenet3",
+            "trio0", "trio1", "triogen0", "triogen1"
+        ]
+    );
+    // Registers blocks are not counter blocks.
+    assert_eq!(
+        complete(&["bfperf", "--sysfs-root", &r, "program", "p"], 4),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        complete(&["bfperf", "--sysfs-root", &r, "start", ""], 4),
+        ["l3cachehalf0", "l3cachehalf1"]
+    );
+    assert_eq!(
+        complete(&["bfperf", "--sysfs-root", &r, "clear", "l"], 4),
+        Vec::<String>::new(),
+        "L3 counters cannot be cleared"
+    );
+    let r3 = root("bf3");
+    assert_eq!(
+        complete(&["bfperf", "--sysfs-root", &r3, "start", "llt_"], 4),
+        ["llt_miss0", "llt_miss1", "llt_miss2", "llt_miss3"]
+    );
+    // --device instead of a root.
+    let dev = device_dir(&fixture("bf2")).display().to_string();
+    assert_eq!(
+        complete(&["bfperf", "events", "--device", &dev, "ec"], 4),
+        ["ecc"]
+    );
+    assert_eq!(
+        complete(&["bfperf", "--sysfs-root=".to_owned().as_str(), "x"], 2),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn counters_events_and_registers_of_the_chosen_block() {
+    let r = root("bf2");
+    assert_eq!(
+        complete(&["bfperf", "--sysfs-root", &r, "program", "tile2", ""], 5),
+        ["0", "1", "2", "3"]
+    );
+    assert_eq!(
+        complete(
+            &[
+                "bfperf",
+                "--sysfs-root",
+                &r,
+                "program",
+                "tile2",
+                "3",
+                "HNF_"
+            ],
+            6
+        ),
+        ["HNF_REQUESTS", "HNF_REJECTS", "HNF_ACCEPTS"]
+    );
+    assert_eq!(
+        complete(
+            &[
+                "bfperf",
+                "--sysfs-root",
+                &r,
+                "program",
+                "tile2",
+                "3",
+                "hnf_req"
+            ],
+            6
+        ),
+        ["HNF_REQUESTS"]
+    );
+    assert_eq!(
+        complete(&["bfperf", "--sysfs-root", &r, "stop", "triogen0", ""], 5),
+        ["0"]
+    );
+    assert_eq!(
+        complete(
+            &["bfperf", "--sysfs-root", &r, "clear", "pcie0", "OUT_N"],
+            5
+        ),
+        ["OUT_NP_PKT_CNT", "OUT_NP_BYTE_CNT"]
+    );
+    assert_eq!(
+        complete(
+            &[
+                "bfperf",
+                "--sysfs-root",
+                &r,
+                "program",
+                "l3cachehalf0",
+                "0=HITS_BANK0",
+                "1=MISSES_B"
+            ],
+            6
+        ),
+        ["1=MISSES_BANK0", "1=MISSES_BANK1"]
+    );
+    // bash splits at '=': the word after a lone '=' is an event name.
+    assert_eq!(
+        complete(
+            &[
+                "bfperf",
+                "--sysfs-root",
+                &r,
+                "program",
+                "l3cachehalf0",
+                "1",
+                "=",
+                "MISSES_B"
+            ],
+            7
+        ),
+        ["MISSES_BANK0", "MISSES_BANK1"]
+    );
+}
+
+#[test]
+fn truncated_lists_still_complete() {
+    let r3 = root("bf3");
+    let bins = complete(
+        &[
+            "bfperf",
+            "--sysfs-root",
+            &r3,
+            "program",
+            "llt0",
+            "2",
+            "HISTOGRAM_HISTOGRAM_BIN",
+        ],
+        6,
+    );
+    assert_eq!(bins.len(), 10);
+    assert_eq!(bins[9], "HISTOGRAM_HISTOGRAM_BIN9");
+}
+
+#[test]
+fn selectors_for_read_and_snapshot() {
+    let r = root("bf2");
+    assert_eq!(
+        complete(&["bfperf", "--sysfs-root", &r, "read", "tile"], 4),
+        [
+            "tile", "tilenet", "tile0", "tile1", "tile2", "tile3", "tilenet0", "tilenet1",
+            "tilenet2", "tilenet3"
+        ]
+    );
+    assert_eq!(
+        complete(&["bfperf", "--sysfs-root", &r, "snapshot", "pcie", "p"], 5),
+        ["pcie0", "pcie1"]
+    );
+    assert_eq!(
+        complete(&["bfperf", "--sysfs-root", &r, "snapshot", "a"], 4),
+        ["all"]
+    );
+}
+
+#[test]
+fn no_device_no_candidates_no_noise() {
+    let out = bfperf()
+        .args([
+            "__complete",
+            "--index",
+            "4",
+            "--",
+            "bfperf",
+            "--sysfs-root",
+            "/nonexistent",
+            "program",
+            "t",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+}
+
+#[test]
+fn checked_in_scripts_are_current() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions");
+    for (shell, file) in [
+        ("bash", "bfperf.bash"),
+        ("zsh", "_bfperf"),
+        ("fish", "bfperf.fish"),
+    ] {
+        let made = stdout_of(bfperf().args(["completions", shell]));
+        let checked_in = std::fs::read_to_string(dir.join(file)).unwrap();
+        assert_eq!(
+            made, checked_in,
+            "completions/{file} is stale: run `bfperf completions {shell} > completions/{file}`"
+        );
+    }
+}
+
+fn shell_completes(line: &[&str], cword: usize) -> Vec<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions/bfperf.bash");
+    let bin = assert_cmd::cargo::cargo_bin!("bfperf");
+    let mut words: Vec<String> = vec![bin.display().to_string()];
+    words.extend(line.iter().map(|s| s.to_string()));
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let program = format!(
+        "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _bfperf; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display(),
+        quoted.join(" "),
+        cword
+    );
+    let out = Process::new("bash")
+        .arg("-c")
+        .arg(&program)
+        .env_remove("BFPERF_SYSFS_ROOT")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn real_bash_completes_blocks_and_events() {
+    let r = root("bf2");
+    assert_eq!(
+        shell_completes(&["--sysfs-root", &r, "program", "til"], 4),
+        ["tile0", "tile1", "tile2", "tile3", "tilenet0", "tilenet1", "tilenet2", "tilenet3"]
+    );
+    assert_eq!(
+        shell_completes(&["--sysfs-root", &r, "program", "tile2", "3", "HNF_REQ"], 6),
+        ["HNF_REQUESTS"]
+    );
+    assert_eq!(
+        shell_completes(&["--sysfs-root", &r, "read", "l3cachehalf"], 4),
+        ["l3cachehalf0", "l3cachehalf1"]
+    );
+}
+
+#[test]
+fn zsh_and_fish_scripts_parse_where_those_shells_exist() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions");
+    for (shell, args, file) in [
+        ("zsh", vec!["-n"], "_bfperf"),
+        ("fish", vec!["--no-execute"], "bfperf.fish"),
+    ] {
+        if Process::new(shell).arg("-c").arg("true").output().is_err() {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: {shell} is not installed: its script is checked for currency only"
+            );
+            continue;
+        }
+        let out = Process::new(shell)
+            .args(&args)
+            .arg(dir.join(file))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{shell}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
