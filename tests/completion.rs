@@ -308,3 +308,32 @@ fn zsh_and_fish_scripts_parse_where_those_shells_exist() {
         );
     }
 }
+
+#[test]
+fn real_fish_completes_where_fish_exists() {
+    if Process::new("fish").arg("-c").arg("true").output().is_err() {
+        return; // announced by zsh_and_fish_scripts_parse_where_those_shells_exist
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions/bfperf.fish");
+    let bin_dir = assert_cmd::cargo::cargo_bin!("bfperf")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let r = root("bf2");
+    let out = Process::new("fish")
+        .arg("-c")
+        .arg(format!(
+            "source '{}'; complete -C 'bfperf --sysfs-root {r} program tile2 3 HNF_REQ'",
+            script.display()
+        ))
+        .env("PATH", path)
+        .env_remove("BFPERF_SYSFS_ROOT")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "HNF_REQUESTS\n");
+}
