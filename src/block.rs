@@ -136,13 +136,15 @@ impl BlockKind {
 
 /// How a block counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
 pub enum Mechanism {
     /// `event<N>`/`counter<N>` pairs, each started by programming it.
+    #[serde(rename = "per-counter")]
     PerCounter,
     /// Counters started and stopped together through `enable` (L3 cache, BF3 crspace).
+    #[serde(rename = "all-at-once")]
     AllAtOnce,
     /// Free-running statistics registers named after the event (pcie, ecc, clock_measure).
+    #[serde(rename = "registers")]
     Registers,
 }
 

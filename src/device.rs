@@ -234,11 +234,14 @@ impl Device {
             return Ok(Catalog::builtin(block.kind, self.generation));
         }
         let rel = layout::event_list(&block.name);
-        let text = self
-            .fs
-            .read(&rel)
-            .map_err(|e| io_error("reading", &rel, None, e))?;
-        Ok(Catalog::merge(block.kind, self.generation, &text))
+        match self.fs.read(&rel) {
+            Ok(text) => Ok(Catalog::merge(block.kind, self.generation, &text)),
+            // The driver refuses the list of a block it has no table for.
+            Err(e) if e.raw_os_error() == Some(crate::error::errno::EINVAL) => {
+                Ok(Catalog::builtin(block.kind, self.generation))
+            }
+            Err(e) => Err(io_error("reading", &rel, None, e)),
+        }
     }
 }
 

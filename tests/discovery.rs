@@ -158,7 +158,7 @@ fn blocks_json_carries_raw_integers() {
         .unwrap();
     assert_eq!(tile2["counters"], 4);
     assert_eq!(tile2["kind"], "tile");
-    assert_eq!(tile2["mechanism"], "per_counter");
+    assert_eq!(tile2["mechanism"], "per-counter");
     assert_eq!(tile2["events"], 56);
     assert_eq!(tile2["enabled"], serde_json::Value::Null);
     let l3 = v["blocks"]

@@ -262,3 +262,17 @@ fn registers_and_crspace_on_bf3() {
         .success();
     assert!(counter(&m2, "pcie0/IN_P_PKT_CNT") < counter(&m2, "pcie0/IN_NP_PKT_CNT"));
 }
+
+#[test]
+fn a_refused_0xff_points_to_stop() {
+    let Some(m) = Mount::start("2", "new") else {
+        return;
+    };
+    m.cmd()
+        .args(["program", "tile2", "3", "0xff", "--force"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "the driver rejected writing '0xff' to tile2/event3 (Invalid argument): the kernel rejected event 0xff; this kernel validates event numbers: use `bfperf stop tile2 3`",
+        ));
+}

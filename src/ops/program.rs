@@ -250,14 +250,22 @@ pub fn plan_program(
     }
     for c in &counters {
         if let Some(n) = c.event {
-            let what = c.event_name.as_deref().unwrap_or("unnamed");
+            let what = c.event_name.as_deref().unwrap_or("not in the table");
+            let meaning = if n == crate::ops::control::STOP_EVENT {
+                format!(
+                    "the kernel rejected event 0xff; this kernel validates event numbers: use `bfperf stop {} {}`",
+                    block.name, c.counter
+                )
+            } else {
+                format!(
+                    "the kernel rejected event 0x{n:x} ({what}) on {}: kernels that validate event numbers refuse numbers outside their table",
+                    block.name
+                )
+            };
             plan.push(
                 layout::event(&block.name, c.counter),
                 format!("0x{n:x}"),
-                format!(
-                    "this kernel does not accept event 0x{n:x} ({what}) on {}; numbers outside its table are refused by kernels that validate them",
-                    block.name
-                ),
+                meaning,
             );
         }
     }
