@@ -13,6 +13,14 @@ fn complete(line: &[&str], index: usize) -> Vec<String> {
     candidates(&words, index)
 }
 
+/// Completes the last word of `bfperf --sysfs-root fixtures/GEN WORDS...`.
+fn complete_on(gen: &str, words: &[&str]) -> Vec<String> {
+    let r = root(gen);
+    let mut line = vec!["bfperf", "--sysfs-root", r.as_str()];
+    line.extend_from_slice(words);
+    complete(&line, line.len() - 1)
+}
+
 fn root(gen: &str) -> String {
     fixture(gen).display().to_string()
 }
@@ -36,31 +44,26 @@ fn subcommands_and_flags() {
 
 #[test]
 fn block_names_by_command() {
-    let r = root("bf2");
     assert_eq!(
-        complete(&["bfperf", "--sysfs-root", &r, "program", "t"], 4),
+        complete_on("bf2", &["program", "t"]),
         [
             "tile0", "tile1", "tile2", "tile3", "tilenet0", "tilenet1", "tilenet2", "tilenet3",
             "trio0", "trio1", "triogen0", "triogen1"
         ]
     );
     // Registers blocks are not counter blocks.
+    assert_eq!(complete_on("bf2", &["program", "p"]), Vec::<String>::new());
     assert_eq!(
-        complete(&["bfperf", "--sysfs-root", &r, "program", "p"], 4),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        complete(&["bfperf", "--sysfs-root", &r, "start", ""], 4),
+        complete_on("bf2", &["start", ""]),
         ["l3cachehalf0", "l3cachehalf1"]
     );
     assert_eq!(
-        complete(&["bfperf", "--sysfs-root", &r, "clear", "l"], 4),
+        complete_on("bf2", &["clear", "l"]),
         Vec::<String>::new(),
         "L3 counters cannot be cleared"
     );
-    let r3 = root("bf3");
     assert_eq!(
-        complete(&["bfperf", "--sysfs-root", &r3, "start", "llt_"], 4),
+        complete_on("bf3", &["start", "llt_"]),
         ["llt_miss0", "llt_miss1", "llt_miss2", "llt_miss3"]
     );
     // --device instead of a root.
@@ -77,82 +80,33 @@ fn block_names_by_command() {
 
 #[test]
 fn counters_events_and_registers_of_the_chosen_block() {
-    let r = root("bf2");
     assert_eq!(
-        complete(&["bfperf", "--sysfs-root", &r, "program", "tile2", ""], 5),
+        complete_on("bf2", &["program", "tile2", ""]),
         ["0", "1", "2", "3"]
     );
     assert_eq!(
-        complete(
-            &[
-                "bfperf",
-                "--sysfs-root",
-                &r,
-                "program",
-                "tile2",
-                "3",
-                "HNF_"
-            ],
-            6
-        ),
+        complete_on("bf2", &["program", "tile2", "3", "HNF_"]),
         ["HNF_REQUESTS", "HNF_REJECTS", "HNF_ACCEPTS"]
     );
     assert_eq!(
-        complete(
-            &[
-                "bfperf",
-                "--sysfs-root",
-                &r,
-                "program",
-                "tile2",
-                "3",
-                "hnf_req"
-            ],
-            6
-        ),
+        complete_on("bf2", &["program", "tile2", "3", "hnf_req"]),
         ["HNF_REQUESTS"]
     );
+    assert_eq!(complete_on("bf2", &["stop", "triogen0", ""]), ["0"]);
     assert_eq!(
-        complete(&["bfperf", "--sysfs-root", &r, "stop", "triogen0", ""], 5),
-        ["0"]
-    );
-    assert_eq!(
-        complete(
-            &["bfperf", "--sysfs-root", &r, "clear", "pcie0", "OUT_N"],
-            5
-        ),
+        complete_on("bf2", &["clear", "pcie0", "OUT_N"]),
         ["OUT_NP_PKT_CNT", "OUT_NP_BYTE_CNT"]
     );
     assert_eq!(
-        complete(
-            &[
-                "bfperf",
-                "--sysfs-root",
-                &r,
-                "program",
-                "l3cachehalf0",
-                "0=HITS_BANK0",
-                "1=MISSES_B"
-            ],
-            6
+        complete_on(
+            "bf2",
+            &["program", "l3cachehalf0", "0=HITS_BANK0", "1=MISSES_B"]
         ),
         ["1=MISSES_BANK0", "1=MISSES_BANK1"]
     );
     // bash splits at '=': the word after a lone '=' is an event name.
     assert_eq!(
-        complete(
-            &[
-                "bfperf",
-                "--sysfs-root",
-                &r,
-                "program",
-                "l3cachehalf0",
-                "1",
-                "=",
-                "MISSES_B"
-            ],
-            7
-        ),
+        complete_on("bf2", &["program", "l3cachehalf0", "1", "=", "MISSES_B"]),
         ["MISSES_BANK0", "MISSES_BANK1"]
     );
 }
@@ -178,22 +132,18 @@ fn truncated_lists_still_complete() {
 
 #[test]
 fn selectors_for_read_and_snapshot() {
-    let r = root("bf2");
     assert_eq!(
-        complete(&["bfperf", "--sysfs-root", &r, "read", "tile"], 4),
+        complete_on("bf2", &["read", "tile"]),
         [
             "tile", "tilenet", "tile0", "tile1", "tile2", "tile3", "tilenet0", "tilenet1",
             "tilenet2", "tilenet3"
         ]
     );
     assert_eq!(
-        complete(&["bfperf", "--sysfs-root", &r, "snapshot", "pcie", "p"], 5),
+        complete_on("bf2", &["snapshot", "pcie", "p"]),
         ["pcie0", "pcie1"]
     );
-    assert_eq!(
-        complete(&["bfperf", "--sysfs-root", &r, "snapshot", "a"], 4),
-        ["all"]
-    );
+    assert_eq!(complete_on("bf2", &["snapshot", "a"]), ["all"]);
 }
 
 #[test]

@@ -54,12 +54,12 @@ fn blocks_and_program_through_bfperf() {
     };
     let out = stdout_of(m.cmd().arg("blocks"));
     assert_eq!(rows(&out).len(), 1 + 19);
-    let out = stdout_of(m.cmd().args(["program", "tile2", "3", "HNF_REQUESTS"]));
+    let out = m.run(&["program", "tile2", "3", "HNF_REQUESTS"]);
     assert_eq!(
         out,
         "tile2 counter 3: HNF_REQUESTS (0x45); event3 reads 0x45: HNF_REQUESTS\n"
     );
-    let out = stdout_of(m.cmd().args(["read", "tile2"]));
+    let out = m.run(&["read", "tile2"]);
     let r = rows(&out);
     assert_eq!(r[4][..4], ["tile2", "counter3", "0x45", "HNF_REQUESTS"]);
     assert_eq!(m.read("tile2/event3"), "0x45: HNF_REQUESTS\n");
@@ -71,16 +71,7 @@ fn l3_sequence_on_every_flavor() {
         let Some(m) = Mount::start("2", flavor) else {
             return;
         };
-        let out = stdout_of(m.cmd().args([
-            "program",
-            "l3cachehalf1",
-            "0=HITS_BANK0",
-            "1=MISSES_BANK0",
-            "2=HITS_BANK1",
-            "3=MISSES_BANK1",
-            "--start",
-            "--dry-run",
-        ]));
+        let out = stdout_of(m.cmd().args(L3_PROGRAM_AND_START).arg("--dry-run"));
         let writes: Vec<&str> = out
             .lines()
             .filter(|l| l.starts_with("  write "))
@@ -98,30 +89,16 @@ fn l3_sequence_on_every_flavor() {
             "{flavor}"
         );
         assert_eq!(m.read("l3cachehalf1/enable"), "0\n");
-        m.cmd()
-            .args([
-                "program",
-                "l3cachehalf1",
-                "0=HITS_BANK0",
-                "1=MISSES_BANK0",
-                "2=HITS_BANK1",
-                "3=MISSES_BANK1",
-                "--start",
-            ])
-            .assert()
-            .success();
+        m.run(&L3_PROGRAM_AND_START);
         assert_eq!(m.read("l3cachehalf1/enable"), "1\n");
         assert_eq!(m.read("l3cachehalf1/event3"), "0x1a: MISSES_BANK1\n");
         // Programming without --start stops the half, as the driver does.
-        m.cmd()
-            .args(["program", "l3cachehalf1", "4", "CYCLES"])
-            .assert()
-            .success();
+        m.run(&["program", "l3cachehalf1", "4", "CYCLES"]);
         assert_eq!(m.read("l3cachehalf1/enable"), "0\n");
         let frozen = m.read("l3cachehalf1/counter0");
         std::thread::sleep(std::time::Duration::from_millis(20));
         assert_eq!(m.read("l3cachehalf1/counter0"), frozen);
-        m.cmd().args(["start", "l3cachehalf1"]).assert().success();
+        m.run(&["start", "l3cachehalf1"]);
         assert_eq!(m.read("l3cachehalf1/enable"), "1\n");
         m.cmd().args(["clear", "l3cachehalf1"]).assert().code(1);
     }
@@ -132,10 +109,7 @@ fn bad_input_changes_nothing_on_the_device() {
     let Some(m) = Mount::start("2", "new") else {
         return;
     };
-    m.cmd()
-        .args(["program", "tile2", "3", "HNF_REQUESTS"])
-        .assert()
-        .success();
+    m.run(&["program", "tile2", "3", "HNF_REQUESTS"]);
     let before: Vec<_> = ["tile2", "l3cachehalf0", "gic0"]
         .iter()
         .map(|b| m.config(b))
@@ -183,35 +157,26 @@ fn bad_input_changes_nothing_on_the_device() {
 fn stop_per_flavor() {
     // Old kernels take 0xff; SMGEN has no DISABLE, so that is what bfperf writes.
     if let Some(m) = Mount::start("2", "old") {
-        m.cmd()
-            .args(["program", "gic0", "0", "TBU_MISS"])
-            .assert()
-            .success();
+        m.run(&["program", "gic0", "0", "TBU_MISS"]);
         m.cmd()
             .args(["stop", "gic0", "0"])
             .assert()
             .success()
             .stdout(predicate::str::contains("gic0/event0: wrote 0xff"));
-        let out = stdout_of(m.cmd().args(["read", "gic0"]));
+        let out = m.run(&["read", "gic0"]);
         assert_eq!(
             rows(&out)[1],
             ["gic0", "counter0", "(not", "programmed)", "0"]
         );
-        m.cmd().args(["stop", "tile1"]).assert().success();
+        m.run(&["stop", "tile1"]);
         assert_eq!(m.read("tile1/event0"), "0x0: DISABLE\n");
     }
     // New kernels refuse 0xff: DISABLE where the table has it; SMGEN cannot stop.
     if let Some(m) = Mount::start("2", "new") {
-        m.cmd()
-            .args(["program", "tile0", "2", "MEMORY_READS"])
-            .assert()
-            .success();
-        m.cmd().args(["stop", "tile0", "2"]).assert().success();
+        m.run(&["program", "tile0", "2", "MEMORY_READS"]);
+        m.run(&["stop", "tile0", "2"]);
         assert_eq!(m.read("tile0/event2"), "0x0: DISABLE\n");
-        m.cmd()
-            .args(["program", "gic0", "1", "TBU_MISS"])
-            .assert()
-            .success();
+        m.run(&["program", "gic0", "1", "TBU_MISS"]);
         m.cmd()
             .args(["stop", "gic0", "1"])
             .assert()
@@ -221,9 +186,9 @@ fn stop_per_flavor() {
         assert_eq!(m.read("gic0/event1"), "0xe: TBU_MISS\n");
     }
     if let Some(m) = Mount::start("3", "oot") {
-        m.cmd().args(["stop", "llt0"]).assert().success();
+        m.run(&["stop", "llt0"]);
         assert_eq!(m.read("llt0/enable"), "0\n");
-        m.cmd().args(["stop", "smmu0", "0"]).assert().success();
+        m.run(&["stop", "smmu0", "0"]);
         m.cmd()
             .args(["read", "smmu0"])
             .assert()
@@ -237,13 +202,10 @@ fn registers_and_crspace_on_bf3() {
     let Some(m) = Mount::start("3", "new") else {
         return;
     };
-    m.cmd()
-        .args(["program", "llt2", "0", "--count-clock", "--start"])
-        .assert()
-        .success();
+    m.run(&["program", "llt2", "0", "--count-clock", "--start"]);
     assert_eq!(m.read("llt2/count_clock"), "1\n");
     assert_eq!(m.read("llt2/enable"), "1\n");
-    let out = stdout_of(m.cmd().args(["read", "llt2", "--csv"]));
+    let out = m.run(&["read", "llt2", "--csv"]);
     assert!(
         out.lines()
             .nth(1)
@@ -251,15 +213,12 @@ fn registers_and_crspace_on_bf3() {
             .starts_with("llt2,counter0,0x0,CLOCK_CYCLES,"),
         "{out}"
     );
-    m.cmd().args(["clear", "llt2", "0"]).assert().success();
+    m.run(&["clear", "llt2", "0"]);
     m.cmd().args(["clear", "clock_measure"]).assert().code(1);
     let Some(m2) = Mount::start("2", "new") else {
         return;
     };
-    m2.cmd()
-        .args(["clear", "pcie0", "IN_P_PKT_CNT"])
-        .assert()
-        .success();
+    m2.run(&["clear", "pcie0", "IN_P_PKT_CNT"]);
     assert!(counter(&m2, "pcie0/IN_P_PKT_CNT") < counter(&m2, "pcie0/IN_NP_PKT_CNT"));
 }
 

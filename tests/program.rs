@@ -9,13 +9,13 @@ use predicates::prelude::*;
 #[test]
 fn program_by_name_writes_hex_and_reads_back() {
     let c = Copy::of("bf2");
-    let out = stdout_of(c.cmd().args(["program", "tile2", "1", "hnf_requests"]));
+    let out = c.run(&["program", "tile2", "1", "hnf_requests"]);
     assert_eq!(c.read("tile2/event1"), "0x45");
     assert_eq!(
         out,
         "tile2 counter 1: HNF_REQUESTS (0x45); event1 reads 0x45\n"
     );
-    let out = stdout_of(c.cmd().args(["read", "tile2"]));
+    let out = c.run(&["read", "tile2"]);
     let r = rows(&out);
     assert_eq!(r[2], ["tile2", "counter1", "0x45", "HNF_REQUESTS", "0"]);
     assert_eq!(
@@ -27,13 +27,9 @@ fn program_by_name_writes_hex_and_reads_back() {
 #[test]
 fn the_issue_example() {
     let c = Copy::of("bf2");
-    c.cmd()
-        .args(["program", "tile2", "3", "HNF_REQUESTS"])
-        .assert()
-        .success();
+    c.run(&["program", "tile2", "3", "HNF_REQUESTS"]);
     assert_eq!(c.read("tile2/event3"), "0x45");
-    let v: serde_json::Value =
-        serde_json::from_str(&stdout_of(c.cmd().args(["read", "tile2", "--json"]))).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&c.run(&["read", "tile2", "--json"])).unwrap();
     let c3 = &v["blocks"][0]["counters"][3];
     assert_eq!(c3["event"], 0x45);
     assert_eq!(c3["event_name"], "HNF_REQUESTS");
@@ -43,30 +39,15 @@ fn the_issue_example() {
 #[test]
 fn events_by_number_alias_and_decimal() {
     let c = Copy::of("bf2");
-    c.cmd()
-        .args(["program", "tile0", "0", "0x4d"])
-        .assert()
-        .success();
+    c.run(&["program", "tile0", "0", "0x4d"]);
     assert_eq!(c.read("tile0/event0"), "0x4d");
-    c.cmd()
-        .args(["program", "tile0", "1", "69"])
-        .assert()
-        .success();
+    c.run(&["program", "tile0", "1", "69"]);
     assert_eq!(c.read("tile0/event1"), "0x45");
-    c.cmd()
-        .args(["program", "tile0", "2", "IO_Reads"])
-        .assert()
-        .success();
+    c.run(&["program", "tile0", "2", "IO_Reads"]);
     assert_eq!(c.read("tile0/event2"), "0x74");
-    c.cmd()
-        .args(["program", "tile0", "3", "A72_Read"])
-        .assert()
-        .success();
+    c.run(&["program", "tile0", "3", "A72_Read"]);
     assert_eq!(c.read("tile0/event3"), "0x72");
-    c.cmd()
-        .args(["program", "trio0", "0", "0x99", "--force"])
-        .assert()
-        .success();
+    c.run(&["program", "trio0", "0", "0x99", "--force"]);
     assert_eq!(c.read("trio0/event0"), "0x99");
 }
 
@@ -74,15 +55,7 @@ fn events_by_number_alias_and_decimal() {
 fn l3_sequence_programs_then_enables_once() {
     let c = Copy::of("bf2");
     let before = c.contents();
-    let out = stdout_of(c.cmd().args([
-        "program",
-        "l3cachehalf1",
-        "0=HITS_BANK0",
-        "1=MISSES_BANK0",
-        "2=HITS_BANK1",
-        "3=MISSES_BANK1",
-        "--start",
-    ]));
+    let out = c.run(&L3_PROGRAM_AND_START);
     assert!(out.contains("started l3cachehalf1"), "{out}");
     let after = c.contents();
     let changed: Vec<String> = after
@@ -129,15 +102,9 @@ fn l3_without_start_says_the_half_is_stopped() {
 #[test]
 fn crspace_count_clock_bitmask() {
     let c = Copy::of("bf3");
-    c.cmd()
-        .args(["program", "llt2", "3", "--count-clock"])
-        .assert()
-        .success();
+    c.run(&["program", "llt2", "3", "--count-clock"]);
     assert_eq!(c.read("llt2/count_clock"), "0x8");
-    c.cmd()
-        .args(["program", "llt1", "2=5", "--count-clock", "--start"])
-        .assert()
-        .success();
+    c.run(&["program", "llt1", "2=5", "--count-clock", "--start"]);
     assert_eq!(c.read("llt1/count_clock"), "0x5");
     assert_eq!(c.read("llt1/event2"), "0x5");
     assert_eq!(c.read("llt1/enable"), "1");
@@ -158,16 +125,16 @@ fn crspace_count_clock_bitmask() {
 #[test]
 fn stop_on_each_kind() {
     let c = Copy::of("bf2");
-    let out = stdout_of(c.cmd().args(["stop", "tile2", "3"]));
+    let out = c.run(&["stop", "tile2", "3"]);
     assert_eq!(
         out,
         "tile2 counter 3 before the stop: 3,972,762 (HNF_REQUESTS)\ntile2/event3: wrote 0x0\nnote: stopping re-programs a counter, which resets it to 0: the values before the stop are shown\n"
     );
     assert_eq!(c.read("tile2/event3"), "0x0");
     // SMGEN has no DISABLE: 0xff.
-    c.cmd().args(["stop", "triogen0"]).assert().success();
+    c.run(&["stop", "triogen0"]);
     assert_eq!(c.read("triogen0/event0"), "0xff");
-    c.cmd().args(["stop", "l3cachehalf0"]).assert().success();
+    c.run(&["stop", "l3cachehalf0"]);
     assert_eq!(c.read("l3cachehalf0/enable"), "0");
     c.cmd()
         .args(["stop", "l3cachehalf0", "2"])
@@ -180,25 +147,22 @@ fn stop_on_each_kind() {
         .code(1)
         .stderr(predicate::str::contains("run free"));
     let c3 = Copy::of("bf3");
-    c3.cmd().args(["stop", "mss0"]).assert().success();
+    c3.run(&["stop", "mss0"]);
     assert_eq!(c3.read("mss0/enable"), "0");
-    c3.cmd().args(["start", "llt2"]).assert().success();
+    c3.run(&["start", "llt2"]);
     assert_eq!(c3.read("llt2/enable"), "1");
 }
 
 #[test]
 fn clear_counters_and_registers() {
     let c = Copy::of("bf2");
-    c.cmd().args(["clear", "tile2", "3"]).assert().success();
+    c.run(&["clear", "tile2", "3"]);
     assert_eq!(c.read("tile2/counter3"), "0");
     assert_eq!(c.read("tile2/counter2"), "0x0\n", "only counter 3");
-    c.cmd()
-        .args(["clear", "pcie1", "PCIE_TLR_OUT_C_BYTE_CNT"])
-        .assert()
-        .success();
+    c.run(&["clear", "pcie1", "PCIE_TLR_OUT_C_BYTE_CNT"]);
     assert_eq!(c.read("pcie1/OUT_C_BYTE_CNT"), "0");
     assert_ne!(c.read("pcie1/IN_C_BYTE_CNT"), "0");
-    c.cmd().args(["clear", "pcie0"]).assert().success();
+    c.run(&["clear", "pcie0"]);
     for r in ["IN_P_PKT_CNT", "OUT_NP_BYTE_CNT", "OUT_C_PKT_CNT"] {
         assert_eq!(c.read(&format!("pcie0/{r}")), "0");
     }
@@ -226,14 +190,14 @@ fn clear_counters_and_registers() {
 fn dry_run_prints_exact_writes_and_writes_nothing() {
     let c = Copy::of("bf2");
     let before = c.contents();
-    let out = stdout_of(c.cmd().args([
+    let out = c.run(&[
         "program",
         "l3cachehalf1",
         "0=HITS_BANK0",
         "4=CYCLES",
         "--start",
         "--dry-run",
-    ]));
+    ]);
     let dev = c.device();
     assert_eq!(
         out.lines().take(4).collect::<Vec<_>>(),
@@ -244,18 +208,9 @@ fn dry_run_prints_exact_writes_and_writes_nothing() {
             format!("  write {}/l3cachehalf1/enable: \"1\"", dev.display()),
         ]
     );
-    c.cmd()
-        .args(["stop", "gic0", "--dry-run"])
-        .assert()
-        .success();
-    c.cmd()
-        .args(["clear", "pcie0", "--dry-run"])
-        .assert()
-        .success();
-    c.cmd()
-        .args(["start", "l3cachehalf1", "--dry-run"])
-        .assert()
-        .success();
+    c.run(&["stop", "gic0", "--dry-run"]);
+    c.run(&["clear", "pcie0", "--dry-run"]);
+    c.run(&["start", "l3cachehalf1", "--dry-run"]);
     assert_eq!(before, c.contents());
 }
 

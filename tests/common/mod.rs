@@ -9,6 +9,17 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use walkdir::WalkDir;
 
+/// Programs the four bank counters of l3cachehalf1 and starts it: the L3 sequence.
+pub const L3_PROGRAM_AND_START: [&str; 7] = [
+    "program",
+    "l3cachehalf1",
+    "0=HITS_BANK0",
+    "1=MISSES_BANK0",
+    "2=HITS_BANK1",
+    "3=MISSES_BANK1",
+    "--start",
+];
+
 /// The checked-in fixture root of a generation (`bf1`, `bf2`, `bf3`).
 pub fn fixture(gen: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -50,28 +61,41 @@ impl Copy {
         Copy { dir }
     }
 
-    pub fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    pub fn device(&self) -> PathBuf {
-        device_dir(self.root())
-    }
-
-    /// A file of the device, e.g. `tile2/event3`.
-    pub fn read(&self, rel: &str) -> String {
-        fs::read_to_string(self.device().join(rel)).unwrap()
-    }
-
     /// Every file's content, to prove a rejected command wrote nothing.
     pub fn contents(&self) -> BTreeMap<PathBuf, Vec<u8>> {
         tree_contents(self.root())
     }
+}
 
-    pub fn cmd(&self) -> Command {
+impl Tree for Copy {
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// A sysfs root the tests drive bfperf against: a fixture copy or a mounted simulator.
+pub trait Tree {
+    fn root(&self) -> &Path;
+
+    fn device(&self) -> PathBuf {
+        device_dir(self.root())
+    }
+
+    /// A file of the device, e.g. `tile2/event3`.
+    fn read(&self, rel: &str) -> String {
+        fs::read_to_string(self.device().join(rel)).unwrap()
+    }
+
+    /// bfperf with `--sysfs-root` set to this tree.
+    fn cmd(&self) -> Command {
         let mut c = bfperf();
         c.arg("--sysfs-root").arg(self.root());
         c
+    }
+
+    /// Runs bfperf on this tree, asserts success, returns stdout.
+    fn run(&self, args: &[&str]) -> String {
+        stdout_of(self.cmd().args(args))
     }
 }
 
@@ -198,24 +222,6 @@ impl Mount {
         None
     }
 
-    pub fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    pub fn device(&self) -> PathBuf {
-        device_dir(self.root())
-    }
-
-    pub fn read(&self, rel: &str) -> String {
-        fs::read_to_string(self.device().join(rel)).unwrap()
-    }
-
-    pub fn cmd(&self) -> Command {
-        let mut c = bfperf();
-        c.arg("--sysfs-root").arg(self.root());
-        c
-    }
-
     /// The configuration files (events, enable, count_clock) of a block, to prove a
     /// rejected command changed nothing.
     pub fn config(&self, block: &str) -> Vec<(String, String)> {
@@ -234,6 +240,12 @@ impl Mount {
             out.push((n, v));
         }
         out
+    }
+}
+
+impl Tree for Mount {
+    fn root(&self) -> &Path {
+        self.dir.path()
     }
 }
 
