@@ -84,11 +84,8 @@ impl SimFs {
     fn add_vnode(&mut self, parent: u64, node: &VNode) -> std::io::Result<u64> {
         let ino = match node {
             VNode::Dir(children) => {
-                let ino = if parent == 1 && self.inodes.len() == 1 {
-                    self.push(1, Content::Dir(Vec::new()), false)
-                } else {
-                    self.push(parent, Content::Dir(Vec::new()), false)
-                };
+                // The first directory pushed is inode 1, the root.
+                let ino = self.push(parent, Content::Dir(Vec::new()), false);
                 for (name, child) in children {
                     let c = self.add_vnode(ino, child)?;
                     self.add_child(ino, name, c);
