@@ -4,6 +4,29 @@
 //! Layers, from the bottom: [`sysfs`] (file access relative to the device, real or
 //! simulated), the domain ([`block`], [`catalog`], [`device`]), the operations
 //! ([`ops`]), and the command line ([`cli`]).
+//!
+//! On a DPU, open the device with `Device::discover(Path::new("/sys"))`. The same
+//! operations run on the simulator:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use bfperf::ops::{program, read};
+//! use bfperf::sim::{Flavor, Sim};
+//! use bfperf::{Device, Generation};
+//!
+//! let (sim, clock) = Sim::with_manual_clock(Generation::Bf2, Flavor::New);
+//! let device = Device::open(Box::new(Arc::new(sim)))?;
+//! let assignments = program::parse_assignments(&["3".into(), "HNF_REQUESTS".into()], false)?;
+//! program::program(&device, "tile2", &assignments, &Default::default())?;
+//! clock.advance_secs(1);
+//!
+//! let tile2 = device.block("tile2")?;
+//! let readings = read::read_blocks(&device, &[tile2])?;
+//! let counter = &readings.blocks[0].counters[3];
+//! assert_eq!(counter.event_name.as_deref(), Some("HNF_REQUESTS"));
+//! assert_eq!(counter.value, 1_986_381);
+//! # Ok::<(), bfperf::Error>(())
+//! ```
 
 pub mod block;
 pub mod catalog;
