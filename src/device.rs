@@ -190,7 +190,19 @@ impl Device {
         let mut out: Vec<&Block> = Vec::new();
         for sel in selectors {
             let chosen: Vec<&Block> = match BlockKind::parse(sel) {
-                Some(kind) => self.blocks.iter().filter(|b| b.kind == kind).collect(),
+                Some(kind) => {
+                    let of_kind: Vec<&Block> =
+                        self.blocks.iter().filter(|b| b.kind == kind).collect();
+                    if of_kind.is_empty() {
+                        return Err(Error::Invalid(format!(
+                            "this device ({}) has no {} blocks; its kinds are {}",
+                            self.generation.label(),
+                            kind.as_str(),
+                            self.kinds().join(", ")
+                        )));
+                    }
+                    of_kind
+                }
                 None => vec![self.block(sel).map_err(|e| match e {
                     Error::UnknownBlock { name, hint } if hint.starts_with("; this device") => {
                         Error::UnknownBlock {

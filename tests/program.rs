@@ -240,6 +240,7 @@ fn bad_input_is_refused_with_nothing_written() {
         (&["clear", "tile9"], "unknown block"),
         (&["start", "tile2"], "counts per counter"),
         (&["read", "nosuch"], "give a block name, a kind"),
+        (&["read", "llt"], "this device (BlueField-2) has no llt blocks; its kinds are ecc, gic"),
         (&["events", "tile2/../tile1"], "no '/' or '..'"),
     ];
     for (args, message) in cases {
