@@ -37,6 +37,25 @@ pub trait Sysfs: Send + Sync {
     fn location(&self) -> String;
 }
 
+/// A shared access layer (e.g. a simulator also served over FUSE) is one too.
+impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
+    fn read(&self, rel: &str) -> io::Result<String> {
+        (**self).read(rel)
+    }
+    fn write(&self, rel: &str, data: &[u8]) -> io::Result<()> {
+        (**self).write(rel, data)
+    }
+    fn list(&self, rel: &str) -> io::Result<Vec<Entry>> {
+        (**self).list(rel)
+    }
+    fn read_link(&self, rel: &str) -> io::Result<String> {
+        (**self).read_link(rel)
+    }
+    fn location(&self) -> String {
+        (**self).location()
+    }
+}
+
 /// File names of the driver's interface.
 pub mod layout {
     /// The hwmon class directory under a sysfs root.

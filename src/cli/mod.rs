@@ -241,11 +241,7 @@ fn blocks(device: &Device, json: bool) -> Result<()> {
     let mut out = Vec::new();
     for b in device.blocks() {
         let enabled = if b.has_enable {
-            let text = device
-                .fs()
-                .read(&crate::sysfs::layout::enable(&b.name))
-                .map_err(|e| crate::error::io_error("reading", &b.name, None, e))?;
-            Some(text.trim() != "0")
+            Some(read::read_number(device.fs(), &crate::sysfs::layout::enable(&b.name))? != 0)
         } else {
             None
         };

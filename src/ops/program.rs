@@ -2,7 +2,6 @@
 
 use serde::Serialize;
 
-use super::parse_value;
 use super::plan::Plan;
 use crate::block::{Block, Mechanism};
 use crate::catalog::{did_you_mean, Catalog};
@@ -272,11 +271,7 @@ pub fn plan_program(
     let mut notes = Vec::new();
     if block.has_count_clock {
         let rel = layout::count_clock(&block.name);
-        let current = device
-            .fs()
-            .read(&rel)
-            .map_err(|e| io_error("reading", &rel, None, e))?;
-        let current = parse_value(&current).unwrap_or(0) as u32;
+        let current = super::read::read_number(device.fs(), &rel)? as u32;
         let mut mask = current;
         for c in &counters {
             if opts.count_clock {

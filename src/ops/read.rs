@@ -62,7 +62,8 @@ fn read_text(fs: &dyn Sysfs, rel: &str) -> Result<String> {
     fs.read(rel).map_err(|e| io_error("reading", rel, None, e))
 }
 
-fn read_number(fs: &dyn Sysfs, rel: &str) -> Result<u64> {
+/// Reads a file holding one number (`counter<N>`, a register, `enable`, `count_clock`).
+pub fn read_number(fs: &dyn Sysfs, rel: &str) -> Result<u64> {
     let text = read_text(fs, rel)?;
     parse_value(&text).ok_or_else(|| {
         Error::Invalid(format!(

@@ -612,21 +612,3 @@ impl Sysfs for Sim {
         )
     }
 }
-
-impl Sysfs for Arc<Sim> {
-    fn read(&self, rel: &str) -> io::Result<String> {
-        self.as_ref().read(rel)
-    }
-    fn write(&self, rel: &str, data: &[u8]) -> io::Result<()> {
-        self.as_ref().write(rel, data)
-    }
-    fn list(&self, rel: &str) -> io::Result<Vec<Entry>> {
-        self.as_ref().list(rel)
-    }
-    fn read_link(&self, rel: &str) -> io::Result<String> {
-        self.as_ref().read_link(rel)
-    }
-    fn location(&self) -> String {
-        self.as_ref().location()
-    }
-}
