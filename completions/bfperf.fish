@@ -2,7 +2,7 @@
 function __bfperf_complete
     set -l tokens (commandline -opc)
     set -l current (commandline -ct)
-    $tokens[1] __complete --index (count $tokens) -- $tokens $current 2>/dev/null
+    $tokens[1] __complete --descriptions --index (count $tokens) -- $tokens $current 2>/dev/null
 end
 complete -c bfperf -f -a '(__bfperf_complete)'
 complete -c bfperf -l sysfs-root -r -F

@@ -4,7 +4,9 @@
 use serde::Serialize;
 
 /// The BlueField generation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord, Hash, schemars::JsonSchema,
+)]
 pub enum Generation {
     #[serde(rename = "BlueField-1")]
     Bf1,
@@ -64,7 +66,9 @@ impl Generation {
 
 /// The kind of a block, chosen like the driver does: by substring of the name, in the
 /// driver's order (so `tilenet0` is a tilenet, not a tile).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Hash, PartialOrd, Ord, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum BlockKind {
     Tilenet,
@@ -127,6 +131,14 @@ impl BlockKind {
         }
     }
 
+    /// Kinds whose blocks hold free-running statistics registers.
+    pub fn is_registers_kind(self) -> bool {
+        matches!(
+            self,
+            BlockKind::Pcie | BlockKind::Ecc | BlockKind::ClockMeasure
+        )
+    }
+
     /// Parses a kind name as typed by a user (`l3cache`, `llt_miss`).
     pub fn parse(text: &str) -> Option<BlockKind> {
         let lower = text.to_ascii_lowercase();
@@ -135,7 +147,7 @@ impl BlockKind {
 }
 
 /// How a block counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum Mechanism {
     /// `event<N>`/`counter<N>` pairs, each started by programming it.
     #[serde(rename = "per-counter")]
@@ -184,27 +196,30 @@ impl Block {
         let has = |n: &str| files.iter().any(|f| f == n);
         let has_enable = has(crate::sysfs::layout::ENABLE);
         let has_event_list = has(crate::sysfs::layout::EVENT_LIST);
+        let kind = BlockKind::from_block_name(name);
+        let mut registers: Vec<String> = if has_enable || !counters.is_empty() {
+            Vec::new()
+        } else {
+            files
+                .iter()
+                .filter(|f| f.as_str() != crate::sysfs::layout::EVENT_LIST)
+                .cloned()
+                .collect()
+        };
+        registers.sort();
+        // A block with neither counters nor registers is an empty block of its kind.
         let mechanism = if has_enable {
             Mechanism::AllAtOnce
         } else if !counters.is_empty() {
             Mechanism::PerCounter
-        } else {
+        } else if !registers.is_empty() || kind.is_registers_kind() {
             Mechanism::Registers
-        };
-        let registers = if mechanism == Mechanism::Registers {
-            let mut r: Vec<String> = files
-                .iter()
-                .filter(|f| f.as_str() != crate::sysfs::layout::EVENT_LIST)
-                .cloned()
-                .collect();
-            r.sort();
-            r
         } else {
-            Vec::new()
+            Mechanism::PerCounter
         };
         Block {
             name: name.to_string(),
-            kind: BlockKind::from_block_name(name),
+            kind,
             mechanism,
             counters,
             registers,
@@ -212,6 +227,11 @@ impl Block {
             has_count_clock: has(crate::sysfs::layout::COUNT_CLOCK),
             has_event_list,
         }
+    }
+
+    /// No counter, register or enable file: nothing to read or write.
+    pub fn is_empty(&self) -> bool {
+        self.counters.is_empty() && self.registers.is_empty() && !self.has_enable
     }
 
     pub fn is_counter_block(&self) -> bool {

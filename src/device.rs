@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::block::{Block, BlockKind, Generation, Mechanism};
 use crate::catalog::{did_you_mean, suggest, Catalog};
 use crate::error::{io_error, Error, Result};
-use crate::sysfs::{layout, EntryKind, RealFs, Sysfs};
+use crate::sysfs::{layout, read_attribute, EntryKind, RealFs, Sysfs};
 
 /// Finds the hwmon directory whose `name` reads `bfperf` under `sysfs_root`.
 /// Does not depend on the hwmon number; never walks into the `device`/`subsystem` links.
@@ -24,9 +24,9 @@ pub fn discover(sysfs_root: &Path) -> Result<PathBuf> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        match fs::read_to_string(dir.join(layout::NAME)) {
+        match read_attribute(&dir.join(layout::NAME)) {
             Ok(name) if name.trim_end() == layout::DEVICE_NAME => matches.push(dir),
-            Ok(name) => found_names.push(format!("{label} ({})", name.trim_end())),
+            Ok(name) => found_names.push(format!("{label} ({})", name.trim_end().escape_debug())),
             Err(_) => found_names.push(format!("{label} (no name file)")),
         }
     }
@@ -49,6 +49,7 @@ pub struct Device {
     fs: Box<dyn Sysfs>,
     generation: Generation,
     blocks: Vec<Block>,
+    warnings: Vec<String>,
 }
 
 impl std::fmt::Debug for Device {
@@ -64,7 +65,7 @@ impl std::fmt::Debug for Device {
 impl Device {
     /// Opens the device in a hwmon directory on the real filesystem.
     pub fn open_dir(dir: &Path) -> Result<Device> {
-        match fs::read_to_string(dir.join(layout::NAME)) {
+        match read_attribute(&dir.join(layout::NAME)) {
             Ok(name) if name.trim_end() == layout::DEVICE_NAME => {}
             Ok(name) => {
                 return Err(Error::NotADevice {
@@ -91,18 +92,37 @@ impl Device {
     pub fn open(fs: Box<dyn Sysfs>) -> Result<Device> {
         let top = fs.list("").map_err(|e| io_error("listing", "", None, e))?;
         let mut blocks = Vec::new();
+        let mut warnings = Vec::new();
         for entry in &top {
-            if entry.kind != EntryKind::Dir || layout::NON_BLOCKS.contains(&entry.name.as_str()) {
+            if layout::NON_BLOCKS.contains(&entry.name.as_str()) {
                 continue;
             }
-            let files: Vec<String> = fs
-                .list(&entry.name)
-                .map_err(|e| io_error("listing", &entry.name, None, e))?
-                .into_iter()
-                .filter(|e| e.kind == EntryKind::File)
-                .map(|e| e.name)
-                .collect();
-            blocks.push(Block::from_files(&entry.name, &files));
+            match entry.kind {
+                EntryKind::Dir => {}
+                EntryKind::NotUtf8 => {
+                    warnings.push(format!(
+                        "skipped the entry {:?} of the device directory: its name is not UTF-8, so it is no block of the driver",
+                        entry.name
+                    ));
+                    continue;
+                }
+                EntryKind::File | EntryKind::Symlink => continue,
+            }
+            match fs.list(&entry.name) {
+                Ok(list) => {
+                    let files: Vec<String> = list
+                        .into_iter()
+                        .filter(|e| e.kind == EntryKind::File)
+                        .map(|e| e.name)
+                        .collect();
+                    blocks.push(Block::from_files(&entry.name, &files));
+                }
+                Err(e) => warnings.push(format!(
+                    "skipped block {}: {}",
+                    entry.name,
+                    io_error("listing", &entry.name, None, e)
+                )),
+            }
         }
         blocks.sort_by_key(|b| natural_key(&b.name));
         let generation = detect_generation(fs.as_ref(), &blocks);
@@ -123,6 +143,7 @@ impl Device {
             fs,
             generation,
             blocks,
+            warnings,
         })
     }
 
@@ -136,6 +157,11 @@ impl Device {
 
     pub fn generation(&self) -> Generation {
         self.generation
+    }
+
+    /// Entries of the device directory that were skipped, and why (one line each).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     pub fn blocks(&self) -> &[Block] {
@@ -194,12 +220,11 @@ impl Device {
                     let of_kind: Vec<&Block> =
                         self.blocks.iter().filter(|b| b.kind == kind).collect();
                     if of_kind.is_empty() {
-                        return Err(Error::Invalid(format!(
-                            "this device ({}) has no {} blocks; its kinds are {}",
-                            self.generation.label(),
-                            kind.as_str(),
-                            self.kinds().join(", ")
-                        )));
+                        return Err(Error::NoBlocksOfKind {
+                            kind: kind.as_str().to_string(),
+                            generation: self.generation.label().to_string(),
+                            kinds: self.kinds().join(", "),
+                        });
                     }
                     of_kind
                 }

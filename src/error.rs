@@ -42,9 +42,58 @@ pub enum Error {
         hint: String,
     },
 
-    /// Input that cannot be carried out; nothing was written.
-    #[error("{0}")]
-    Invalid(String),
+    /// The words after `program BLOCK` are not COUNTER EVENT or COUNTER=EVENT pairs.
+    #[error("{problem}")]
+    BadAssignment { problem: String },
+
+    /// A counter number that the block does not have, or that is not a number.
+    #[error("{problem} (it has counters {range})")]
+    BadCounter {
+        block: String,
+        problem: String,
+        range: String,
+    },
+
+    /// An event (or register) the block cannot count as given.
+    #[error("{problem}")]
+    BadEvent { block: String, problem: String },
+
+    /// The block's mechanism cannot do what was asked (start a per-counter block,
+    /// program a registers block, clear L3 counters one by one...).
+    #[error("{problem}")]
+    NotSupported { block: String, problem: String },
+
+    /// A block with neither counter nor register files: nothing can be written.
+    #[error("{block} is an empty block (no counter or register files): there is nothing to {action}; check `ls` of its directory and the driver's messages in dmesg")]
+    EmptyBlock { block: String, action: &'static str },
+
+    /// A kind selector that matches no block on this device.
+    #[error("this device ({generation}) has no {kind} blocks; its kinds are {kinds}")]
+    NoBlocksOfKind {
+        kind: String,
+        generation: String,
+        kinds: String,
+    },
+
+    /// A device file holds something bfperf cannot parse.
+    #[error("unexpected content in {file}: {content:?} (expected {expected})")]
+    BadContent {
+        file: String,
+        content: String,
+        expected: &'static str,
+    },
+
+    /// A snapshot file that cannot be used.
+    #[error("{path}: {problem}", path = path.display())]
+    BadSnapshot { path: PathBuf, problem: String },
+
+    /// Two snapshots that cannot be compared as given.
+    #[error("{problem}")]
+    SnapshotMismatch { problem: String },
+
+    /// An output file bfperf refuses to replace.
+    #[error("refusing to write {path}: {problem}", path = path.display())]
+    OutputTarget { path: PathBuf, problem: String },
 
     /// A file access failed. `message` already names the file and the remedy.
     #[error("{message}")]

@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// What a directory entry is. Symlinks are reported as such and never followed when
@@ -14,6 +14,9 @@ pub enum EntryKind {
     File,
     Dir,
     Symlink,
+    /// An entry whose name is not UTF-8 (`name` shows it lossily): no driver file is
+    /// named so, and it cannot be addressed by name.
+    NotUtf8,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,31 +135,71 @@ impl RealFs {
     }
 }
 
+/// The most bfperf reads of one attribute: sysfs serves at most a page, so anything
+/// longer is not a driver file.
+pub const MAX_ATTRIBUTE: usize = 64 * 1024;
+
+fn not_regular(kind: fs::FileType) -> io::Error {
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device node"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    };
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("it is {what}, not a sysfs attribute (bfperf reads and writes regular files only)"),
+    )
+}
+
+/// Opens an attribute without following a symlink and without blocking on a FIFO, and
+/// refuses anything but a regular file.
+fn open_attribute(path: &Path, write: bool) -> io::Result<fs::File> {
+    let file = fs::OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .truncate(write)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(not_regular(kind));
+    }
+    Ok(file)
+}
+
+/// Reads an attribute file: at most [`MAX_ATTRIBUTE`] bytes, a regular file only, so
+/// that no device content can exhaust memory or block bfperf.
+pub fn read_attribute(path: &Path) -> io::Result<String> {
+    let file = open_attribute(path, false)?;
+    let mut out = Vec::new();
+    file.take(MAX_ATTRIBUTE as u64 + 1).read_to_end(&mut out)?;
+    if out.len() > MAX_ATTRIBUTE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "it holds more than {} KiB; a sysfs attribute is at most one page, so this is not a driver file",
+                MAX_ATTRIBUTE / 1024
+            ),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
 impl Sysfs for RealFs {
     fn read(&self, rel: &str) -> io::Result<String> {
-        // open + read + close, no stat: a sysfs attribute (at most a page) comes in one
-        // read, and a read shorter than the buffer means the end of the file.
-        let mut file = fs::File::open(self.path(rel))?;
-        let mut buf = [0u8; 8192];
-        let mut out = Vec::new();
-        loop {
-            let n = file.read(&mut buf)?;
-            out.extend_from_slice(&buf[..n]);
-            if n < buf.len() {
-                break;
-            }
-        }
-        Ok(String::from_utf8_lossy(&out).into_owned())
+        read_attribute(&self.path(rel))
     }
 
     fn write(&self, rel: &str, data: &[u8]) -> io::Result<()> {
-        // Truncate so that plain-file copies of the tree hold exactly what was written;
+        // Truncate (O_TRUNC) so that plain-file copies of the tree hold exactly what was written;
         // sysfs ignores the truncation. Never create a file that is not there.
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(self.path(rel))?;
+        let mut file = open_attribute(&self.path(rel), true)?;
         let n = file.write(data)?;
         if n != data.len() {
             return Err(io::Error::new(io::ErrorKind::WriteZero, "short write"));
@@ -169,7 +212,10 @@ impl Sysfs for RealFs {
         for entry in fs::read_dir(self.path(rel))? {
             let entry = entry?;
             let ft = entry.file_type()?;
-            let kind = if ft.is_symlink() {
+            let name = entry.file_name();
+            let kind = if name.to_str().is_none() {
+                EntryKind::NotUtf8
+            } else if ft.is_symlink() {
                 EntryKind::Symlink
             } else if ft.is_dir() {
                 EntryKind::Dir
@@ -177,7 +223,7 @@ impl Sysfs for RealFs {
                 EntryKind::File
             };
             out.push(Entry {
-                name: entry.file_name().to_string_lossy().into_owned(),
+                name: name.to_string_lossy().into_owned(),
                 kind,
             });
         }

@@ -154,7 +154,7 @@ fn blocks_json_carries_raw_integers() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|b| b["name"] == "tile2")
+        .find(|b| b["block"] == "tile2")
         .unwrap();
     assert_eq!(tile2["counters"], 4);
     assert_eq!(tile2["kind"], "tile");
@@ -165,7 +165,7 @@ fn blocks_json_carries_raw_integers() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|b| b["name"] == "l3cachehalf0")
+        .find(|b| b["block"] == "l3cachehalf0")
         .unwrap();
     assert_eq!(l3["enabled"], true);
 }

@@ -61,8 +61,8 @@ fn bf3_llt_includes_histogram_bins_the_driver_cut() {
     assert_eq!(v["truncated_event_list"], true);
     let events = v["events"].as_array().unwrap();
     assert_eq!(events.len(), 155);
-    assert_eq!(events[154]["number"], 154);
-    assert_eq!(events[154]["name"], "HISTOGRAM_HISTOGRAM_BIN9");
+    assert_eq!(events[154]["event"], 154);
+    assert_eq!(events[154]["event_name"], "HISTOGRAM_HISTOGRAM_BIN9");
     assert_eq!(events[154]["source"], "builtin");
     assert_eq!(events[0]["source"], "device");
 }
@@ -78,13 +78,13 @@ fn json_marks_reserved_events() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|e| e["name"] == name)
+            .find(|e| e["event_name"] == name)
             .unwrap()
             .clone()
     };
     assert_eq!(ev("HNF_REJECTS")["reserved"], true);
     assert_eq!(ev("HNF_REQUESTS")["reserved"], false);
-    assert_eq!(ev("HNF_REQUESTS")["number"], 69);
+    assert_eq!(ev("HNF_REQUESTS")["event"], 69);
 }
 
 #[test]

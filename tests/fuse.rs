@@ -210,7 +210,7 @@ fn registers_and_crspace_on_bf3() {
         out.lines()
             .nth(1)
             .unwrap()
-            .starts_with("llt2,counter0,0x0,CLOCK_CYCLES,"),
+            .starts_with("llt2,0,,0,CLOCK_CYCLES,true,"),
         "{out}"
     );
     m.run(&["clear", "llt2", "0"]);

@@ -292,8 +292,11 @@ fn permission_denied_says_run_as_root() {
 fn read_selectors_and_formats() {
     let out = stdout_of(on_fixture("bf2").args(["read", "l3cache", "--csv"]));
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines[0], "block,item,event,event_name,value");
-    assert_eq!(lines[1], "l3cachehalf0,counter0,0x17,HITS_BANK0,2760904");
+    assert_eq!(
+        lines[0],
+        "block,counter,register,event,event_name,counts_clock,value"
+    );
+    assert_eq!(lines[1], "l3cachehalf0,0,,23,HITS_BANK0,false,2760904");
     assert_eq!(lines.len(), 11);
     let out = stdout_of(on_fixture("bf2").args(["read", "pcie1", "tile2", "pcie1"]));
     assert_eq!(rows(&out).len(), 1 + 12 + 4);

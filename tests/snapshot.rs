@@ -2,7 +2,7 @@
 
 mod common;
 
-use bfperf::ops::diff::{diff, Flag};
+use bfperf::ops::diff::{diff, Flag, IntervalSource};
 use bfperf::ops::snapshot::{Snapshot, SnapshotBlock, SnapshotCounter, SnapshotRegister};
 use common::*;
 use predicates::prelude::*;
@@ -24,7 +24,7 @@ fn snapshot_of_the_pcie_registers_by_default() {
         .stderr(predicate::str::contains("wrote 24 values of 2 blocks"));
     let v = load(&a);
     assert_eq!(v["schema"], "bfperf-snapshot");
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["generation"], "BlueField-2");
     assert!(v["timestamp"].as_str().unwrap().ends_with('Z'));
     assert!(v["monotonic_ns"].as_u64().unwrap() > 0);
@@ -35,12 +35,12 @@ fn snapshot_of_the_pcie_registers_by_default() {
     );
     let blocks = v["blocks"].as_array().unwrap();
     assert_eq!(blocks.len(), 2);
-    assert_eq!(blocks[0]["name"], "pcie0");
+    assert_eq!(blocks[0]["block"], "pcie0");
     assert_eq!(blocks[0]["kind"], "pcie");
     assert_eq!(blocks[0]["enabled"], serde_json::Value::Null);
     let regs = blocks[0]["registers"].as_array().unwrap();
     assert_eq!(regs.len(), 12);
-    assert_eq!(regs[0]["name"], "IN_P_PKT_CNT");
+    assert_eq!(regs[0]["register"], "IN_P_PKT_CNT");
     let file = fs::read_to_string(device_dir(&fixture("bf2")).join("pcie0/IN_P_PKT_CNT")).unwrap();
     assert_eq!(file, "0x26aa5d7f6\n");
     assert_eq!(regs[0]["value"], 10_379_188_214u64);
@@ -55,7 +55,7 @@ fn snapshot_all_of_bf3_has_crspace_widths_and_state() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|b| b["name"] == "llt1")
+        .find(|b| b["block"] == "llt1")
         .unwrap();
     assert_eq!(llt1["enabled"], true);
     assert_eq!(llt1["mechanism"], "all-at-once");
@@ -67,7 +67,7 @@ fn snapshot_all_of_bf3_has_crspace_widths_and_state() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|b| b["name"] == "clock_measure")
+        .find(|b| b["block"] == "clock_measure")
         .unwrap();
     assert_eq!(cm["registers"][0]["width_bits"], 32);
     // No pcie blocks on this layout: the default selection says so.
@@ -81,7 +81,7 @@ fn snapshot_all_of_bf3_has_crspace_widths_and_state() {
 fn snap(mono_s: f64, blocks: Vec<SnapshotBlock>) -> Snapshot {
     Snapshot {
         schema: "bfperf-snapshot".into(),
-        schema_version: 1,
+        schema_version: 2,
         timestamp: "2026-11-21T18:00:00Z".into(),
         timestamp_unix_ns: 1_795_284_000_000_000_000 + (mono_s * 1e9) as u64,
         monotonic_ns: 1_000_000_000_000 + (mono_s * 1e9) as u64,
@@ -100,7 +100,7 @@ fn block(
     registers: Vec<(&str, u64)>,
 ) -> SnapshotBlock {
     SnapshotBlock {
-        name: name.into(),
+        block: name.into(),
         kind: kind.into(),
         mechanism: if registers.is_empty() {
             "all-at-once"
@@ -112,7 +112,7 @@ fn block(
         counters: counters
             .into_iter()
             .map(|(i, ev, value, width)| SnapshotCounter {
-                index: i,
+                counter: i,
                 event: Some(i),
                 event_name: Some(ev.into()),
                 counts_clock: false,
@@ -123,7 +123,7 @@ fn block(
         registers: registers
             .into_iter()
             .map(|(n, value)| SnapshotRegister {
-                name: n.into(),
+                register: n.into(),
                 value,
                 width_bits: 64,
             })
@@ -218,11 +218,15 @@ fn diff_handles_wraps_resets_event_changes_and_pcie() {
     );
     let d = diff(&old, &new);
     assert_eq!(d.interval_s, 2.0);
-    assert_eq!(d.interval_source, "monotonic");
+    assert_eq!(d.interval_source, IntervalSource::Monotonic);
     let v = |b: &str, i: &str| {
         d.values
             .iter()
-            .find(|v| v.block == b && v.item == i)
+            .find(|v| {
+                v.block == b
+                    && (v.register.as_deref() == Some(i)
+                        || v.counter.map(|c| format!("counter{c}")).as_deref() == Some(i))
+            })
             .unwrap()
             .clone()
     };
@@ -258,12 +262,19 @@ fn diff_handles_wraps_resets_event_changes_and_pcie() {
     let mut reset_new = new.clone();
     reset_new.blocks[2].registers[0].value = 40;
     let d2 = diff(&old, &reset_new);
-    let r = d2.values.iter().find(|v| v.item == "IN_P_PKT_CNT").unwrap();
+    let r = d2
+        .values
+        .iter()
+        .find(|v| v.register.as_deref() == Some("IN_P_PKT_CNT"))
+        .unwrap();
     assert_eq!((r.flag, r.delta), (Some(Flag::Reset), Some(40)));
     // Another host or boot: the wall clock gives the interval.
     let mut other = new.clone();
     other.hostname = "other".into();
-    assert_eq!(diff(&old, &other).interval_source, "wall_clock");
+    assert_eq!(
+        diff(&old, &other).interval_source,
+        IntervalSource::WallClock
+    );
 }
 
 #[test]
@@ -326,7 +337,7 @@ fn snapshot_output_is_atomic() {
             "unexpected content in pcie1/OUT_C_BYTE_CNT",
         ));
     assert_eq!(fs::read_to_string(&target).unwrap(), "old content");
-    // The rename fails (the target is a non-empty directory): nothing left behind.
+    // A directory is refused before anything is written: nothing left behind.
     let blocked = dir.path().join("blocked");
     fs::create_dir(&blocked).unwrap();
     fs::write(blocked.join("keep"), "x").unwrap();
@@ -335,7 +346,7 @@ fn snapshot_output_is_atomic() {
         .arg(&blocked)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("cannot rename the snapshot into"));
+        .stderr(predicate::str::contains("it is a directory"));
     let names: Vec<String> = fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -381,7 +392,7 @@ fn snapshots_of_the_mounted_simulator_show_traffic() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|x| x["block"] == "tile2" && x["item"] == "counter3")
+        .find(|x| x["block"] == "tile2" && x["counter"] == 3)
         .unwrap();
     assert!(hnf["rate_per_s"].as_f64().unwrap() > 0.0);
     assert_eq!(hnf["flag"], serde_json::Value::Null);

@@ -58,7 +58,7 @@ pub fn builtin(kind: BlockKind, gen: Generation) -> &'static [EventDef] {
 }
 
 /// Where a catalog entry comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// The device's `event_list` (or its register files).
@@ -68,10 +68,13 @@ pub enum Source {
 }
 
 /// One event of a block's catalog.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Event {
+    /// The event number (for registers, the register's offset; 4294967295 where unknown).
+    #[serde(rename = "event")]
     pub number: u32,
     /// The name with trailing spaces trimmed.
+    #[serde(rename = "event_name")]
     pub name: String,
     pub description: Option<String>,
     /// The vendor documents this event as reserved for internal use.

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use super::output::Format;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "bfperf",
@@ -41,9 +43,9 @@ pub struct Global {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show the device: where it is, its generation, its blocks by kind
-    Info(JsonOnly),
+    Info(FormatOpts),
     /// List the blocks: kind, mechanism, counters, enable state, events known
-    Blocks(JsonOnly),
+    Blocks(FormatOpts),
     /// List the events of a block: number, name, description
     Events {
         /// The block (e.g. tile2)
@@ -51,7 +53,7 @@ pub enum Command {
         /// Show only events whose name or description contains this (any case)
         pattern: Option<String>,
         #[command(flatten)]
-        json: JsonOnly,
+        format: FormatOpts,
     },
     /// Program counters: `program tile2 3 HNF_REQUESTS` or `program l3cachehalf0 0=HITS_BANK0 1=MISSES_BANK0 --start`
     Program {
@@ -104,28 +106,35 @@ pub enum Command {
     Read {
         #[arg(value_name = "SELECTOR")]
         selectors: Vec<String>,
-        /// Print JSON
-        #[arg(long, conflicts_with = "csv")]
-        json: bool,
-        /// Print CSV
-        #[arg(long)]
-        csv: bool,
+        #[command(flatten)]
+        format: FormatOpts,
     },
     /// Read selected values once into a JSON snapshot (default: the pcie blocks)
     Snapshot {
         /// Blocks, kinds, or `all` (default: every pcie block)
         #[arg(value_name = "SELECTOR")]
         selectors: Vec<String>,
-        /// Write to this file atomically instead of standard output
+        /// Write to this file instead of standard output (`-` is standard output): atomically, and only over a regular file
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// With -o: when FILE is a symbolic link, replace the file it points to
+        #[arg(long, requires = "output")]
+        follow: bool,
+        /// Output format (default json, the format `diff` reads)
+        #[command(flatten)]
+        format: FormatOpts,
     },
     /// Compare two snapshots: deltas, rates, wraps and resets, PCIe throughput
     Diff {
+        /// The older snapshot
         old: PathBuf,
+        /// The newer snapshot
         new: PathBuf,
+        /// Refuse snapshots of different hosts, devices or generations (default: warn)
+        #[arg(long)]
+        strict: bool,
         #[command(flatten)]
-        json: JsonOnly,
+        format: FormatOpts,
     },
     /// Print a shell completion script
     Completions {
@@ -141,6 +150,9 @@ pub enum Command {
         /// Index of the word being completed
         #[arg(long)]
         index: usize,
+        /// Print `candidate<TAB>description` lines (zsh, fish)
+        #[arg(long)]
+        descriptions: bool,
         /// The command line's words, the program name first
         #[arg(last = true, allow_hyphen_values = true)]
         words: Vec<String>,
@@ -178,11 +190,30 @@ pub struct SimOpts {
     pub flavor: String,
 }
 
+/// The output format switch of every command that prints data.
 #[derive(Debug, Args, Clone, Copy, Default)]
-pub struct JsonOnly {
-    /// Print JSON
-    #[arg(long)]
+pub struct FormatOpts {
+    /// Output format
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with_all = ["json", "csv"])]
+    pub format: Option<Format>,
+    /// Print JSON (same as --format json)
+    #[arg(long, conflicts_with = "csv")]
     pub json: bool,
+    /// Print CSV (same as --format csv)
+    #[arg(long)]
+    pub csv: bool,
+}
+
+impl FormatOpts {
+    /// The chosen format, or `default` when none was given.
+    pub fn or(self, default: Format) -> Format {
+        match (self.format, self.json, self.csv) {
+            (Some(f), _, _) => f,
+            (None, true, _) => Format::Json,
+            (None, _, true) => Format::Csv,
+            _ => default,
+        }
+    }
 }
 
 #[derive(Debug, Args, Clone, Copy, Default)]
@@ -190,9 +221,8 @@ pub struct WriteOpts {
     /// Print each write (file and exact bytes) instead of doing it
     #[arg(long)]
     pub dry_run: bool,
-    /// Print the outcome as JSON
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: FormatOpts,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

@@ -14,6 +14,45 @@ use super::args::{Cli, Global, Shell};
 use crate::block::{BlockKind, Mechanism};
 use crate::device::Device;
 
+/// One completion: the word, and a short description for shells that show one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub value: String,
+    pub description: String,
+}
+
+impl Candidate {
+    fn new(value: impl Into<String>, description: impl Into<String>) -> Candidate {
+        // One line, no tabs, short: what a completion menu shows.
+        let description: String = description
+            .into()
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let mut description = description.trim().to_string();
+        if description.chars().count() > 60 {
+            description = description.chars().take(57).collect::<String>() + "...";
+        }
+        Candidate {
+            value: value.into(),
+            description,
+        }
+    }
+
+    /// The line the scripts read: `value`, or `value<TAB>description`.
+    pub fn line(&self, descriptions: bool) -> String {
+        if descriptions && !self.description.is_empty() {
+            format!("{}\t{}", self.value, self.description)
+        } else {
+            self.value.clone()
+        }
+    }
+}
+
+fn plain(values: Vec<String>) -> Vec<Candidate> {
+    values.into_iter().map(|v| Candidate::new(v, "")).collect()
+}
+
 /// What the words before the cursor say.
 #[derive(Debug, Default)]
 struct Line {
@@ -26,10 +65,15 @@ struct Line {
     pending_option: Option<String>,
 }
 
-fn subcommand_names(cmd: &clap::Command) -> Vec<String> {
+fn subcommand_names(cmd: &clap::Command) -> Vec<Candidate> {
     cmd.get_subcommands()
         .filter(|c| !c.is_hide_set())
-        .map(|c| c.get_name().to_string())
+        .map(|c| {
+            Candidate::new(
+                c.get_name(),
+                c.get_about().map(|a| a.to_string()).unwrap_or_default(),
+            )
+        })
         .collect()
 }
 
@@ -109,6 +153,14 @@ fn starts_with_ci(candidate: &str, prefix: &str) -> bool {
 /// Candidates for `words[index]` (`words[0]` is the program name; the word may be
 /// missing, as when the cursor follows a space).
 pub fn candidates(words: &[String], index: usize) -> Vec<String> {
+    described(words, index)
+        .into_iter()
+        .map(|c| c.value)
+        .collect()
+}
+
+/// The candidates with their descriptions.
+pub fn described(words: &[String], index: usize) -> Vec<Candidate> {
     let root = Cli::command();
     let index = index.min(words.len());
     let before: Vec<String> = words
@@ -124,15 +176,15 @@ pub fn candidates(words: &[String], index: usize) -> Vec<String> {
         return Vec::new(); // a path: the shell's own file completion
     }
     let cmd = find_subcommand(&root, &line.command);
-    let mut out: Vec<String> = if current.starts_with('-') {
+    let mut out: Vec<Candidate> = if current.starts_with('-') {
         flags(cmd, &root)
     } else if line.positionals.is_empty() && cmd.has_subcommands() {
         subcommand_names(cmd)
     } else {
         values(&line, &current, after_equals)
     };
-    out.retain(|c| starts_with_ci(c, &current));
-    out.dedup();
+    out.retain(|c| starts_with_ci(&c.value, &current));
+    out.dedup_by(|a, b| a.value == b.value);
     out
 }
 
@@ -160,24 +212,31 @@ fn join_equals(words: &[String]) -> Vec<String> {
     out
 }
 
-fn flags(cmd: &clap::Command, root: &clap::Command) -> Vec<String> {
-    let mut out: Vec<String> = cmd
+fn flags(cmd: &clap::Command, root: &clap::Command) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = cmd
         .get_arguments()
         .chain(root.get_arguments())
         .filter(|a| !a.is_positional() && !a.is_hide_set())
-        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .filter_map(|a| {
+            a.get_long().map(|l| {
+                Candidate::new(
+                    format!("--{l}"),
+                    a.get_help().map(|h| h.to_string()).unwrap_or_default(),
+                )
+            })
+        })
         .collect();
-    out.push("--help".to_string());
-    out.sort();
-    out.dedup();
+    out.push(Candidate::new("--help", "Print help"));
+    out.sort_by(|a, b| a.value.cmp(&b.value));
+    out.dedup_by(|a, b| a.value == b.value);
     out
 }
 
-fn values(line: &Line, current: &str, after_equals: bool) -> Vec<String> {
+fn values(line: &Line, current: &str, after_equals: bool) -> Vec<Candidate> {
     let sub: Vec<&str> = line.command.iter().map(String::as_str).collect();
     match sub.as_slice() {
         ["completions"] if line.positionals.is_empty() => {
-            vec!["bash".into(), "zsh".into(), "fish".into()]
+            plain(vec!["bash".into(), "zsh".into(), "fish".into()])
         }
         ["program"] | ["start"] | ["stop"] | ["clear"] | ["events"] | ["read"] | ["snapshot"] => {
             let Some(device) = open(&line.global) else {
@@ -193,12 +252,17 @@ fn open(global: &Global) -> Option<Device> {
     super::open_device(global).ok()
 }
 
-fn block_names(device: &Device, keep: impl Fn(&crate::block::Block) -> bool) -> Vec<String> {
+fn block_names(device: &Device, keep: impl Fn(&crate::block::Block) -> bool) -> Vec<Candidate> {
     device
         .blocks()
         .iter()
         .filter(|b| keep(b))
-        .map(|b| b.name.clone())
+        .map(|b| {
+            Candidate::new(
+                b.name.clone(),
+                format!("{} block, {}", b.kind.as_str(), b.mechanism.as_str()),
+            )
+        })
         .collect()
 }
 
@@ -208,7 +272,7 @@ fn device_values(
     positionals: &[String],
     current: &str,
     after_equals: bool,
-) -> Vec<String> {
+) -> Vec<Candidate> {
     if positionals.is_empty() {
         return match command {
             "program" => block_names(device, |b| b.is_counter_block()),
@@ -229,13 +293,21 @@ fn device_values(
         block
             .counters
             .iter()
-            .map(u32::to_string)
+            .map(|c| Candidate::new(c.to_string(), format!("counter {c} of {}", block.name)))
             .collect::<Vec<_>>()
     };
-    let events = || -> Vec<String> {
+    let events = || -> Vec<Candidate> {
         device
             .catalog(block)
-            .map(|c| c.events.into_iter().map(|e| e.name).collect())
+            .map(|c| {
+                c.events
+                    .into_iter()
+                    .map(|e| {
+                        let d = format!("0x{:x} {}", e.number, e.description.unwrap_or_default());
+                        Candidate::new(e.name, d)
+                    })
+                    .collect()
+            })
             .unwrap_or_default()
     };
     match command {
@@ -246,21 +318,24 @@ fn device_values(
             if let Some((counter, _)) = current.split_once('=') {
                 return events()
                     .into_iter()
-                    .map(|e| format!("{counter}={e}"))
+                    .map(|e| Candidate::new(format!("{counter}={}", e.value), e.description))
                     .collect();
             }
             let pairs = positionals[1..].iter().any(|p| p.contains('='));
             match positionals.len() {
                 1 => counters(),
                 2 if !pairs => events(),
-                _ if pairs => counters().into_iter().map(|c| format!("{c}=")).collect(),
+                _ if pairs => counters()
+                    .into_iter()
+                    .map(|c| Candidate::new(format!("{}=", c.value), c.description))
+                    .collect(),
                 _ => Vec::new(),
             }
         }
         "stop" if positionals.len() == 1 && block.mechanism == Mechanism::PerCounter => counters(),
         "clear" if positionals.len() == 1 => {
             if block.mechanism == Mechanism::Registers {
-                block.registers.clone()
+                plain(block.registers.clone())
             } else {
                 counters()
             }
@@ -269,13 +344,17 @@ fn device_values(
     }
 }
 
-fn selectors(device: &Device, command: &str, given: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = device.kinds().into_iter().map(str::to_string).collect();
+fn selectors(device: &Device, command: &str, given: &[String]) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = device
+        .kinds()
+        .into_iter()
+        .map(|k| Candidate::new(k, format!("every {k} block")))
+        .collect();
     out.extend(block_names(device, |_| true));
     if command == "snapshot" || command == "read" {
-        out.push("all".to_string());
+        out.push(Candidate::new("all", "every block"));
     }
-    out.retain(|c| !given.contains(c));
+    out.retain(|c| !given.contains(&c.value));
     out
 }
 
@@ -300,10 +379,20 @@ complete -o default -F _bfperf bfperf
 const ZSH: &str = r#"#compdef bfperf
 # zsh completion for bfperf (generated by `bfperf completions zsh`)
 _bfperf() {
-    local -a candidates
-    candidates=("${(@f)$("${words[1]}" __complete --index $((CURRENT - 1)) -- "${words[@]}" 2>/dev/null)}")
-    if (( ${#candidates} )) && [[ -n ${candidates[1]} ]]; then
-        compadd -Q -- "${candidates[@]}"
+    local -a lines values shown
+    local line
+    lines=("${(@f)$("${words[1]}" __complete --descriptions --index $((CURRENT - 1)) -- "${words[@]}" 2>/dev/null)}")
+    if (( ${#lines} )) && [[ -n ${lines[1]} ]]; then
+        for line in "${lines[@]}"; do
+            values+=("${line%%$'\t'*}")
+            if [[ $line == *$'\t'* ]]; then
+                shown+=("${line%%$'\t'*}  -- ${line#*$'\t'}")
+            else
+                shown+=("$line")
+            fi
+        done
+        # -U: bfperf already matched the word (in any case, so hnf_r finds HNF_REQUESTS).
+        compadd -U -Q -l -d shown -- "${values[@]}"
     else
         _files
     fi
@@ -319,7 +408,7 @@ const FISH: &str = r#"# fish completion for bfperf (generated by `bfperf complet
 function __bfperf_complete
     set -l tokens (commandline -opc)
     set -l current (commandline -ct)
-    $tokens[1] __complete --index (count $tokens) -- $tokens $current 2>/dev/null
+    $tokens[1] __complete --descriptions --index (count $tokens) -- $tokens $current 2>/dev/null
 end
 complete -c bfperf -f -a '(__bfperf_complete)'
 complete -c bfperf -l sysfs-root -r -F

@@ -14,11 +14,30 @@ use crate::sysfs::layout;
 /// The event number written to stop a counter: the vendor's documented way.
 pub const STOP_EVENT: u32 = 0xff;
 
+/// The control commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Start,
+    Stop,
+    Clear,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Start => "start",
+            Action::Stop => "stop",
+            Action::Clear => "clear",
+        }
+    }
+}
+
 /// What a control command did (or would do, on a dry run).
 #[derive(Debug, Clone, Serialize)]
 pub struct ControlOutcome {
     pub block: String,
-    pub action: &'static str,
+    pub action: Action,
     pub plan: Plan,
     /// The bytes each write ended up using (a stop may fall back to 0xff).
     pub written: Vec<String>,
@@ -28,14 +47,33 @@ pub struct ControlOutcome {
     pub notes: Vec<String>,
 }
 
-fn all_at_once_only(block: &Block, action: &str) -> Result<()> {
+fn not_supported(block: &Block, problem: String) -> Error {
+    Error::NotSupported {
+        block: block.name.clone(),
+        problem,
+    }
+}
+
+/// Refuses a block with nothing to write.
+fn not_empty(block: &Block, action: Action) -> Result<()> {
+    if block.is_empty() {
+        return Err(Error::EmptyBlock {
+            block: block.name.clone(),
+            action: action.as_str(),
+        });
+    }
+    Ok(())
+}
+
+fn all_at_once_only(block: &Block, action: Action) -> Result<()> {
+    let action = action.as_str();
     match block.mechanism {
         Mechanism::AllAtOnce => Ok(()),
-        Mechanism::PerCounter => Err(Error::Invalid(format!(
+        Mechanism::PerCounter => Err(not_supported(block, format!(
             "{b} counts per counter: each counter starts when it is programmed (`bfperf program {b} COUNTER EVENT`); `{action}` is for blocks with an enable file (l3cache, BF3 crspace)",
             b = block.name
         ))),
-        Mechanism::Registers => Err(Error::Invalid(format!(
+        Mechanism::Registers => Err(not_supported(block, format!(
             "{b} holds statistics registers that run free; they cannot be started or stopped (reset them with `bfperf clear {b}`)",
             b = block.name
         ))),
@@ -45,7 +83,7 @@ fn all_at_once_only(block: &Block, action: &str) -> Result<()> {
 /// Plans `enable` 1 on an L3/crspace block.
 pub fn plan_start(device: &Device, block_name: &str) -> Result<ControlOutcome> {
     let block = device.block(block_name)?;
-    all_at_once_only(block, "start")?;
+    all_at_once_only(block, Action::Start)?;
     let mut plan = Plan::default();
     plan.push(
         layout::enable(&block.name),
@@ -54,7 +92,7 @@ pub fn plan_start(device: &Device, block_name: &str) -> Result<ControlOutcome> {
     );
     Ok(ControlOutcome {
         block: block.name.clone(),
-        action: "start",
+        action: Action::Start,
         plan,
         written: Vec::new(),
         final_values: None,
@@ -74,13 +112,14 @@ pub fn plan_stop(
     counter: Option<&str>,
 ) -> Result<ControlOutcome> {
     let block = device.block(block_name)?;
+    not_empty(block, Action::Stop)?;
     let mut plan = Plan::default();
     let mut notes = Vec::new();
     match block.mechanism {
-        Mechanism::Registers => all_at_once_only(block, "stop")?,
+        Mechanism::Registers => all_at_once_only(block, Action::Stop)?,
         Mechanism::AllAtOnce => {
             if let Some(c) = counter {
-                return Err(Error::Invalid(format!(
+                return Err(not_supported(block, format!(
                     "the counters of {b} stop together; `bfperf stop {b}` stops all of them (counter {c} cannot be stopped alone)",
                     b = block.name
                 )));
@@ -131,7 +170,7 @@ pub fn plan_stop(
     }
     Ok(ControlOutcome {
         block: block.name.clone(),
-        action: "stop",
+        action: Action::Stop,
         plan,
         written: Vec::new(),
         final_values: None,
@@ -146,9 +185,10 @@ pub fn plan_clear(
     target: Option<&str>,
 ) -> Result<ControlOutcome> {
     let block = device.block(block_name)?;
+    not_empty(block, Action::Clear)?;
     let mut plan = Plan::default();
     if block.is_l3() {
-        return Err(Error::Invalid(format!(
+        return Err(not_supported(block, format!(
             "L3 cache counters cannot be cleared one by one (the driver rejects every write to them); `bfperf start {b}` resets all of {b}'s counters to 0 and starts them",
             b = block.name
         )));
@@ -156,10 +196,13 @@ pub fn plan_clear(
     match block.mechanism {
         Mechanism::Registers => {
             if block.kind == BlockKind::ClockMeasure {
-                return Err(Error::Invalid(format!(
-                    "{} registers are read-only measurements; they cannot be cleared",
-                    block.name
-                )));
+                return Err(not_supported(
+                    block,
+                    format!(
+                        "{} registers are read-only measurements; they cannot be cleared",
+                        block.name
+                    ),
+                ));
             }
             let names: Vec<String> = match target {
                 None => block.registers.clone(),
@@ -172,15 +215,18 @@ pub fn plan_clear(
                                 t,
                                 block.registers.iter().map(|s| s.as_str()),
                             );
-                            return Err(Error::Invalid(format!(
-                                "{} has no register '{t}'{}",
-                                block.name,
-                                if sugg.is_empty() {
-                                    format!("; it has {}", block.registers.join(" "))
-                                } else {
-                                    did_you_mean(&sugg)
-                                }
-                            )));
+                            return Err(Error::BadEvent {
+                                block: block.name.clone(),
+                                problem: format!(
+                                    "{} has no register '{t}'{}",
+                                    block.name,
+                                    if sugg.is_empty() {
+                                        format!("; it has {}", block.registers.join(" "))
+                                    } else {
+                                        did_you_mean(&sugg)
+                                    }
+                                ),
+                            });
                         }
                     }
                 }
@@ -209,7 +255,7 @@ pub fn plan_clear(
     }
     Ok(ControlOutcome {
         block: block.name.clone(),
-        action: "clear",
+        action: Action::Clear,
         plan,
         written: Vec::new(),
         final_values: None,
@@ -220,7 +266,7 @@ pub fn plan_clear(
 /// Applies a planned control command. A stop of a per-counter block first reads the
 /// values it is about to reset.
 pub fn apply(device: &Device, mut outcome: ControlOutcome) -> Result<ControlOutcome> {
-    if outcome.action == "stop" {
+    if outcome.action == Action::Stop {
         let block = device.block(&outcome.block)?;
         if block.mechanism == Mechanism::PerCounter {
             let r = read_blocks(device, &[block])?;
@@ -228,7 +274,7 @@ pub fn apply(device: &Device, mut outcome: ControlOutcome) -> Result<ControlOutc
                 let stopped: Vec<String> =
                     outcome.plan.writes.iter().map(|w| w.path.clone()).collect();
                 b.counters
-                    .retain(|c| stopped.contains(&layout::event(&outcome.block, c.index)));
+                    .retain(|c| stopped.contains(&layout::event(&outcome.block, c.counter)));
                 b
             });
         }

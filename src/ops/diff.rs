@@ -1,11 +1,15 @@
 //! Differences between two snapshots: deltas, rates, wraps, resets, and a PCIe summary.
 
+use std::collections::HashMap;
+
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::snapshot::Snapshot;
+use crate::error::{Error, Result};
 
 /// Why a value's delta is not a plain subtraction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Flag {
     /// A counter narrower than 64 bits went down: it wrapped once.
@@ -16,11 +20,15 @@ pub enum Flag {
     EventChanged,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ValueDiff {
     pub block: String,
-    /// `counter3` or the register name.
-    pub item: String,
+    /// The counter's number; null for a register.
+    pub counter: Option<u32>,
+    /// The register's name; null for a counter.
+    pub register: Option<String>,
+    /// The counter's event number in the newer snapshot.
+    pub event: Option<u32>,
     pub event_name: Option<String>,
     pub old: u64,
     pub new: u64,
@@ -30,7 +38,7 @@ pub struct ValueDiff {
 }
 
 /// Traffic of one PCIe block over the interval.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct PcieSummary {
     pub block: String,
     pub in_bytes_per_s: f64,
@@ -46,35 +54,44 @@ pub struct PcieSummary {
     pub out_packets_per_s_by_type: Breakdown,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default, JsonSchema)]
 pub struct Breakdown {
     pub posted: f64,
     pub non_posted: f64,
     pub completion: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Which clock the interval was measured with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IntervalSource {
+    /// Both snapshots come from the same boot of the same host.
+    Monotonic,
+    WallClock,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Diff {
     pub interval_s: f64,
-    /// `monotonic` when both snapshots come from the same boot of the same host,
-    /// `wall_clock` otherwise.
-    pub interval_source: &'static str,
+    pub interval_source: IntervalSource,
+    /// Differences between the snapshots' host, device or generation.
+    pub warnings: Vec<String>,
     pub values: Vec<ValueDiff>,
     pub only_in_old: Vec<String>,
     pub only_in_new: Vec<String>,
     pub pcie: Vec<PcieSummary>,
 }
 
-fn interval(old: &Snapshot, new: &Snapshot) -> (f64, &'static str) {
+fn interval(old: &Snapshot, new: &Snapshot) -> (f64, IntervalSource) {
     let wall = (new.timestamp_unix_ns as f64 - old.timestamp_unix_ns as f64) / 1e9;
     let mono = (new.monotonic_ns as f64 - old.monotonic_ns as f64) / 1e9;
     let same_boot = old.hostname == new.hostname
         && new.monotonic_ns > old.monotonic_ns
         && (mono - wall).abs() <= (wall.abs() * 0.01).max(1.0);
     if same_boot {
-        (mono, "monotonic")
+        (mono, IntervalSource::Monotonic)
     } else {
-        (wall, "wall_clock")
+        (wall, IntervalSource::WallClock)
     }
 }
 
@@ -91,19 +108,57 @@ fn counter_delta(old: u64, new: u64, width: u32) -> (u64, Option<Flag>) {
     }
 }
 
-/// Compares two snapshots.
+/// What differs between the two snapshots' origins (host, device, generation).
+fn origin_differences(old: &Snapshot, new: &Snapshot) -> Vec<String> {
+    [
+        ("host", &old.hostname, &new.hostname),
+        ("device", &old.device, &new.device),
+        ("generation", &old.generation, &new.generation),
+    ]
+    .into_iter()
+    .filter(|(_, a, b)| a != b)
+    .map(|(what, a, b)| format!("the snapshots come from different {what}s: {a} and {b}"))
+    .collect()
+}
+
+/// Checks that two snapshots can be compared: the older first; from one host, device
+/// and generation (a warning each, or an error with `strict`). Returns the warnings.
+pub fn check(old: &Snapshot, new: &Snapshot, strict: bool) -> Result<Vec<String>> {
+    let (secs, _) = interval(old, new);
+    if secs < 0.0 {
+        return Err(Error::SnapshotMismatch {
+            problem: format!(
+                "the second snapshot ({}) was taken before the first ({}): give the older one first (swap the two)",
+                new.timestamp, old.timestamp
+            ),
+        });
+    }
+    let warnings = origin_differences(old, new);
+    if strict && !warnings.is_empty() {
+        return Err(Error::SnapshotMismatch {
+            problem: format!("{} (--strict)", warnings.join("; ")),
+        });
+    }
+    Ok(warnings)
+}
+
+/// Compares two snapshots, in time linear in their size.
 pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
     let (secs, source) = interval(old, new);
     let rate = |d: u64| (secs > 0.0).then(|| d as f64 / secs);
+    let new_blocks: HashMap<&str, _> = new.blocks.iter().map(|b| (b.block.as_str(), b)).collect();
+    let old_names: std::collections::HashSet<&str> =
+        old.blocks.iter().map(|b| b.block.as_str()).collect();
     let mut values = Vec::new();
     let mut only_in_old = Vec::new();
     for ob in &old.blocks {
-        let Some(nb) = new.blocks.iter().find(|b| b.name == ob.name) else {
-            only_in_old.push(ob.name.clone());
+        let Some(nb) = new_blocks.get(ob.block.as_str()) else {
+            only_in_old.push(ob.block.clone());
             continue;
         };
+        let new_counters: HashMap<u32, _> = nb.counters.iter().map(|c| (c.counter, c)).collect();
         for oc in &ob.counters {
-            let Some(nc) = nb.counters.iter().find(|c| c.index == oc.index) else {
+            let Some(nc) = new_counters.get(&oc.counter) else {
                 continue;
             };
             let changed = oc.event != nc.event
@@ -123,8 +178,10 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
                 (Some(d), f)
             };
             values.push(ValueDiff {
-                block: ob.name.clone(),
-                item: format!("counter{}", oc.index),
+                block: ob.block.clone(),
+                counter: Some(oc.counter),
+                register: None,
+                event: nc.event,
                 event_name: nc.event_name.clone(),
                 old: oc.value,
                 new: nc.value,
@@ -133,8 +190,13 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
                 flag,
             });
         }
+        let new_registers: HashMap<&str, _> = nb
+            .registers
+            .iter()
+            .map(|r| (r.register.as_str(), r))
+            .collect();
         for or in &ob.registers {
-            let Some(nr) = nb.registers.iter().find(|r| r.name == or.name) else {
+            let Some(nr) = new_registers.get(or.register.as_str()) else {
                 continue;
             };
             let (d, f) = if nr.value >= or.value {
@@ -143,8 +205,10 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
                 (nr.value, Some(Flag::Reset))
             };
             values.push(ValueDiff {
-                block: ob.name.clone(),
-                item: or.name.clone(),
+                block: ob.block.clone(),
+                counter: None,
+                register: Some(or.register.clone()),
+                event: None,
                 event_name: None,
                 old: or.value,
                 new: nr.value,
@@ -157,13 +221,14 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
     let only_in_new = new
         .blocks
         .iter()
-        .filter(|b| !old.blocks.iter().any(|o| o.name == b.name))
-        .map(|b| b.name.clone())
+        .filter(|b| !old_names.contains(b.block.as_str()))
+        .map(|b| b.block.clone())
         .collect();
     let pcie = pcie_summaries(new, &values);
     Diff {
         interval_s: secs,
         interval_source: source,
+        warnings: origin_differences(old, new),
         values,
         only_in_old,
         only_in_new,
@@ -172,14 +237,17 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
 }
 
 fn pcie_summaries(new: &Snapshot, values: &[ValueDiff]) -> Vec<PcieSummary> {
+    let rates: HashMap<(&str, &str), f64> = values
+        .iter()
+        .filter_map(|v| Some(((v.block.as_str(), v.register.as_deref()?), v.rate_per_s?)))
+        .collect();
     let mut out = Vec::new();
     for b in new.blocks.iter().filter(|b| b.kind == "pcie") {
         let get = |dir: &str, ty: &str, unit: &str| -> f64 {
             let name = format!("{dir}_{ty}_{unit}_CNT");
-            values
-                .iter()
-                .find(|v| v.block == b.name && v.item == name)
-                .and_then(|v| v.rate_per_s)
+            rates
+                .get(&(b.block.as_str(), name.as_str()))
+                .copied()
                 .unwrap_or(0.0)
         };
         let breakdown = |dir: &str, unit: &str| Breakdown {
@@ -191,7 +259,7 @@ fn pcie_summaries(new: &Snapshot, values: &[ValueDiff]) -> Vec<PcieSummary> {
         let (ib, ob) = (breakdown("IN", "BYTE"), breakdown("OUT", "BYTE"));
         let (ip, op) = (breakdown("IN", "PKT"), breakdown("OUT", "PKT"));
         out.push(PcieSummary {
-            block: b.name.clone(),
+            block: b.block.clone(),
             in_bytes_per_s: sum(ib),
             out_bytes_per_s: sum(ob),
             in_gbit_per_s: sum(ib) * 8.0 / 1e9,

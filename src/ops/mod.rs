@@ -4,6 +4,7 @@
 
 pub mod control;
 pub mod diff;
+pub mod outfile;
 pub mod plan;
 pub mod program;
 pub mod read;

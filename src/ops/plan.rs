@@ -7,7 +7,7 @@ use crate::error::{errno, io_error, with_hint, Error, Result};
 use crate::sysfs::Sysfs;
 
 /// One write: the file (relative to the device) and the exact bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PlannedWrite {
     pub path: String,
     pub data: String,
@@ -21,7 +21,7 @@ pub struct PlannedWrite {
 }
 
 /// Writes to make, in order.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Plan {
     pub writes: Vec<PlannedWrite>,
 }

@@ -6,7 +6,7 @@ use super::plan::Plan;
 use crate::block::{Block, Mechanism};
 use crate::catalog::{did_you_mean, Catalog};
 use crate::device::Device;
-use crate::error::{io_error, Error, Result};
+use crate::error::{io_error, with_hint, Error, Result};
 use crate::sysfs::layout;
 
 /// What to program: counter index (as typed) and event (name or number as typed; None
@@ -21,10 +21,10 @@ pub struct Assignment {
 /// or (with `--count-clock`) bare counter numbers.
 pub fn parse_assignments(specs: &[String], count_clock: bool) -> Result<Vec<Assignment>> {
     if specs.is_empty() {
-        return Err(Error::Invalid(
-            "nothing to program: give COUNTER EVENT (e.g. `3 HNF_REQUESTS`) or COUNTER=EVENT pairs"
+        return Err(Error::BadAssignment {
+            problem: "nothing to program: give COUNTER EVENT (e.g. `3 HNF_REQUESTS`) or COUNTER=EVENT pairs"
                 .into(),
-        ));
+        });
     }
     if specs.iter().any(|s| s.contains('=')) {
         return specs
@@ -38,9 +38,9 @@ pub fn parse_assignments(specs: &[String], count_clock: bool) -> Result<Vec<Assi
                     counter: s.clone(),
                     event: None,
                 }),
-                _ => Err(Error::Invalid(format!(
-                    "'{s}' is not COUNTER=EVENT (e.g. 0=HITS_BANK0)"
-                ))),
+                _ => Err(Error::BadAssignment {
+                    problem: format!("'{s}' is not COUNTER=EVENT (e.g. 0=HITS_BANK0)"),
+                }),
             })
             .collect();
     }
@@ -58,33 +58,45 @@ pub fn parse_assignments(specs: &[String], count_clock: bool) -> Result<Vec<Assi
             counter: c.clone(),
             event: Some(e.clone()),
         }]),
-        [c] => Err(Error::Invalid(format!(
-            "no event given for counter {c}: `bfperf program BLOCK {c} EVENT` (see `bfperf events BLOCK`)"
-        ))),
-        _ => Err(Error::Invalid(
-            "several counters at once take COUNTER=EVENT pairs (e.g. 0=HITS_BANK0 1=MISSES_BANK0)"
-                .into(),
-        )),
+        [c] => Err(Error::BadAssignment {
+            problem: format!(
+                "no event given for counter {c}: `bfperf program BLOCK {c} EVENT` (see `bfperf events BLOCK`)"
+            ),
+        }),
+        _ => Err(Error::BadAssignment {
+            problem:
+                "several counters at once take COUNTER=EVENT pairs (e.g. 0=HITS_BANK0 1=MISSES_BANK0)"
+                    .into(),
+        }),
+    }
+}
+
+/// How many counters the kernel's `count_clock` bitmask (a u32) can name.
+pub const COUNT_CLOCK_BITS: u32 = 32;
+
+fn counter_range(block: &Block) -> String {
+    match (block.counters.first(), block.counters.last()) {
+        (Some(a), Some(b)) => format!("{a}-{b}"),
+        _ => "none".to_string(),
     }
 }
 
 /// A counter index typed by a user, checked against the block's files.
 pub fn parse_counter(block: &Block, text: &str) -> Result<u32> {
-    let range = match (block.counters.first(), block.counters.last()) {
-        (Some(a), Some(b)) => format!("{a}-{b}"),
-        _ => "none".to_string(),
+    let range = counter_range(block);
+    let bad = |problem: String| Error::BadCounter {
+        block: block.name.clone(),
+        problem,
+        range: range.clone(),
     };
     let index: u32 = text.parse().map_err(|_| {
-        Error::Invalid(format!(
-            "'{text}' is not a counter number of {} (it has counters {range})",
+        bad(format!(
+            "'{text}' is not a counter number of {}",
             block.name
         ))
     })?;
     if !block.has_counter(index) {
-        return Err(Error::Invalid(format!(
-            "{} has no counter {index} (it has counters {range})",
-            block.name
-        )));
+        return Err(bad(format!("{} has no counter {index}", block.name)));
     }
     Ok(index)
 }
@@ -106,32 +118,28 @@ pub fn resolve_event(
     force: bool,
 ) -> Result<(u32, Option<String>)> {
     let t = input.trim();
+    let bad = |problem: String| Error::BadEvent {
+        block: block.name.clone(),
+        problem,
+    };
     if t.is_empty() {
-        return Err(Error::Invalid(format!(
-            "empty event name for {}",
-            block.name
-        )));
+        return Err(bad(format!("empty event name for {}", block.name)));
     }
     if t.starts_with('-') || t.starts_with('+') {
-        return Err(Error::Invalid(format!(
+        return Err(bad(format!(
             "'{t}' is not an event: give a name or a number from 0 to 0x{:x}",
             max_event(block)
         )));
     }
     if t.as_bytes()[0].is_ascii_digit() {
-        let number = if t.starts_with("0x") || t.starts_with("0X") {
-            u64::from_str_radix(&t[2..], 16).ok()
-        } else {
-            t.parse::<u64>().ok()
-        };
-        let Some(number) = number else {
-            return Err(Error::Invalid(format!(
-                "'{t}' is not an event number (use hex like 0x45 or decimal like 69)"
+        let Some(number) = parse_kernel_number(t) else {
+            return Err(bad(format!(
+                "'{t}' is not an event number (hex like 0x45, decimal like 69, or octal like 0105, as the kernel reads them)"
             )));
         };
         if number > max_event(block) as u64 {
-            return Err(Error::Invalid(format!(
-                "event number {t} is out of range for {}: its event field holds 0 to 0x{:x}",
+            return Err(bad(format!(
+                "event number {t} (0x{number:x}) is out of range for {}: its event field holds 0 to 0x{:x}",
                 block.name,
                 max_event(block)
             )));
@@ -140,7 +148,7 @@ pub fn resolve_event(
         return match catalog.by_number(number) {
             Some(e) => Ok((number, Some(e.name.clone()))),
             None if force => Ok((number, None)),
-            None => Err(Error::Invalid(format!(
+            None => Err(bad(format!(
                 "event 0x{number:x} is not in the {} event table of {} (see `bfperf events {}`); pass --force to write it anyway",
                 block.kind.as_str(),
                 block.name,
@@ -162,6 +170,20 @@ pub fn resolve_event(
     }
 }
 
+/// Parses a number the way the kernel's `kstrtouint(.., 0)` does: `0x` hex, a leading
+/// `0` octal, decimal otherwise. `0105` is 0x45, as `echo 0105 > event3` would write.
+pub fn parse_kernel_number(text: &str) -> Option<u64> {
+    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        return u64::from_str_radix(hex, 16).ok();
+    }
+    if text.len() > 1 {
+        if let Some(oct) = text.strip_prefix('0') {
+            return u64::from_str_radix(oct, 8).ok();
+        }
+    }
+    text.parse().ok()
+}
+
 /// A validated request.
 #[derive(Debug, Clone, Default)]
 pub struct ProgramOptions {
@@ -171,7 +193,7 @@ pub struct ProgramOptions {
 }
 
 /// One counter after programming.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Programmed {
     pub counter: u32,
     pub event: Option<u32>,
@@ -189,6 +211,8 @@ pub struct ProgramOutcome {
     pub started: bool,
     pub notes: Vec<String>,
     pub plan: Plan,
+    /// The bytes each write used (empty until applied).
+    pub written: Vec<String>,
 }
 
 /// Validates everything and builds the writes.
@@ -199,42 +223,74 @@ pub fn plan_program(
     opts: &ProgramOptions,
 ) -> Result<ProgramOutcome> {
     let block = device.block(block_name)?;
+    if block.is_empty() {
+        return Err(Error::EmptyBlock {
+            block: block.name.clone(),
+            action: "program",
+        });
+    }
     if !block.is_counter_block() {
-        return Err(Error::Invalid(format!(
-            "{} is a registers block ({}): its statistics run free and cannot be programmed; read them with `bfperf read {}`",
-            block.name,
-            block.kind.as_str(),
-            block.name
-        )));
+        return Err(Error::NotSupported {
+            block: block.name.clone(),
+            problem: format!(
+                "{} is a registers block ({}): its statistics run free and cannot be programmed; read them with `bfperf read {}`",
+                block.name,
+                block.kind.as_str(),
+                block.name
+            ),
+        });
     }
     if opts.count_clock && !block.has_count_clock {
-        return Err(Error::Invalid(format!(
-            "{} has no count_clock file: counting clock cycles needs a BlueField-3 crspace block (llt, llt_miss, mss) on kernel 6.14 or later",
-            block.name
-        )));
+        return Err(Error::NotSupported {
+            block: block.name.clone(),
+            problem: format!(
+                "{} has no count_clock file: counting clock cycles needs a BlueField-3 crspace block (llt, llt_miss, mss) on kernel 6.14 or later",
+                block.name
+            ),
+        });
     }
     if opts.start && block.mechanism != Mechanism::AllAtOnce {
-        return Err(Error::Invalid(format!(
-            "--start is for blocks started all at once (l3cache, BF3 crspace); {} counters start when programmed",
-            block.name
-        )));
+        return Err(Error::NotSupported {
+            block: block.name.clone(),
+            problem: format!(
+                "--start is for blocks started all at once (l3cache, BF3 crspace); {} counters start when programmed",
+                block.name
+            ),
+        });
     }
     let catalog = device.catalog(block)?;
     let mut counters = Vec::new();
     let mut plan = Plan::default();
     let mut seen = Vec::new();
+    let mut notes = Vec::new();
     for a in assignments {
         let index = parse_counter(block, &a.counter)?;
         if seen.contains(&index) {
-            return Err(Error::Invalid(format!(
-                "counter {index} of {} is given twice",
-                block.name
-            )));
+            return Err(Error::BadAssignment {
+                problem: format!("counter {index} of {} is given twice", block.name),
+            });
+        }
+        if opts.count_clock && index >= COUNT_CLOCK_BITS {
+            return Err(Error::BadCounter {
+                block: block.name.clone(),
+                problem: format!(
+                    "counter {index} of {} cannot count clock cycles: the count_clock mask has bits for counters 0 to {} only",
+                    block.name,
+                    COUNT_CLOCK_BITS - 1
+                ),
+                range: counter_range(block),
+            });
         }
         seen.push(index);
         let (event, name) = match &a.event {
             Some(e) => {
                 let (n, name) = resolve_event(block, &catalog, e, opts.force)?;
+                let e = e.trim();
+                if e.len() > 1 && e.starts_with('0') && !e[1..].starts_with(['x', 'X']) {
+                    notes.push(format!(
+                        "{e} is octal, as the kernel reads a leading 0: event 0x{n:x} ({n})"
+                    ));
+                }
                 (Some(n), name)
             }
             None => (None, None),
@@ -268,12 +324,11 @@ pub fn plan_program(
             );
         }
     }
-    let mut notes = Vec::new();
     if block.has_count_clock {
         let rel = layout::count_clock(&block.name);
         let current = super::read::read_number(device.fs(), &rel)? as u32;
         let mut mask = current;
-        for c in &counters {
+        for c in counters.iter().filter(|c| c.counter < COUNT_CLOCK_BITS) {
             if opts.count_clock {
                 mask |= 1 << c.counter;
             } else {
@@ -302,10 +357,6 @@ pub fn plan_program(
                 "1".to_string(),
                 "the kernel refused to start the block",
             );
-            notes.push(format!(
-                "started {}: all its counters were reset to 0 and count together",
-                block.name
-            ));
         } else if block.is_l3() {
             notes.push(format!(
                 "programming stopped all counters of {b} (L3 cache counters run together); start them with `bfperf start {b}` (resets them to 0), or pass --start",
@@ -324,6 +375,7 @@ pub fn plan_program(
         started,
         notes,
         plan,
+        written: Vec::new(),
     })
 }
 
@@ -335,7 +387,7 @@ pub fn program(
     opts: &ProgramOptions,
 ) -> Result<ProgramOutcome> {
     let mut outcome = plan_program(device, block_name, assignments, opts)?;
-    outcome.plan.apply(device.fs())?;
+    outcome.written = outcome.plan.apply(device.fs())?;
     for c in &mut outcome.counters {
         let rel = layout::event(&outcome.block, c.counter);
         c.readback = Some(match device.fs().read(&rel) {
@@ -343,7 +395,21 @@ pub fn program(
             Err(e) if e.raw_os_error() == Some(crate::error::errno::EINVAL) => {
                 "(the driver cannot name the programmed event)".to_string()
             }
-            Err(e) => return Err(io_error("reading", &rel, None, e)),
+            Err(e) => {
+                let written: Vec<String> = outcome
+                    .plan
+                    .writes
+                    .iter()
+                    .map(|w| format!("{} <- {}", w.path, w.data))
+                    .collect();
+                return Err(with_hint(
+                    io_error("reading back", &rel, None, e),
+                    &format!(
+                        "the writes were made ({}), but what the counter now monitors could not be read back",
+                        written.join(", ")
+                    ),
+                ));
+            }
         });
     }
     Ok(outcome)

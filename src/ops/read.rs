@@ -1,5 +1,6 @@
 //! Reading counters and registers.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use std::time::{Instant, SystemTime};
 
@@ -11,9 +12,9 @@ use crate::error::{errno, io_error, Error, Result};
 use crate::sysfs::{layout, Sysfs};
 
 /// A counter as read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct CounterReading {
-    pub index: u32,
+    pub counter: u32,
     /// The programmed event; None when the driver cannot name it (stopped with 0xff).
     pub event: Option<u32>,
     pub event_name: Option<String>,
@@ -23,14 +24,14 @@ pub struct CounterReading {
 }
 
 /// A statistics register as read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct RegisterReading {
-    pub name: String,
+    pub register: String,
     pub value: u64,
 }
 
 /// One block as read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct BlockReading {
     pub block: String,
     pub kind: BlockKind,
@@ -65,11 +66,10 @@ fn read_text(fs: &dyn Sysfs, rel: &str) -> Result<String> {
 /// Reads a file holding one number (`counter<N>`, a register, `enable`, `count_clock`).
 pub fn read_number(fs: &dyn Sysfs, rel: &str) -> Result<u64> {
     let text = read_text(fs, rel)?;
-    parse_value(&text).ok_or_else(|| {
-        Error::Invalid(format!(
-            "unexpected content in {rel}: {:?} (expected a number such as 0x1f)",
-            text.trim_end()
-        ))
+    parse_value(&text).ok_or_else(|| Error::BadContent {
+        file: rel.to_string(),
+        content: text.trim_end().chars().take(80).collect(),
+        expected: "a number such as 0x1f",
     })
 }
 
@@ -143,7 +143,7 @@ pub fn read_blocks(device: &Device, blocks: &[&Block]) -> Result<Readings> {
                     None => None,
                 };
                 counters.push(CounterReading {
-                    index: i,
+                    counter: i,
                     event: ev.as_ref().map(|e| e.0),
                     event_name: name,
                     counts_clock: count_clock.is_some_and(|m| i < 32 && m & (1 << i) != 0),
@@ -155,7 +155,7 @@ pub fn read_blocks(device: &Device, blocks: &[&Block]) -> Result<Readings> {
             .registers
             .iter()
             .map(|r| RegisterReading {
-                name: r.clone(),
+                register: r.clone(),
                 value: 0,
             })
             .collect();
@@ -175,10 +175,10 @@ pub fn read_blocks(device: &Device, blocks: &[&Block]) -> Result<Readings> {
     let start = Instant::now();
     for r in &mut out {
         for c in &mut r.counters {
-            c.value = read_number(fs, &layout::counter(&r.block, c.index))?;
+            c.value = read_number(fs, &layout::counter(&r.block, c.counter))?;
         }
         for g in &mut r.registers {
-            g.value = read_number(fs, &layout::register(&r.block, &g.name))?;
+            g.value = read_number(fs, &layout::register(&r.block, &g.register))?;
         }
     }
     let window_ns = start.elapsed().as_nanos() as u64;

@@ -1,10 +1,11 @@
 //! Snapshots: every selected value read once, with wall-clock and monotonic time, as
 //! one JSON document (schema in docs/snapshot-schema.md).
 
-use std::io::Write;
+use std::io::Read;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::read::read_blocks;
@@ -14,10 +15,13 @@ use crate::error::{Error, Result};
 
 /// The `schema` field of every snapshot.
 pub const SCHEMA: &str = "bfperf-snapshot";
-/// The current schema version. Readers accept this version only.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The current schema version. Version 1 (which named blocks `name` and counters
+/// `index`) is still read.
+pub const SCHEMA_VERSION: u32 = 2;
+/// The oldest version `load` reads.
+pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Snapshot {
     pub schema: String,
     pub schema_version: u32,
@@ -35,9 +39,10 @@ pub struct Snapshot {
     pub blocks: Vec<SnapshotBlock>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SnapshotBlock {
-    pub name: String,
+    #[serde(alias = "name")]
+    pub block: String,
     pub kind: String,
     pub mechanism: String,
     /// `enable` state of L3/crspace blocks; null for others.
@@ -46,9 +51,10 @@ pub struct SnapshotBlock {
     pub registers: Vec<SnapshotRegister>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SnapshotCounter {
-    pub index: u32,
+    #[serde(alias = "index")]
+    pub counter: u32,
     pub event: Option<u32>,
     pub event_name: Option<String>,
     #[serde(default)]
@@ -57,9 +63,10 @@ pub struct SnapshotCounter {
     pub width_bits: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SnapshotRegister {
-    pub name: String,
+    #[serde(alias = "name")]
+    pub register: String,
     pub value: u64,
     pub width_bits: u32,
 }
@@ -73,10 +80,14 @@ pub fn take(device: &Device, selectors: &[String]) -> Result<Snapshot> {
             .filter(|b| b.kind == BlockKind::Pcie)
             .collect();
         if pcie.is_empty() {
-            return Err(Error::Invalid(format!(
-                "this device ({}) has no pcie blocks; choose blocks to snapshot, e.g. `bfperf snapshot all`",
-                device.generation().label()
-            )));
+            return Err(Error::NoBlocksOfKind {
+                kind: "pcie".into(),
+                generation: device.generation().label().to_string(),
+                kinds: format!(
+                    "{}; choose blocks to snapshot, e.g. `bfperf snapshot all`",
+                    device.kinds().join(", ")
+                ),
+            });
         }
         pcie
     } else {
@@ -102,7 +113,7 @@ pub fn take(device: &Device, selectors: &[String]) -> Result<Snapshot> {
             .blocks
             .into_iter()
             .map(|b| SnapshotBlock {
-                name: b.block,
+                block: b.block,
                 kind: b.kind.as_str().to_string(),
                 mechanism: b.mechanism.as_str().to_string(),
                 enabled: b.enabled,
@@ -110,7 +121,7 @@ pub fn take(device: &Device, selectors: &[String]) -> Result<Snapshot> {
                     .counters
                     .into_iter()
                     .map(|c| SnapshotCounter {
-                        index: c.index,
+                        counter: c.counter,
                         event: c.event,
                         event_name: c.event_name,
                         counts_clock: c.counts_clock,
@@ -122,7 +133,7 @@ pub fn take(device: &Device, selectors: &[String]) -> Result<Snapshot> {
                     .registers
                     .into_iter()
                     .map(|r| SnapshotRegister {
-                        name: r.name,
+                        register: r.register,
                         value: r.value,
                         width_bits: b.width_bits,
                     })
@@ -132,52 +143,86 @@ pub fn take(device: &Device, selectors: &[String]) -> Result<Snapshot> {
     })
 }
 
-/// Writes a snapshot to `path` atomically: a temporary file in the same directory,
-/// flushed, then renamed over `path`. On any error the temporary file is removed and
-/// `path` is left as it was.
-pub fn write_atomic(snapshot: &Snapshot, path: &Path) -> Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let file_err = |what: &'static str, source| Error::File {
-        what,
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".bfperf-snapshot-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| file_err("cannot create a temporary file beside", e))?;
-    let text = serde_json::to_string_pretty(snapshot).expect("snapshot serializes");
-    tmp.write_all(text.as_bytes())
-        .and_then(|_| tmp.write_all(b"\n"))
-        .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| file_err("cannot write", e))?;
-    tmp.persist(path)
-        .map_err(|e| file_err("cannot rename the snapshot into", e.error))?;
-    Ok(())
+/// Writes a snapshot to `path` as JSON, atomically and only over a regular file (see
+/// [`super::outfile::replace`]).
+pub fn write_atomic(snapshot: &Snapshot, path: &Path, follow: bool) -> Result<()> {
+    super::outfile::replace(path, follow, &mut |w| {
+        serde_json::to_writer_pretty(&mut *w, snapshot)?;
+        w.write_all(b"\n")
+    })
 }
 
-/// Reads a snapshot file.
+/// The most bytes of a snapshot file `load` reads (a snapshot of every block of a
+/// large device is well under this).
+const MAX_SNAPSHOT: u64 = 256 * 1024 * 1024;
+
+fn bad(path: &Path, problem: String) -> Error {
+    Error::BadSnapshot {
+        path: path.to_path_buf(),
+        problem,
+    }
+}
+
+/// Reads a snapshot file, and checks that each value fits its recorded width.
 pub fn load(path: &Path) -> Result<Snapshot> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::File {
+    let file = std::fs::File::open(path).map_err(|e| Error::File {
         what: "cannot read snapshot",
         path: path.to_path_buf(),
         source: e,
     })?;
-    let snap: Snapshot = serde_json::from_str(&text)
-        .map_err(|e| Error::Invalid(format!("{} is not a bfperf snapshot: {e}", path.display())))?;
-    if snap.schema != SCHEMA || snap.schema_version != SCHEMA_VERSION {
-        return Err(Error::Invalid(format!(
-            "{} has schema {} version {}; this bfperf reads {SCHEMA} version {SCHEMA_VERSION}",
-            path.display(),
-            snap.schema,
-            snap.schema_version
-        )));
+    let mut text = String::new();
+    std::io::Read::take(file, MAX_SNAPSHOT)
+        .read_to_string(&mut text)
+        .map_err(|e| Error::File {
+            what: "cannot read snapshot",
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+    let head: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| bad(path, format!("is not a bfperf snapshot (not JSON: {e})")))?;
+    let schema = head.get("schema").and_then(|s| s.as_str());
+    let version = head.get("schema_version").and_then(|v| v.as_u64());
+    match (schema, version) {
+        (Some(SCHEMA), Some(v))
+            if (OLDEST_SCHEMA_VERSION as u64..=SCHEMA_VERSION as u64).contains(&v) => {}
+        _ => {
+            return Err(bad(
+                path,
+                format!(
+                    "is not a bfperf snapshot this bfperf reads: schema {}, version {}; it reads {SCHEMA} versions {OLDEST_SCHEMA_VERSION} to {SCHEMA_VERSION}",
+                    schema.unwrap_or("(none)"),
+                    version.map(|v| v.to_string()).unwrap_or_else(|| "(none)".into())
+                ),
+            ))
+        }
     }
+    let snap: Snapshot = serde_json::from_value(head)
+        .map_err(|e| bad(path, format!("is not a usable bfperf snapshot: {e}")))?;
+    check_widths(&snap).map_err(|p| bad(path, p))?;
     Ok(snap)
+}
+
+fn fits(value: u64, width: u32) -> bool {
+    width >= 64 || value >> width == 0
+}
+
+/// Every value must fit the width its counter or register was recorded with.
+fn check_widths(snap: &Snapshot) -> std::result::Result<(), String> {
+    for b in &snap.blocks {
+        if let Some(c) = b.counters.iter().find(|c| !fits(c.value, c.width_bits)) {
+            return Err(format!(
+                "{} counter{} holds {}, wider than its {} bits: the file was altered or is corrupt",
+                b.block, c.counter, c.value, c.width_bits
+            ));
+        }
+        if let Some(r) = b.registers.iter().find(|r| !fits(r.value, r.width_bits)) {
+            return Err(format!(
+                "{} {} holds {}, wider than its {} bits: the file was altered or is corrupt",
+                b.block, r.register, r.value, r.width_bits
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The host's name.

@@ -124,6 +124,8 @@ fn write_device(sim: &Sim, rel: &str, path: &Path) -> io::Result<()> {
             EntryKind::Dir => write_device(sim, &child_rel, &child)?,
             EntryKind::Symlink => symlink(sim.read_link(&child_rel)?, &child)?,
             EntryKind::File => fs::write(&child, sim.read(&child_rel)?)?,
+            // The simulator names its files in UTF-8; nothing to export otherwise.
+            EntryKind::NotUtf8 => {}
         }
     }
     Ok(())

@@ -111,6 +111,8 @@ impl SimFs {
                 format!("{rel}/{}", entry.name)
             };
             let child = match entry.kind {
+                // The simulator names its files in UTF-8.
+                EntryKind::NotUtf8 => continue,
                 EntryKind::Dir => {
                     let c = self.push(ino, Content::Dir(Vec::new()), false);
                     self.add_device_dir(c, &child_rel)?;
@@ -414,12 +416,12 @@ pub fn serve(sim: Arc<Sim>, dir: &Path) -> Result<()> {
             source: std::io::Error::new(e.kind(), format!("{e}{hint}")),
         }
     })?;
-    eprintln!(
+    say(&format!(
         "bfperf: serving a {label} at {} (device: {}/class/hwmon/hwmon{}); Ctrl-C to stop",
         dir.display(),
         dir.display(),
         layout.hwmon_index
-    );
+    ));
     let timeout = libc::timespec {
         tv_sec: 0,
         tv_nsec: 200_000_000,
@@ -434,6 +436,12 @@ pub fn serve(sim: Arc<Sim>, dir: &Path) -> Result<()> {
     session
         .umount_and_join()
         .map_err(|e| file_err("cannot unmount the simulator from", e))?;
-    eprintln!("bfperf: unmounted {}", dir.display());
+    say(&format!("bfperf: unmounted {}", dir.display()));
     Ok(())
+}
+
+/// One line on stderr; a closed stderr is ignored (never a panic).
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }

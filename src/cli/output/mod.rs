@@ -1,0 +1,177 @@
+//! The output layer. Commands build typed reports; a renderer, one module per format,
+//! writes a report to any `Write`. Nothing else in bfperf prints.
+//!
+//! A report gives its JSON form (its serde serialization) and a [`Document`] for people
+//! and spreadsheets: tables of typed cells and lines of text. The table renderer groups
+//! numbers, escapes control characters and fits the terminal; the CSV renderer writes
+//! the document's first table with raw values. A new format is one new module with a
+//! [`Renderer`].
+
+mod csv;
+mod json;
+mod table;
+mod text;
+
+use std::io::{self, Write};
+
+use clap::ValueEnum;
+
+pub use text::{escape, group, group_f};
+
+/// The output formats every data-printing command takes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned columns for people: numbers grouped, fitted to the terminal
+    #[default]
+    Table,
+    /// One JSON document (raw integers); schemas in docs/schema/
+    Json,
+    /// RFC 4180 CSV with a header row (raw integers)
+    Csv,
+}
+
+/// One value of a table. Device strings are `Text` and are escaped for people.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Text(String),
+    /// A count: grouped in tables, raw in CSV.
+    Int(u64),
+    /// An event number: `0x45` in tables, raw in CSV.
+    Hex(u32),
+    /// A rate or ratio: two decimals, grouped in tables.
+    Float(f64),
+    /// No value: `-` in tables, empty in CSV.
+    None,
+}
+
+impl Cell {
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell::Text(s.into())
+    }
+
+    pub fn opt_text(s: Option<impl Into<String>>) -> Cell {
+        s.map(|s| Cell::Text(s.into())).unwrap_or(Cell::None)
+    }
+
+    pub fn opt_int(n: Option<u64>) -> Cell {
+        n.map(Cell::Int).unwrap_or(Cell::None)
+    }
+
+    pub fn opt_hex(n: Option<u32>) -> Cell {
+        n.map(Cell::Hex).unwrap_or(Cell::None)
+    }
+
+    pub fn opt_float(x: Option<f64>) -> Cell {
+        x.filter(|x| x.is_finite())
+            .map(Cell::Float)
+            .unwrap_or(Cell::None)
+    }
+
+    fn numeric(&self) -> bool {
+        matches!(self, Cell::Int(_) | Cell::Float(_))
+    }
+}
+
+/// A table: column headers and rows of cells.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Table {
+    pub header: Vec<&'static str>,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    pub fn new(header: &[&'static str]) -> Table {
+        Table {
+            header: header.to_vec(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<Cell>) {
+        self.rows.push(cells);
+    }
+}
+
+/// A piece of a document.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    Table(Table),
+    /// `name  value` lines for people; one header row and one row in CSV.
+    Fields(Vec<(&'static str, Cell)>),
+    /// A line of text for people (tables only).
+    Line(String),
+}
+
+/// What a report shows people: its parts in order. CSV takes the first table.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Document {
+    pub parts: Vec<Part>,
+}
+
+impl Document {
+    pub fn table(&mut self, t: Table) {
+        self.parts.push(Part::Table(t));
+    }
+
+    pub fn fields(&mut self, f: Vec<(&'static str, Cell)>) {
+        self.parts.push(Part::Fields(f));
+    }
+
+    pub fn line(&mut self, s: impl Into<String>) {
+        self.parts.push(Part::Line(s.into()));
+    }
+
+    pub fn note(&mut self, s: impl AsRef<str>) {
+        self.line(format!("note: {}", s.as_ref()));
+    }
+}
+
+/// The result of a command, ready to be rendered in any format.
+pub trait Report {
+    /// The JSON form (the documented, schema-checked vocabulary).
+    fn json(&self) -> serde_json::Value;
+    /// The form for people.
+    fn document(&self) -> Document;
+    /// The rows for machines (CSV): raw values in stable snake_case columns. None: the
+    /// document's first table or field list.
+    fn records(&self) -> Option<Table> {
+        None
+    }
+    /// What the command wrote to the device, for stderr when the report cannot be
+    /// printed. Empty for commands that write nothing.
+    fn writes_made(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Serializes any `Serialize` value as a report's JSON form.
+pub fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
+    // Serializing our own plain data types cannot fail; Null is never reached.
+    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
+}
+
+/// A renderer of one format.
+pub trait Renderer {
+    fn render(&self, report: &dyn Report, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// The renderer of a format. `width` is the terminal's width, if any.
+pub fn renderer(format: Format, width: Option<u16>) -> Box<dyn Renderer> {
+    match format {
+        Format::Table => Box::new(table::TableRenderer { width }),
+        Format::Json => Box::new(json::JsonRenderer),
+        Format::Csv => Box::new(csv::CsvRenderer),
+    }
+}
+
+/// The width tables are fitted to: the terminal standard output is, else `COLUMNS`
+/// when set, else none (no wrapping in pipes and files).
+pub fn terminal_width() -> Option<u16> {
+    if let Some((terminal_size::Width(w), _)) = terminal_size::terminal_size() {
+        return Some(w);
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+        .filter(|&w: &u16| w >= 20)
+}

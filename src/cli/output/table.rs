@@ -1,0 +1,78 @@
+//! Tables for people: columns separated by spaces, numbers grouped and right-aligned
+//! (never split), text escaped, long text wrapped inside its column to fit the
+//! terminal.
+
+use std::io::{self, Write};
+
+use comfy_table::{presets, CellAlignment, ColumnConstraint, ContentArrangement};
+
+use super::text::{escape, group, group_f};
+use super::{Cell, Part, Renderer, Report, Table};
+
+pub struct TableRenderer {
+    pub width: Option<u16>,
+}
+
+fn shown(cell: &Cell) -> String {
+    match cell {
+        Cell::Text(s) => escape(s).into_owned(),
+        Cell::Int(n) => group(*n),
+        Cell::Hex(n) => format!("0x{n:x}"),
+        Cell::Float(x) => group_f(*x),
+        Cell::None => "-".to_string(),
+    }
+}
+
+impl TableRenderer {
+    fn table(&self, t: &Table, out: &mut dyn Write) -> io::Result<()> {
+        let mut ct = comfy_table::Table::new();
+        ct.load_style(presets::NOTHING);
+        ct.set_header(t.header.clone());
+        for r in &t.rows {
+            ct.add_row(r.iter().map(shown).collect::<Vec<_>>());
+        }
+        let columns = t.header.len();
+        for i in 0..columns {
+            let numeric = t.rows.iter().any(|r| r.get(i).is_some_and(Cell::numeric));
+            let fixed = t
+                .rows
+                .iter()
+                .all(|r| r.get(i).is_none_or(|c| !matches!(c, Cell::Text(_))));
+            if let Some(c) = ct.column_mut(i) {
+                if numeric {
+                    c.set_cell_alignment(CellAlignment::Right);
+                }
+                if fixed {
+                    c.set_constraint(ColumnConstraint::ContentWidth);
+                }
+            }
+        }
+        if let Some(w) = self.width {
+            ct.set_width(w);
+            ct.set_content_arrangement(ContentArrangement::Dynamic);
+        }
+        for line in ct.lines() {
+            let l = line.trim_end();
+            writeln!(out, "{}", l.strip_prefix(' ').unwrap_or(l))?;
+        }
+        Ok(())
+    }
+}
+
+impl Renderer for TableRenderer {
+    fn render(&self, report: &dyn Report, out: &mut dyn Write) -> io::Result<()> {
+        for part in report.document().parts {
+            match part {
+                Part::Table(t) => self.table(&t, out)?,
+                Part::Fields(fields) => {
+                    let w = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+                    for (k, v) in &fields {
+                        writeln!(out, "{k:<w$}  {}", shown(v))?;
+                    }
+                }
+                Part::Line(l) => writeln!(out, "{}", escape(&l))?,
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,79 @@
+//! Text for people: control characters from device strings shown escaped, numbers
+//! grouped.
+
+use std::borrow::Cow;
+
+/// True for characters a terminal would act on rather than show: C0 and C1 controls,
+/// DEL, and the bidirectional overrides that reorder a line.
+fn unsafe_char(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Shows control characters as `\x1b` (or `\u{202e}`), so that a device string can
+/// never drive the terminal.
+pub fn escape(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(unsafe_char) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if !unsafe_char(c) {
+            out.push(c);
+        } else if (c as u32) < 0x100 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `1234567` → `1,234,567`.
+pub fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A rate with grouping and two decimals.
+pub fn group_f(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".to_string();
+    }
+    let sign = if x < 0.0 { "-" } else { "" };
+    let x = x.abs();
+    let cents = (x * 100.0).round();
+    let whole = (cents / 100.0).trunc() as u64;
+    let frac = (cents - whole as f64 * 100.0) as u64;
+    format!("{sign}{}.{frac:02}", group(whole))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_controls() {
+        assert_eq!(escape("HNF_REQUESTS"), "HNF_REQUESTS");
+        assert_eq!(escape("A\x1b[31mB"), "A\\x1b[31mB");
+        assert_eq!(escape("x\u{202e}y\u{9b}"), "x\\u{202e}y\\x9b");
+        assert_eq!(escape("a\nb"), "a\\x0ab");
+    }
+
+    #[test]
+    fn groups_digits() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(1234567), "1,234,567");
+        assert_eq!(group_f(1234.5), "1,234.50");
+        assert_eq!(group_f(0.999), "1.00");
+        assert_eq!(group_f(-2.5), "-2.50");
+    }
+}

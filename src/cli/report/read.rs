@@ -1,0 +1,198 @@
+//! `read` and `snapshot`: values of counters and registers.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::cli::output::{to_json, Cell, Document, Report, Table};
+use crate::ops::read::BlockReading;
+use crate::ops::snapshot::Snapshot;
+
+/// `bfperf read`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadReport {
+    pub device: String,
+    /// Wall-clock time of the reads, RFC 3339 UTC.
+    pub timestamp: String,
+    pub blocks: Vec<BlockReading>,
+}
+
+/// One value, as both `read` and `snapshot` show it.
+struct Value<'a> {
+    block: &'a str,
+    counter: Option<u32>,
+    register: Option<&'a str>,
+    event: Option<u32>,
+    event_name: Option<&'a str>,
+    counts_clock: bool,
+    value: u64,
+    enabled: Option<bool>,
+}
+
+impl Value<'_> {
+    fn item(&self) -> String {
+        match (self.counter, self.register) {
+            (Some(c), _) => format!("counter{c}"),
+            (None, r) => r.unwrap_or_default().to_string(),
+        }
+    }
+
+    fn event_label(&self) -> Cell {
+        if self.register.is_some() {
+            return Cell::text("");
+        }
+        Cell::text(match (self.event, self.event_name) {
+            _ if self.counts_clock => "(clock cycles)".to_string(),
+            (Some(n), Some(name)) => format!("0x{n:x} {name}"),
+            _ => "(not programmed)".to_string(),
+        })
+    }
+}
+
+fn human(values: &[Value]) -> Document {
+    let mut t = Table::new(&["BLOCK", "ITEM", "EVENT", "VALUE", "STATE"]);
+    for v in values {
+        t.row(vec![
+            Cell::text(v.block),
+            Cell::text(v.item()),
+            v.event_label(),
+            Cell::Int(v.value),
+            Cell::text(match v.enabled {
+                Some(true) if v.counter.is_some() => "running",
+                Some(false) if v.counter.is_some() => "stopped",
+                _ => "",
+            }),
+        ]);
+    }
+    let mut d = Document::default();
+    d.table(t);
+    d
+}
+
+fn records(values: &[Value]) -> Table {
+    let mut t = Table::new(&[
+        "block",
+        "counter",
+        "register",
+        "event",
+        "event_name",
+        "counts_clock",
+        "value",
+    ]);
+    for v in values {
+        t.row(vec![
+            Cell::text(v.block),
+            v.counter.map(|c| Cell::Int(c.into())).unwrap_or(Cell::None),
+            Cell::opt_text(v.register),
+            Cell::opt_hex(v.event),
+            Cell::opt_text(if v.counts_clock {
+                Some("CLOCK_CYCLES")
+            } else {
+                v.event_name
+            }),
+            if v.register.is_some() {
+                Cell::None
+            } else {
+                Cell::text(v.counts_clock.to_string())
+            },
+            Cell::Int(v.value),
+        ]);
+    }
+    t
+}
+
+impl ReadReport {
+    fn values(&self) -> Vec<Value<'_>> {
+        let mut out = Vec::new();
+        for b in &self.blocks {
+            for c in &b.counters {
+                out.push(Value {
+                    block: &b.block,
+                    counter: Some(c.counter),
+                    register: None,
+                    event: c.event,
+                    event_name: c.event_name.as_deref(),
+                    counts_clock: c.counts_clock,
+                    value: c.value,
+                    enabled: b.enabled,
+                });
+            }
+            for r in &b.registers {
+                out.push(Value {
+                    block: &b.block,
+                    counter: None,
+                    register: Some(&r.register),
+                    event: None,
+                    event_name: None,
+                    counts_clock: false,
+                    value: r.value,
+                    enabled: None,
+                });
+            }
+        }
+        out
+    }
+}
+
+impl Report for ReadReport {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn document(&self) -> Document {
+        human(&self.values())
+    }
+
+    fn records(&self) -> Option<Table> {
+        Some(records(&self.values()))
+    }
+}
+
+/// `bfperf snapshot`: the snapshot document itself.
+pub struct SnapshotReport(pub Snapshot);
+
+impl SnapshotReport {
+    fn values(&self) -> Vec<Value<'_>> {
+        let mut out = Vec::new();
+        for b in &self.0.blocks {
+            for c in &b.counters {
+                out.push(Value {
+                    block: &b.block,
+                    counter: Some(c.counter),
+                    register: None,
+                    event: c.event,
+                    event_name: c.event_name.as_deref(),
+                    counts_clock: c.counts_clock,
+                    value: c.value,
+                    enabled: b.enabled,
+                });
+            }
+            for r in &b.registers {
+                out.push(Value {
+                    block: &b.block,
+                    counter: None,
+                    register: Some(&r.register),
+                    event: None,
+                    event_name: None,
+                    counts_clock: false,
+                    value: r.value,
+                    enabled: None,
+                });
+            }
+        }
+        out
+    }
+}
+
+impl Report for SnapshotReport {
+    fn json(&self) -> serde_json::Value {
+        to_json(&self.0)
+    }
+
+    fn document(&self) -> Document {
+        human(&self.values())
+    }
+
+    fn records(&self) -> Option<Table> {
+        Some(records(&self.values()))
+    }
+}
