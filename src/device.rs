@@ -112,7 +112,9 @@ impl Device {
                 Ok(list) => {
                     let files: Vec<String> = list
                         .into_iter()
-                        .filter(|e| e.kind == EntryKind::File)
+                        // A link among a block's files is kept, so that reading it
+                        // says what is wrong rather than the counter vanishing.
+                        .filter(|e| matches!(e.kind, EntryKind::File | EntryKind::Symlink))
                         .map(|e| e.name)
                         .collect();
                     blocks.push(Block::from_files(&entry.name, &files));

@@ -165,7 +165,14 @@ fn open_attribute(path: &Path, write: bool) -> io::Result<fs::File> {
         .write(write)
         .truncate(write)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "it is a symbolic link, not a sysfs attribute (bfperf does not follow links inside the device)",
+            ),
+            _ => e,
+        })?;
     let kind = file.metadata()?.file_type();
     if !kind.is_file() {
         return Err(not_regular(kind));

@@ -287,3 +287,44 @@ fn real_fish_completes_where_fish_exists() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "HNF_REQUESTS\n");
 }
+
+#[test]
+fn descriptions_for_zsh_and_fish_and_any_case_events() {
+    let r = root("bf2");
+    let out = stdout_of(bfperf().args([
+        "__complete",
+        "--descriptions",
+        "--index",
+        "6",
+        "--",
+        "bfperf",
+        "--sysfs-root",
+        r.as_str(),
+        "program",
+        "tile2",
+        "3",
+        "hnf_r",
+    ]));
+    assert_eq!(
+        out,
+        "HNF_REQUESTS\t0x45 Number of REQs that were processed in HNF\nHNF_REJECTS\t0x46 Reserved for internal use\n"
+    );
+    // zsh must not filter the candidates again by case-sensitive prefix.
+    assert!(bfperf::cli::complete::script(bfperf::cli::Shell::Zsh).contains("compadd -U"));
+    let blocks = stdout_of(bfperf().args([
+        "__complete",
+        "--descriptions",
+        "--index",
+        "4",
+        "--",
+        "bfperf",
+        "--sysfs-root",
+        r.as_str(),
+        "start",
+        "",
+    ]));
+    assert_eq!(
+        blocks,
+        "l3cachehalf0\tl3cache block, all-at-once\nl3cachehalf1\tl3cache block, all-at-once\n"
+    );
+}

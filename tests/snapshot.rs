@@ -397,3 +397,124 @@ fn snapshots_of_the_mounted_simulator_show_traffic() {
     assert!(hnf["rate_per_s"].as_f64().unwrap() > 0.0);
     assert_eq!(hnf["flag"], serde_json::Value::Null);
 }
+
+/// Two snapshots of the bf2 fixture, as JSON values, to alter.
+fn two_snapshots() -> (tempfile::TempDir, serde_json::Value, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = stdout_of(on_fixture("bf2").args(["snapshot", "all"]));
+    let b = stdout_of(on_fixture("bf2").args(["snapshot", "all"]));
+    (
+        dir,
+        serde_json::from_str(&a).unwrap(),
+        serde_json::from_str(&b).unwrap(),
+    )
+}
+
+fn diff_of(
+    dir: &std::path::Path,
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+) -> assert_cmd::assert::Assert {
+    let (pa, pb) = (dir.join("a.json"), dir.join("b.json"));
+    fs::write(&pa, a.to_string()).unwrap();
+    fs::write(&pb, b.to_string()).unwrap();
+    bfperf().arg("diff").arg(&pa).arg(&pb).assert()
+}
+
+#[test]
+fn diff_refuses_snapshots_in_reverse_order() {
+    let (dir, a, b) = two_snapshots();
+    diff_of(dir.path(), &b, &a)
+        .code(1)
+        .stderr(predicate::str::contains("was taken before the first"))
+        .stderr(predicate::str::contains("swap"));
+}
+
+#[test]
+fn diff_warns_about_different_origins_and_refuses_them_when_strict() {
+    let (dir, a, mut b) = two_snapshots();
+    b["hostname"] = "other-dpu".into();
+    b["generation"] = "BlueField-3".into();
+    diff_of(dir.path(), &a, &b)
+        .success()
+        .stderr(predicate::str::contains(
+            "bfperf: warning: the snapshots come from different hosts",
+        ))
+        .stderr(predicate::str::contains(
+            "different generations: BlueField-2 and BlueField-3",
+        ));
+    let (pa, pb) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    bfperf()
+        .args(["diff", "--strict"])
+        .arg(&pa)
+        .arg(&pb)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("(--strict)"));
+}
+
+#[test]
+fn diff_refuses_values_wider_than_their_counter_and_missing_fields() {
+    let (dir, a, mut b) = two_snapshots();
+    let llt = b["blocks"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|x| x["block"] == "tile2")
+        .unwrap();
+    llt["counters"][0]["width_bits"] = 32.into();
+    llt["counters"][0]["value"] = (1u64 << 40).into();
+    diff_of(dir.path(), &a, &b)
+        .code(1)
+        .stderr(predicate::str::contains(
+            "b.json: tile2 counter0 holds 1099511627776, wider than its 32 bits",
+        ));
+    let (_, a, mut b) = two_snapshots();
+    b["blocks"][0].as_object_mut().unwrap().remove("kind");
+    diff_of(dir.path(), &a, &b)
+        .code(1)
+        .stderr(predicate::str::contains("b.json"))
+        .stderr(predicate::str::contains("missing field `kind`"));
+}
+
+#[test]
+fn diff_reads_version_1_snapshots() {
+    let (dir, mut a, b) = two_snapshots();
+    a["schema_version"] = 1.into();
+    for block in a["blocks"].as_array_mut().unwrap() {
+        let o = block.as_object_mut().unwrap();
+        let name = o.remove("block").unwrap();
+        o.insert("name".into(), name);
+        for c in o["counters"].as_array_mut().unwrap() {
+            let c = c.as_object_mut().unwrap();
+            let i = c.remove("counter").unwrap();
+            c.insert("index".into(), i);
+        }
+        for r in o["registers"].as_array_mut().unwrap() {
+            let r = r.as_object_mut().unwrap();
+            let n = r.remove("register").unwrap();
+            r.insert("name".into(), n);
+        }
+    }
+    let out = diff_of(dir.path(), &a, &b).success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("IN_P_PKT_CNT"), "{text}");
+}
+
+#[test]
+fn diff_formats_csv() {
+    let (dir, a, b) = two_snapshots();
+    diff_of(dir.path(), &a, &b).success();
+    let out = stdout_of(
+        bfperf()
+            .args(["diff", "--csv"])
+            .arg(dir.path().join("a.json"))
+            .arg(dir.path().join("b.json")),
+    );
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "block,counter,register,event,event_name,old,new,delta,rate_per_s,flag"
+    );
+    assert!(out.contains("\npcie0,,IN_P_PKT_CNT,,,"), "{out}");
+}
