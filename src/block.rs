@@ -1,7 +1,7 @@
 //! Blocks of the device: their kind (by the driver's naming rules), their counting
 //! mechanism (by the files they have) and the generation of the chip.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The BlueField generation.
 #[derive(
@@ -65,9 +65,20 @@ impl Generation {
 }
 
 /// The kind of a block, chosen like the driver does: by substring of the name, in the
-/// driver's order (so `tilenet0` is a tilenet, not a tile).
+/// driver's order (so `tilenet0` is a tilenet, not a tile). The facts of each kind are
+/// in [`crate::kinds::KINDS`].
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Hash, PartialOrd, Ord, schemars::JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    Hash,
+    PartialOrd,
+    Ord,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum BlockKind {
@@ -84,70 +95,49 @@ pub enum BlockKind {
     LltMiss,
     Llt,
     ClockMeasure,
+    Gga,
+    Apt,
+    Emi,
+    Prnf,
+    Msn,
+    /// A name no kind matches (or, in a snapshot, a kind this bfperf does not know).
+    #[serde(other)]
     Unknown,
 }
 
 impl BlockKind {
     /// Every known kind, in the driver's matching order.
-    pub const ALL: [BlockKind; 13] = [
-        BlockKind::Tilenet,
-        BlockKind::Tile,
-        BlockKind::Triogen,
-        BlockKind::Trio,
-        BlockKind::Mss,
-        BlockKind::Ecc,
-        BlockKind::Pcie,
-        BlockKind::L3cache,
-        BlockKind::Gic,
-        BlockKind::Smmu,
-        BlockKind::LltMiss,
-        BlockKind::Llt,
-        BlockKind::ClockMeasure,
-    ];
+    pub fn all() -> impl Iterator<Item = BlockKind> {
+        crate::kinds::KINDS.iter().map(|d| d.kind)
+    }
 
     pub fn from_block_name(name: &str) -> BlockKind {
-        BlockKind::ALL
-            .into_iter()
-            .find(|k| name.contains(k.as_str()))
-            .unwrap_or(BlockKind::Unknown)
+        crate::kinds::of_block_name(name).kind
+    }
+
+    /// The facts of this kind.
+    pub fn def(self) -> &'static crate::kinds::KindDef {
+        crate::kinds::def(self)
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            BlockKind::Tilenet => "tilenet",
-            BlockKind::Tile => "tile",
-            BlockKind::Triogen => "triogen",
-            BlockKind::Trio => "trio",
-            BlockKind::Mss => "mss",
-            BlockKind::Ecc => "ecc",
-            BlockKind::Pcie => "pcie",
-            BlockKind::L3cache => "l3cache",
-            BlockKind::Gic => "gic",
-            BlockKind::Smmu => "smmu",
-            BlockKind::LltMiss => "llt_miss",
-            BlockKind::Llt => "llt",
-            BlockKind::ClockMeasure => "clock_measure",
-            BlockKind::Unknown => "unknown",
-        }
+        self.def().name
     }
 
     /// Kinds whose blocks hold free-running statistics registers.
     pub fn is_registers_kind(self) -> bool {
-        matches!(
-            self,
-            BlockKind::Pcie | BlockKind::Ecc | BlockKind::ClockMeasure
-        )
+        self.def().mechanism.bf12 == Mechanism::Registers
     }
 
     /// Parses a kind name as typed by a user (`l3cache`, `llt_miss`).
     pub fn parse(text: &str) -> Option<BlockKind> {
         let lower = text.to_ascii_lowercase();
-        BlockKind::ALL.into_iter().find(|k| k.as_str() == lower)
+        BlockKind::all().find(|k| k.as_str() == lower)
     }
 }
 
 /// How a block counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Mechanism {
     /// `event<N>`/`counter<N>` pairs, each started by programming it.
     #[serde(rename = "per-counter")]
@@ -183,11 +173,15 @@ pub struct Block {
     pub has_enable: bool,
     pub has_count_clock: bool,
     pub has_event_list: bool,
+    /// Width of its counters or registers in bits (from its kind and the generation).
+    pub width_bits: u32,
 }
 
 impl Block {
-    /// Builds a block from the names of the files in its directory.
-    pub fn from_files(name: &str, files: &[String]) -> Block {
+    /// Builds a block of a generation from the names of the files in its directory.
+    /// The files decide the mechanism (the device is the authority); a block with no
+    /// files gets its kind's.
+    pub fn from_files(name: &str, files: &[String], gen: Generation) -> Block {
         let mut counters: Vec<u32> = files
             .iter()
             .filter_map(|f| crate::sysfs::layout::counter_index(f))
@@ -212,10 +206,10 @@ impl Block {
             Mechanism::AllAtOnce
         } else if !counters.is_empty() {
             Mechanism::PerCounter
-        } else if !registers.is_empty() || kind.is_registers_kind() {
+        } else if !registers.is_empty() {
             Mechanism::Registers
         } else {
-            Mechanism::PerCounter
+            kind.def().mechanism.get(gen)
         };
         Block {
             name: name.to_string(),
@@ -226,6 +220,7 @@ impl Block {
             has_enable,
             has_count_clock: has(crate::sysfs::layout::COUNT_CLOCK),
             has_event_list,
+            width_bits: kind.def().width_bits.get(gen),
         }
     }
 
@@ -238,27 +233,13 @@ impl Block {
         self.mechanism != Mechanism::Registers
     }
 
-    pub fn is_l3(&self) -> bool {
-        self.kind == BlockKind::L3cache
-    }
-
-    /// BF3 crspace blocks: all-at-once blocks that are not L3 cache halves.
-    pub fn is_crspace(&self) -> bool {
-        self.mechanism == Mechanism::AllAtOnce && !self.is_l3()
-    }
-
     pub fn has_counter(&self, index: u32) -> bool {
         self.counters.contains(&index)
     }
 
-    /// Width of the counters or registers in bits.
-    pub fn width_bits(&self) -> u32 {
-        match self.kind {
-            BlockKind::L3cache => 57,
-            BlockKind::Ecc | BlockKind::ClockMeasure => 32,
-            _ if self.is_crspace() => 32,
-            _ => 64,
-        }
+    /// The facts of its kind.
+    pub fn def(&self) -> &'static crate::kinds::KindDef {
+        self.kind.def()
     }
 }
 
@@ -277,7 +258,9 @@ mod tests {
             BlockKind::from_block_name("l3cache1half0"),
             BlockKind::L3cache
         );
-        assert_eq!(BlockKind::from_block_name("apt0"), BlockKind::Unknown);
+        assert_eq!(BlockKind::from_block_name("apt0"), BlockKind::Apt);
+        assert_eq!(BlockKind::from_block_name("emi3"), BlockKind::Emi);
+        assert_eq!(BlockKind::from_block_name("foo0"), BlockKind::Unknown);
     }
 
     #[test]

@@ -91,7 +91,7 @@ impl Device {
     /// Opens a device through any access layer (the real one or the simulator).
     pub fn open(fs: Box<dyn Sysfs>) -> Result<Device> {
         let top = fs.list("").map_err(|e| io_error("listing", "", None, e))?;
-        let mut blocks = Vec::new();
+        let mut listed: Vec<(String, Vec<String>)> = Vec::new();
         let mut warnings = Vec::new();
         for entry in &top {
             if layout::NON_BLOCKS.contains(&entry.name.as_str()) {
@@ -117,7 +117,7 @@ impl Device {
                         .filter(|e| matches!(e.kind, EntryKind::File | EntryKind::Symlink))
                         .map(|e| e.name)
                         .collect();
-                    blocks.push(Block::from_files(&entry.name, &files));
+                    listed.push((entry.name.clone(), files));
                 }
                 Err(e) => warnings.push(format!(
                     "skipped block {}: {}",
@@ -126,8 +126,12 @@ impl Device {
                 )),
             }
         }
+        let generation = detect_generation(fs.as_ref(), listed.iter().map(|(n, _)| n.as_str()));
+        let mut blocks: Vec<Block> = listed
+            .iter()
+            .map(|(name, files)| Block::from_files(name, files, generation))
+            .collect();
         blocks.sort_by_key(|b| natural_key(&b.name));
-        let generation = detect_generation(fs.as_ref(), &blocks);
         // Registers in the driver's table order (by offset); unknown ones last.
         for b in &mut blocks {
             let table = crate::catalog::builtin(b.kind, generation);
@@ -284,7 +288,7 @@ impl Device {
     }
 }
 
-fn detect_generation(fs: &dyn Sysfs, blocks: &[Block]) -> Generation {
+fn detect_generation<'a>(fs: &dyn Sysfs, names: impl Iterator<Item = &'a str>) -> Generation {
     if let Ok(target) = fs.read_link(layout::DEVICE_LINK) {
         if let Some(g) = Generation::from_acpi_text(&target) {
             return g;
@@ -295,7 +299,7 @@ fn detect_generation(fs: &dyn Sysfs, blocks: &[Block]) -> Generation {
             return g;
         }
     }
-    Generation::from_block_names(blocks.iter().map(|b| b.name.as_str()))
+    Generation::from_block_names(names)
 }
 
 /// Sorts `tile10` after `tile2`.

@@ -33,6 +33,7 @@ pub mod catalog;
 pub mod cli;
 pub mod device;
 pub mod error;
+pub mod kinds;
 pub mod ops;
 pub mod sim;
 pub mod sysfs;

@@ -195,20 +195,20 @@ fn device_option_skips_discovery() {
 #[test]
 fn unknown_block_kind_is_still_listed_and_readable() {
     let c = Copy::of("bf3");
-    let apt = c.device().join("apt0");
-    fs::create_dir(&apt).unwrap();
-    fs::write(apt.join("event_list"), "0x0: APT_CYCLES\n0x1: APT_REQS\n").unwrap();
-    fs::write(apt.join("event0"), "0x1: APT_REQS\n").unwrap();
-    fs::write(apt.join("counter0"), "0x2a\n").unwrap();
+    let foo = c.device().join("foo0");
+    fs::create_dir(&foo).unwrap();
+    fs::write(foo.join("event_list"), "0x0: FOO_CYCLES\n0x1: FOO_REQS\n").unwrap();
+    fs::write(foo.join("event0"), "0x1: FOO_REQS\n").unwrap();
+    fs::write(foo.join("counter0"), "0x2a\n").unwrap();
     let out = stdout_of(c.cmd().arg("blocks"));
     assert!(
         out.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
-            == ["apt0", "unknown", "per-counter", "1", "-", "2"]),
+            == ["foo0", "unknown", "per-counter", "1", "-", "2"]),
         "{out}"
     );
-    let out = stdout_of(c.cmd().args(["read", "apt0"]));
+    let out = stdout_of(c.cmd().args(["read", "foo0"]));
     assert!(
-        out.contains("apt0   counter0  0x1 APT_REQS     42"),
+        out.contains("foo0   counter0  0x1 FOO_REQS     42"),
         "{out}"
     );
 }

@@ -2,7 +2,7 @@
 //! own `event_list` says, and name resolution (exact, any case, vendor aliases, then
 //! "did you mean").
 
-mod tables;
+pub(crate) mod tables;
 
 use crate::block::{BlockKind, Generation};
 use serde::Serialize;
@@ -33,29 +33,35 @@ const PAGE_SIZE: usize = 4096;
 
 /// The built-in table of a block kind on a generation.
 pub fn builtin(kind: BlockKind, gen: Generation) -> &'static [EventDef] {
-    use tables::*;
-    match kind {
-        BlockKind::Tilenet => HNFNET,
-        BlockKind::Tile => HNF,
-        BlockKind::Triogen | BlockKind::Gic | BlockKind::Smmu => SMGEN,
-        BlockKind::Trio => match gen {
-            Generation::Bf1 => TRIO_BF1,
-            Generation::Bf3 => &[],
-            _ => TRIO_BF2,
-        },
-        BlockKind::Mss => match gen {
-            Generation::Bf3 => MSS_BF3,
-            _ => MSS_BF1,
-        },
-        BlockKind::Ecc => ECC,
-        BlockKind::Pcie => PCIE,
-        BlockKind::L3cache => L3C,
-        BlockKind::LltMiss => LLT_MISS,
-        BlockKind::Llt => LLT,
-        BlockKind::ClockMeasure => CLOCK_MEASURE,
-        BlockKind::Unknown => &[],
-    }
+    (kind.def().events)(gen)
 }
+
+/// An event name some kernels list at a number the hardware counts as another event.
+#[derive(Debug, Clone, Copy)]
+pub struct KnownDuplicate {
+    pub kind: BlockKind,
+    pub name: &'static str,
+    /// The number the hardware counts this event at.
+    pub hardware: u32,
+    /// Which kernels list it wrongly, and since when it is right.
+    pub kernels: &'static str,
+}
+
+/// The driver's duplicated entries, from its history.
+pub static KNOWN_DUPLICATES: &[KnownDuplicate] = &[
+    KnownDuplicate {
+        kind: BlockKind::Llt,
+        name: "GDC_BANK0_G_RSE_PIPE_CACHE_DATA1",
+        hardware: 0x68,
+        kernels: "kernels v6.4 to v6.15 list it as 0x67 (fixed in v6.16)",
+    },
+    KnownDuplicate {
+        kind: BlockKind::Tilenet,
+        name: "NDN_DIAG_S_OUT_OF_CRED",
+        hardware: 0x36,
+        kernels: "kernels before the December 2022 fix also name 0x35 (really NDN_DIAG_N_OUT_OF_CRED, north) so",
+    },
+];
 
 /// Where a catalog entry comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -176,7 +182,8 @@ impl Catalog {
             let last = listed.last().expect("non-empty");
             let pos = table
                 .iter()
-                .position(|d| d.number == last.0 && d.name.trim_end() == last.1);
+                .position(|d| d.number == last.0 && d.name.trim_end() == last.1)
+                .or_else(|| table.iter().position(|d| d.name.trim_end() == last.1));
             if let Some(pos) = pos {
                 truncated = pos + 1 < table.len();
                 for d in &table[pos + 1..] {
@@ -256,6 +263,59 @@ impl Catalog {
             }
         }
         Err(suggest(input, self.events.iter().map(|e| e.name.as_str())))
+    }
+
+    /// When the table lists this event's name at several numbers, or its number under
+    /// several names, says so: which numbers, which one the hardware counts, and how
+    /// to program it.
+    pub fn ambiguity(&self, kind: BlockKind, event: &Event) -> Option<String> {
+        let numbers: Vec<u32> = self
+            .events
+            .iter()
+            .filter(|e| e.name == event.name)
+            .map(|e| e.number)
+            .collect();
+        let others: Vec<&str> = self
+            .events
+            .iter()
+            .filter(|e| e.number == event.number && e.name != event.name)
+            .map(|e| e.name.as_str())
+            .collect();
+        if numbers.len() < 2 && others.is_empty() {
+            return None;
+        }
+        let listed = numbers
+            .iter()
+            .map(|n| format!("0x{n:x}"))
+            .collect::<Vec<_>>()
+            .join(" and ");
+        let mut msg = if others.is_empty() {
+            format!("this kernel's table lists {} at {listed}", event.name)
+        } else {
+            format!(
+                "this kernel's table lists {} at 0x{:x}, the number of {} too",
+                event.name,
+                event.number,
+                others.join(", ")
+            )
+        };
+        let known = KNOWN_DUPLICATES
+            .iter()
+            .find(|d| d.kind == kind && (d.name == event.name || others.contains(&d.name)));
+        match known {
+            Some(d) if d.name == event.name && d.hardware != event.number => msg.push_str(&format!(
+                "; the hardware counts {} at 0x{:x} ({}): program 0x{:x} to count it (with --force on kernels that refuse numbers outside their table)",
+                d.name, d.hardware, d.kernels, d.hardware
+            )),
+            Some(d) => msg.push_str(&format!(
+                "; 0x{:x} is what the hardware counts as {} ({})",
+                d.hardware, d.name, d.kernels
+            )),
+            None => msg.push_str(
+                "; the hardware counts one event per number: check which one your kernel's driver means",
+            ),
+        }
+        Some(msg)
     }
 
     /// Events whose name or description contains `pattern` (any case).

@@ -945,7 +945,8 @@ pub static LLT: &[EventDef] = &[
     EventDef::new(0x65, "GDC_BANK0_HIT_DCL_PARTIAL", None),
     EventDef::new(0x66, "GDC_BANK0_EVICT_DCL", None),
     EventDef::new(0x67, "GDC_BANK0_G_RSE_PIPE_CACHE_DATA0", None),
-    EventDef::new(0x67, "GDC_BANK0_G_RSE_PIPE_CACHE_DATA1", None),
+    // Kernels v6.4 to v6.15 list this one as 0x67 too (a duplicate fixed in v6.16).
+    EventDef::new(0x68, "GDC_BANK0_G_RSE_PIPE_CACHE_DATA1", None),
     EventDef::new(0x69, "GDC_BANK0_ARB_STRB", None),
     EventDef::new(0x6a, "GDC_BANK0_ARB_WAIT", None),
     EventDef::new(0x6b, "GDC_BANK0_GGA_STRB", None),
@@ -1267,4 +1268,110 @@ pub static CLOCK_MEASURE: &[EventDef] = &[
         "REFERENCE_WINDOW_WIDTH_REF_156",
         Some("Reference window width of the clock frequency monitor for REF_156"),
     ),
+];
+
+// BlueField-3 GGA (Global Generic Accelerator), from the April 2025 driver patch.
+pub static GGA: &[EventDef] = &[
+    EventDef::new(0x0, "GGA_PERF_DESC_WQE_STRB", None),
+    EventDef::new(0x5, "GGA_PERF_DESC_CQE_STRB", None),
+    EventDef::new(0x8, "GGA_PERF_DESC_TPT_REQUEST_STRB", None),
+    EventDef::new(0x11, "GGA_PERF_DESC_TPT_RESPONSESTRB", None),
+    EventDef::new(0x78, "GGA_PERF_DESC_ENGINE0_IN_DATA_STRB", None),
+    EventDef::new(0x79, "GGA_PERF_DESC_ENGINE1_IN_DATA_STRB", None),
+    EventDef::new(0x7a, "GGA_PERF_DESC_ENGINE2_IN_DATA_STRB", None),
+    EventDef::new(0x7b, "GGA_PERF_DESC_ENGINE3_IN_DATA_STRB", None),
+    EventDef::new(0x7c, "GGA_PERF_DESC_ENGINE4_IN_DATA_STRB", None),
+    EventDef::new(0x7d, "GGA_PERF_DESC_ENGINE5_IN_DATA_STRB", None),
+    EventDef::new(0x7e, "GGA_PERF_DESC_ENGINE6_IN_DATA_STRB", None),
+    EventDef::new(0x7f, "GGA_PERF_DESC_ENGINE7_IN_DATA_STRB", None),
+    EventDef::new(0x80, "GGA_PERF_DESC_ENGINE8_IN_DATA_STRB", None),
+    EventDef::new(0x81, "GGA_PERF_DESC_ENGINE9_IN_DATA_STRB", None),
+    EventDef::new(0x82, "GGA_PERF_DESC_ENGINE10_IN_DATA_STRB", None),
+    EventDef::new(0x83, "GGA_PERF_DESC_ENGINE11_IN_DATA_STRB", None),
+    EventDef::new(0x84, "GGA_PERF_DESC_ENGINE12_IN_DATA_STRB", None),
+    EventDef::new(0x85, "GGA_PERF_DESC_ENGINE13_IN_DATA_STRB", None),
+    EventDef::new(0x86, "GGA_PERF_DESC_ENGINE14_IN_DATA_STRB", None),
+    EventDef::new(0xc3, "GGA_PERF_DESC_ENGINE0_OUT_DATA_STRB", None),
+    EventDef::new(0xc4, "GGA_PERF_DESC_ENGINE1_OUT_DATA_STRB", None),
+    EventDef::new(0xc5, "GGA_PERF_DESC_ENGINE2_OUT_DATA_STRB", None),
+    EventDef::new(0xc6, "GGA_PERF_DESC_ENGINE3_OUT_DATA_STRB", None),
+    EventDef::new(0xc7, "GGA_PERF_DESC_ENGINE4_OUT_DATA_STRB", None),
+    EventDef::new(0xc8, "GGA_PERF_DESC_ENGINE5_OUT_DATA_STRB", None),
+    EventDef::new(0xc9, "GGA_PERF_DESC_ENGINE6_OUT_DATA_STRB", None),
+    EventDef::new(0xca, "GGA_PERF_DESC_ENGINE7_OUT_DATA_STRB", None),
+    EventDef::new(0xcb, "GGA_PERF_DESC_ENGINE8_OUT_DATA_STRB", None),
+    EventDef::new(0xcc, "GGA_PERF_DESC_ENGINE9_OUT_DATA_STRB", None),
+    EventDef::new(0xcd, "GGA_PERF_DESC_ENGINE10_OUT_DATA_STRB", None),
+    EventDef::new(0xce, "GGA_PERF_DESC_ENGINE11_OUT_DATA_STRB", None),
+    EventDef::new(0xcf, "GGA_PERF_DESC_ENGINE12_OUT_DATA_STRB", None),
+    EventDef::new(0xd0, "GGA_PERF_DESC_ENGINE13_OUT_DATA_STRB", None),
+    EventDef::new(0xd1, "GGA_PERF_DESC_ENGINE14_OUT_DATA_STRB", None),
+];
+
+// BlueField-3 APT (Arm Processor Tile).
+pub static APT: &[EventDef] = &[
+    EventDef::new(0x0, "APT_DATA_0", None),
+    EventDef::new(0x1, "APT_DATA_1", None),
+    EventDef::new(0x2, "APT_DATA_2", None),
+    EventDef::new(0x3, "APT_DATA_3", None),
+    EventDef::new(0x4, "APT_DATA_4", None),
+    EventDef::new(0x5, "APT_DATA_5", None),
+    EventDef::new(0x6, "APT_DATA_6", None),
+    EventDef::new(0x7, "APT_DATA_7", None),
+    EventDef::new(0x8, "APT_DATA_8", None),
+    EventDef::new(0x9, "APT_DATA_9", None),
+    EventDef::new(0xa, "APT_DATA_10", None),
+    EventDef::new(0xb, "APT_DATA_11", None),
+    EventDef::new(0xc, "APT_DATA_12", None),
+    EventDef::new(0xd, "APT_DATA_13", None),
+    EventDef::new(0xe, "APT_DATA_14", None),
+    EventDef::new(0xf, "APT_DATA_15", None),
+    EventDef::new(0x10, "APT_DATA_16", None),
+    EventDef::new(0x11, "APT_DATA_17", None),
+    EventDef::new(0x12, "APT_DATA_18", None),
+    EventDef::new(0x13, "APT_DATA_19", None),
+    EventDef::new(0x14, "APT_DATA_20", None),
+    EventDef::new(0x15, "APT_DATA_21", None),
+];
+
+// BlueField-3 EMI (External Memory Interface).
+pub static EMI: &[EventDef] = &[
+    EventDef::new(0x0, "MCH_WR_IN_MCH_REQ_IN_STRB", None),
+    EventDef::new(0xa, "MCH_RD_IN_MCH_REQ_IN_STRB", None),
+    EventDef::new(0x14, "MCH_RD_RESP_DATA_MCH_RESP_OUT_STRB", None),
+    EventDef::new(0x62, "EMI_ARBITER_EARB2CTRL_STRB", None),
+    EventDef::new(0x63, "EMI_ARBITER_EARB2CTRL_RAS_STRB", None),
+    EventDef::new(0x64, "EMI_ARBITER_EARB2CTRL_CAS_STRB", None),
+];
+
+// BlueField-3 PRNF (PCIe Request Node).
+pub static PRNF: &[EventDef] = &[
+    EventDef::new(0x0, "PRNF_DMA_RD_TLP_REQ", None),
+    EventDef::new(0x1, "PRNF_DMA_RD_ICMC_BYPASS_REQ", None),
+    EventDef::new(0x8, "PRNF_DMA_RD_TLP_SENT_TO_CHI", None),
+    EventDef::new(0xb, "PRNF_DMA_RD_CHI_RES", None),
+    EventDef::new(0x11, "PRNF_DMA_RD_TLP_RES_SENT", None),
+    EventDef::new(0x12, "PRNF_DMA_WR_WR0_SLICE_ALLOC_RO", None),
+    EventDef::new(0x13, "PRNF_DMA_WR_WR0_SLICE_ALLOC_NRO", None),
+    EventDef::new(0x18, "PRNF_DMA_WR_WR1_SLICE_ALLOC_RO", None),
+    EventDef::new(0x19, "PRNF_DMA_WR_WR1_SLICE_ALLOC_NRO", None),
+    EventDef::new(0x1e, "PRNF_PIO_POSTED_REQ_PUSH", None),
+    EventDef::new(0x1f, "PRNF_PIO_POSTED_REQ_POP", None),
+    EventDef::new(0x20, "PRNF_PIO_NP_REQ_PUSH", None),
+    EventDef::new(0x21, "PRNF_PIO_NP_REQ_POP", None),
+    EventDef::new(0x22, "PRNF_PIO_COMP_RO_PUSH", None),
+    EventDef::new(0x23, "PRNF_PIO_COMP_RO_POP", None),
+    EventDef::new(0x24, "PRNF_PIO_COMP_NRO_PUSH", None),
+    EventDef::new(0x25, "PRNF_PIO_COMP_NRO_POP", None),
+];
+
+// BlueField-3 MSN (Memory Stasher and Navigator).
+pub static MSN: &[EventDef] = &[
+    EventDef::new(0x2e, "MSN_CORE_MMA_WQE_DONE_PUSH_STRB", None),
+    EventDef::new(0x74, "MSN_CORE_MSN2MMA_WQE_STRB", None),
+    EventDef::new(0xa4, "MSN_CORE_WQE_TOP_TILE_WQE_STRB", None),
+    EventDef::new(0xa8, "MSN_CORE_TPT_TOP_GGA_REQ_STRB", None),
+    EventDef::new(0xab, "MSN_CORE_TPT_TOP_MMA_REQ_STRB", None),
+    EventDef::new(0xae, "MSN_CORE_TPT_TOP_GGA_RES_STRB", None),
+    EventDef::new(0xb1, "MSN_CORE_TPT_TOP_MMA_RES_STRB", None),
 ];

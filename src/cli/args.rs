@@ -96,9 +96,12 @@ pub enum Command {
     /// Reset counters or statistics registers to 0
     Clear {
         block: String,
-        /// A counter number or register name (default: all of the block's)
+        /// A counter number or register name (default: all of the block's counters, or its count registers)
         #[arg(allow_negative_numbers = true)]
         target: Option<String>,
+        /// Also write a control register named as TARGET (ecc error injection, DISABLE)
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         write: WriteOpts,
     },

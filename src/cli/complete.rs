@@ -11,8 +11,9 @@ use std::path::PathBuf;
 use clap::CommandFactory;
 
 use super::args::{Cli, Global, Shell};
-use crate::block::{BlockKind, Mechanism};
+use crate::block::Mechanism;
 use crate::device::Device;
+use crate::kinds::Role;
 
 /// One completion: the word, and a short description for shells that show one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -278,7 +279,9 @@ fn device_values(
             "program" => block_names(device, |b| b.is_counter_block()),
             "start" => block_names(device, |b| b.mechanism == Mechanism::AllAtOnce),
             "stop" => block_names(device, |b| b.is_counter_block()),
-            "clear" => block_names(device, |b| !b.is_l3() && b.kind != BlockKind::ClockMeasure),
+            "clear" => block_names(device, |b| {
+                b.def().clear_counters || b.registers.iter().any(|r| b.def().role(r) == Role::Count)
+            }),
             "events" => block_names(device, |_| true),
             _ => selectors(device, command, positionals),
         };

@@ -138,6 +138,9 @@ pub fn run(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
                 program::program(&device, &block, &parsed, &opts)?
             };
             let r = ProgramReport::new(outcome, write.dry_run, device.location());
+            for w in &r.warnings {
+                diag(&format!("warning: {w}"));
+            }
             out.emit(write.format.or(Format::Table), &r)
         }
         Command::Start { block, write } => {
@@ -157,10 +160,11 @@ pub fn run(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
         Command::Clear {
             block,
             target,
+            force,
             write,
         } => {
             let device = open_device(g)?;
-            let plan = control::plan_clear(&device, &block, target.as_deref())?;
+            let plan = control::plan_clear(&device, &block, target.as_deref(), force)?;
             finish_control(out, &device, plan, write)
         }
         Command::Read { selectors, format } => {

@@ -4,15 +4,13 @@ use serde::Serialize;
 
 use super::plan::Plan;
 use super::read::{read_blocks, BlockReading};
-use crate::block::{Block, BlockKind, Mechanism};
+use crate::block::{Block, Mechanism};
 use crate::catalog::did_you_mean;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ops::program::parse_counter;
+use crate::kinds::{Role, STOP_EVENT};
+use crate::ops::resolve::parse_counter;
 use crate::sysfs::layout;
-
-/// The event number written to stop a counter: the vendor's documented way.
-pub const STOP_EVENT: u32 = 0xff;
 
 /// The control commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -178,79 +176,112 @@ pub fn plan_stop(
     })
 }
 
-/// Plans a clear: 0 to counter files (per-counter and crspace blocks) or registers.
+/// The register a user named, checked against the block's files.
+fn named_register(device: &Device, block: &Block, typed: &str) -> Result<String> {
+    let catalog = device.catalog(block)?;
+    if let Ok(e) = catalog.resolve(typed) {
+        if block.registers.contains(&e.name) {
+            return Ok(e.name.clone());
+        }
+    }
+    let sugg = crate::catalog::suggest(typed, block.registers.iter().map(|s| s.as_str()));
+    Err(Error::BadEvent {
+        block: block.name.clone(),
+        problem: format!(
+            "{} has no register '{typed}'{}",
+            block.name,
+            if sugg.is_empty() {
+                format!("; it has {}", block.registers.join(" "))
+            } else {
+                did_you_mean(&sugg)
+            }
+        ),
+    })
+}
+
+/// The registers a clear writes: without a name, the count registers only; a named
+/// control register only with `force`; never a level.
+fn registers_to_clear(
+    device: &Device,
+    block: &Block,
+    target: Option<&str>,
+    force: bool,
+) -> Result<Vec<String>> {
+    let def = block.def();
+    let Some(typed) = target else {
+        let counts: Vec<String> = block
+            .registers
+            .iter()
+            .filter(|r| def.role(r) == Role::Count)
+            .cloned()
+            .collect();
+        if counts.is_empty() {
+            return Err(not_supported(
+                block,
+                format!(
+                    "{} has no count registers to clear (its registers are measurements or controls)",
+                    block.name
+                ),
+            ));
+        }
+        return Ok(counts);
+    };
+    let name = named_register(device, block, typed)?;
+    match def.role(&name) {
+        Role::Count => Ok(vec![name]),
+        Role::Control if force => Ok(vec![name]),
+        Role::Control => Err(not_supported(
+            block,
+            format!(
+                "{}/{name} is a control register (error injection or a switch), not a count: bfperf writes it only with --force",
+                block.name
+            ),
+        )),
+        Role::Level => Err(not_supported(
+            block,
+            format!(
+                "{}/{name} is a read-only measurement; it cannot be cleared",
+                block.name
+            ),
+        )),
+    }
+}
+
+/// Plans a clear: 0 to counter files (per-counter and crspace blocks) or to count
+/// registers (control registers only when named, with `force`).
 pub fn plan_clear(
     device: &Device,
     block_name: &str,
     target: Option<&str>,
+    force: bool,
 ) -> Result<ControlOutcome> {
     let block = device.block(block_name)?;
     not_empty(block, Action::Clear)?;
     let mut plan = Plan::default();
-    if block.is_l3() {
+    if block.mechanism == Mechanism::Registers {
+        for n in registers_to_clear(device, block, target, force)? {
+            plan.push(
+                layout::register(&block.name, &n),
+                "0".into(),
+                "the kernel refused to reset this register",
+            );
+        }
+    } else if !block.def().clear_counters {
         return Err(not_supported(block, format!(
-            "L3 cache counters cannot be cleared one by one (the driver rejects every write to them); `bfperf start {b}` resets all of {b}'s counters to 0 and starts them",
+            "the counters of {b} cannot be cleared one by one (the driver rejects every write to them); `bfperf start {b}` resets all of them to 0 and starts them",
             b = block.name
         )));
-    }
-    match block.mechanism {
-        Mechanism::Registers => {
-            if block.kind == BlockKind::ClockMeasure {
-                return Err(not_supported(
-                    block,
-                    format!(
-                        "{} registers are read-only measurements; they cannot be cleared",
-                        block.name
-                    ),
-                ));
-            }
-            let names: Vec<String> = match target {
-                None => block.registers.clone(),
-                Some(t) => {
-                    let catalog = device.catalog(block)?;
-                    match catalog.resolve(t) {
-                        Ok(e) if block.registers.contains(&e.name) => vec![e.name.clone()],
-                        Ok(_) | Err(_) => {
-                            let sugg = crate::catalog::suggest(
-                                t,
-                                block.registers.iter().map(|s| s.as_str()),
-                            );
-                            return Err(Error::BadEvent {
-                                block: block.name.clone(),
-                                problem: format!(
-                                    "{} has no register '{t}'{}",
-                                    block.name,
-                                    if sugg.is_empty() {
-                                        format!("; it has {}", block.registers.join(" "))
-                                    } else {
-                                        did_you_mean(&sugg)
-                                    }
-                                ),
-                            });
-                        }
-                    }
-                }
-            };
-            for n in names {
-                plan.push(
-                    layout::register(&block.name, &n),
-                    "0".into(),
-                    "the kernel refused to reset this register",
-                );
-            }
-        }
-        _ => {
-            let indices = match target {
-                Some(c) => vec![parse_counter(block, c)?],
-                None => block.counters.clone(),
-            };
-            for i in indices {
-                plan.push(
-                    layout::counter(&block.name, i),
-                    "0".into(),
-                    "the kernel refused to clear this counter",
-                );
-            }
+    } else {
+        let indices = match target {
+            Some(c) => vec![parse_counter(block, c)?],
+            None => block.counters.clone(),
+        };
+        for i in indices {
+            plan.push(
+                layout::counter(&block.name, i),
+                "0".into(),
+                "the kernel refused to clear this counter",
+            );
         }
     }
     Ok(ControlOutcome {

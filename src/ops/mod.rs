@@ -8,6 +8,7 @@ pub mod outfile;
 pub mod plan;
 pub mod program;
 pub mod read;
+pub mod resolve;
 pub mod snapshot;
 
 pub use plan::{Plan, PlannedWrite};

@@ -165,7 +165,7 @@ pub fn read_blocks(device: &Device, blocks: &[&Block]) -> Result<Readings> {
             mechanism: b.mechanism,
             enabled,
             count_clock,
-            width_bits: b.width_bits(),
+            width_bits: b.width_bits,
             counters,
             registers,
         });

@@ -83,6 +83,9 @@ pub struct ProgramReport {
     /// The writes made (or, on a dry run, planned), in order.
     pub writes: Vec<WriteRecord>,
     pub notes: Vec<String>,
+    /// What the user must know (an event the kernel's table lists twice); also said
+    /// on stderr.
+    pub warnings: Vec<String>,
     #[serde(skip)]
     #[schemars(skip)]
     pub location: String,
@@ -102,6 +105,7 @@ impl ProgramReport {
             started: o.started && !dry_run,
             writes,
             notes: o.notes,
+            warnings: o.warnings,
             location,
         }
     }

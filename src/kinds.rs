@@ -1,0 +1,351 @@
+//! Everything bfperf knows about each kind of block, in one table: how the driver
+//! names it, how it counts, how wide its counters are, its event table per generation,
+//! how a counter is stopped, and what its registers are. Operations, completion,
+//! snapshots, diffs and the simulator read these facts; none of them spells a kind.
+//!
+//! Adding a kind: a variant of [`BlockKind`], one [`KindDef`] in [`KINDS`] (at the place
+//! the driver tests its name) and its event table in `catalog/tables.rs`.
+
+use crate::block::{BlockKind, Generation, Mechanism};
+use crate::catalog::tables;
+use crate::catalog::EventDef;
+
+/// The event number written to stop a counter whose table has no DISABLE event (the
+/// vendor's documented way; kernels that validate numbers refuse it).
+pub const STOP_EVENT: u32 = 0xff;
+
+/// A fact that differs between BlueField-1/-2 and BlueField-3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByGen<T> {
+    pub bf12: T,
+    pub bf3: T,
+}
+
+impl<T: Copy> ByGen<T> {
+    pub const fn same(v: T) -> ByGen<T> {
+        ByGen { bf12: v, bf3: v }
+    }
+
+    pub fn get(&self, gen: Generation) -> T {
+        match gen {
+            Generation::Bf3 => self.bf3,
+            _ => self.bf12,
+        }
+    }
+}
+
+/// How a counter of the kind is stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Re-programmed with the table's DISABLE event, or 0xff where it has none.
+    Reprogram,
+    /// The whole block stops with `enable` 0 (values kept).
+    Enable,
+    /// Free-running registers: they cannot be stopped.
+    FreeRunning,
+}
+
+/// What a statistics register holds.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A running count: deltas make sense; `clear` zeroes it.
+    Count,
+    /// A control (error injection, a disable switch): bulk operations never touch it;
+    /// it is written only when named, with --force.
+    Control,
+    /// A level (a measurement such as a clock monitor's last count): shown, not
+    /// differenced, never cleared.
+    Level,
+}
+
+/// The facts of one block kind.
+#[derive(Debug, Clone, Copy)]
+pub struct KindDef {
+    pub kind: BlockKind,
+    /// The name as users type it; the driver picks a block's kind by this substring of
+    /// its directory name, testing kinds in table order.
+    pub name: &'static str,
+    pub about: &'static str,
+    pub mechanism: ByGen<Mechanism>,
+    /// Width of its counters (or registers) in bits.
+    pub width_bits: ByGen<u32>,
+    /// The widest event number its event field holds.
+    pub max_event: u32,
+    pub events: fn(Generation) -> &'static [EventDef],
+    pub stop: ByGen<Stop>,
+    /// Counters can be reset one by one by writing 0 (not on L3, where only
+    /// `enable` 1 resets them).
+    pub clear_counters: bool,
+    /// Programming any counter stops every counter of the block (L3).
+    pub program_stops_all: bool,
+    /// `count_clock` applies (BF3 crspace blocks on kernels that have it).
+    pub count_clock: bool,
+    /// The PLL whose `clock_measure` frequency clocks its `count_clock` cycles.
+    pub clock_pll: Option<&'static str>,
+    /// Registers with a role other than `default_role`.
+    pub register_roles: &'static [(&'static str, Role)],
+    pub default_role: Role,
+}
+
+impl KindDef {
+    /// The role of a register of this kind.
+    pub fn role(&self, register: &str) -> Role {
+        self.register_roles
+            .iter()
+            .find(|(n, _)| *n == register.trim_end())
+            .map(|(_, r)| *r)
+            .unwrap_or(self.default_role)
+    }
+}
+
+const PER_COUNTER: ByGen<Mechanism> = ByGen::same(Mechanism::PerCounter);
+const ALL_AT_ONCE: ByGen<Mechanism> = ByGen::same(Mechanism::AllAtOnce);
+const REGISTERS: ByGen<Mechanism> = ByGen::same(Mechanism::Registers);
+const REPROGRAM: ByGen<Stop> = ByGen::same(Stop::Reprogram);
+const ENABLE: ByGen<Stop> = ByGen::same(Stop::Enable);
+const FREE: ByGen<Stop> = ByGen::same(Stop::FreeRunning);
+
+const fn counter_kind(
+    kind: BlockKind,
+    name: &'static str,
+    about: &'static str,
+    events: fn(Generation) -> &'static [EventDef],
+) -> KindDef {
+    KindDef {
+        kind,
+        name,
+        about,
+        mechanism: PER_COUNTER,
+        width_bits: ByGen::same(64),
+        max_event: 0xff,
+        events,
+        stop: REPROGRAM,
+        clear_counters: true,
+        program_stops_all: false,
+        count_clock: false,
+        clock_pll: None,
+        register_roles: &[],
+        default_role: Role::Count,
+    }
+}
+
+/// A BlueField-3 crspace kind: 32-bit counters started and stopped together.
+const fn crspace_kind(
+    kind: BlockKind,
+    name: &'static str,
+    about: &'static str,
+    events: fn(Generation) -> &'static [EventDef],
+    clock_pll: Option<&'static str>,
+) -> KindDef {
+    KindDef {
+        mechanism: ALL_AT_ONCE,
+        width_bits: ByGen::same(32),
+        stop: ENABLE,
+        count_clock: true,
+        clock_pll,
+        ..counter_kind(kind, name, about, events)
+    }
+}
+
+const fn registers_kind(
+    kind: BlockKind,
+    name: &'static str,
+    about: &'static str,
+    events: fn(Generation) -> &'static [EventDef],
+    width: u32,
+) -> KindDef {
+    KindDef {
+        mechanism: REGISTERS,
+        width_bits: ByGen::same(width),
+        stop: FREE,
+        clear_counters: false,
+        ..counter_kind(kind, name, about, events)
+    }
+}
+
+/// Every kind, in the order the driver tests block names (`tilenet` before `tile`,
+/// `llt_miss` before `llt`).
+pub static KINDS: &[KindDef] = &[
+    counter_kind(
+        BlockKind::Tilenet,
+        "tilenet",
+        "mesh network diagnostics of a tile (HNF_NET)",
+        |_| tables::HNFNET,
+    ),
+    counter_kind(
+        BlockKind::Tile,
+        "tile",
+        "a tile's L3 home node (HNF): requests, memory reads and writes",
+        |_| tables::HNF,
+    ),
+    counter_kind(
+        BlockKind::Triogen,
+        "triogen",
+        "a TRIO's generic AXI monitor (SMGEN)",
+        |_| tables::SMGEN,
+    ),
+    counter_kind(
+        BlockKind::Trio,
+        "trio",
+        "a TRIO (PCIe/Arm interface) block",
+        |g| match g {
+            Generation::Bf1 => tables::TRIO_BF1,
+            Generation::Bf3 => &[],
+            _ => tables::TRIO_BF2,
+        },
+    ),
+    KindDef {
+        mechanism: ByGen {
+            bf12: Mechanism::PerCounter,
+            bf3: Mechanism::AllAtOnce,
+        },
+        width_bits: ByGen { bf12: 64, bf3: 32 },
+        stop: ByGen {
+            bf12: Stop::Reprogram,
+            bf3: Stop::Enable,
+        },
+        count_clock: true,
+        clock_pll: Some("N1"),
+        ..counter_kind(
+            BlockKind::Mss,
+            "mss",
+            "a memory subsystem (DDR controller side)",
+            |g| match g {
+                Generation::Bf3 => tables::MSS_BF3,
+                _ => tables::MSS_BF1,
+            },
+        )
+    },
+    KindDef {
+        register_roles: &[
+            ("DISABLE", Role::Control),
+            ("SERR_INJ", Role::Control),
+            ("DERR_INJ", Role::Control),
+            ("DRAM_ECC_INJECT", Role::Control),
+        ],
+        ..registers_kind(
+            BlockKind::Ecc,
+            "ecc",
+            "memory ECC error counts and error injection",
+            |_| tables::ECC,
+            32,
+        )
+    },
+    registers_kind(
+        BlockKind::Pcie,
+        "pcie",
+        "PCIe TLR statistics: packets and bytes in and out",
+        |_| tables::PCIE,
+        64,
+    ),
+    KindDef {
+        mechanism: ALL_AT_ONCE,
+        width_bits: ByGen::same(57),
+        max_event: 0x3f,
+        stop: ENABLE,
+        clear_counters: false,
+        program_stops_all: true,
+        ..counter_kind(
+            BlockKind::L3cache,
+            "l3cache",
+            "an L3 cache half: hits, misses, evictions",
+            |_| tables::L3C,
+        )
+    },
+    counter_kind(
+        BlockKind::Gic,
+        "gic",
+        "the interrupt controller's AXI monitor (SMGEN)",
+        |_| tables::SMGEN,
+    ),
+    counter_kind(
+        BlockKind::Smmu,
+        "smmu",
+        "the SMMU's AXI monitor (SMGEN)",
+        |_| tables::SMGEN,
+    ),
+    crspace_kind(
+        BlockKind::LltMiss,
+        "llt_miss",
+        "BF3 last-level cache miss machine",
+        |_| tables::LLT_MISS,
+        Some("T1"),
+    ),
+    crspace_kind(
+        BlockKind::Llt,
+        "llt",
+        "BF3 last-level cache (LLT) tile",
+        |_| tables::LLT,
+        Some("T1"),
+    ),
+    KindDef {
+        default_role: Role::Level,
+        ..registers_kind(
+            BlockKind::ClockMeasure,
+            "clock_measure",
+            "BF3 clock frequency monitors (read-only)",
+            |_| tables::CLOCK_MEASURE,
+            32,
+        )
+    },
+    crspace_kind(
+        BlockKind::Gga,
+        "gga",
+        "BF3 Global Generic Accelerator",
+        |_| tables::GGA,
+        None,
+    ),
+    crspace_kind(
+        BlockKind::Apt,
+        "apt",
+        "BF3 Arm Processor Tile",
+        |_| tables::APT,
+        None,
+    ),
+    crspace_kind(
+        BlockKind::Emi,
+        "emi",
+        "BF3 External Memory Interface",
+        |_| tables::EMI,
+        None,
+    ),
+    crspace_kind(
+        BlockKind::Prnf,
+        "prnf",
+        "BF3 PCIe Request Node",
+        |_| tables::PRNF,
+        None,
+    ),
+    crspace_kind(
+        BlockKind::Msn,
+        "msn",
+        "BF3 Memory Stasher and Navigator",
+        |_| tables::MSN,
+        None,
+    ),
+];
+
+/// What bfperf assumes of a block whose name matches no kind: counters of 64 bits,
+/// no event table; it is still listed, read and programmed by number (--force).
+pub static UNKNOWN: KindDef = counter_kind(
+    BlockKind::Unknown,
+    "unknown",
+    "a block this bfperf does not know",
+    |_| &[],
+);
+
+/// The facts of a kind.
+pub fn def(kind: BlockKind) -> &'static KindDef {
+    KINDS.iter().find(|d| d.kind == kind).unwrap_or(&UNKNOWN)
+}
+
+/// The kind of a block directory, as the driver decides it.
+pub fn of_block_name(name: &str) -> &'static KindDef {
+    KINDS
+        .iter()
+        .find(|d| name.contains(d.name))
+        .unwrap_or(&UNKNOWN)
+}
