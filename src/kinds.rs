@@ -88,6 +88,8 @@ pub struct KindDef {
     /// Registers with a role other than `default_role`.
     pub register_roles: &'static [(&'static str, Role)],
     pub default_role: Role,
+    /// Its registers take any value written (ecc); others only 0.
+    pub registers_take_any_value: bool,
 }
 
 impl KindDef {
@@ -129,6 +131,7 @@ const fn counter_kind(
         clock_pll: None,
         register_roles: &[],
         default_role: Role::Count,
+        registers_take_any_value: false,
     }
 }
 
@@ -208,7 +211,7 @@ pub static KINDS: &[KindDef] = &[
             bf3: Stop::Enable,
         },
         count_clock: true,
-        clock_pll: Some("N1"),
+        clock_pll: Some("PLL_N1"),
         ..counter_kind(
             BlockKind::Mss,
             "mss",
@@ -226,6 +229,7 @@ pub static KINDS: &[KindDef] = &[
             ("DERR_INJ", Role::Control),
             ("DRAM_ECC_INJECT", Role::Control),
         ],
+        registers_take_any_value: true,
         ..registers_kind(
             BlockKind::Ecc,
             "ecc",
@@ -272,14 +276,14 @@ pub static KINDS: &[KindDef] = &[
         "llt_miss",
         "BF3 last-level cache miss machine",
         |_| tables::LLT_MISS,
-        Some("T1"),
+        Some("PLL_T1"),
     ),
     crspace_kind(
         BlockKind::Llt,
         "llt",
         "BF3 last-level cache (LLT) tile",
         |_| tables::LLT,
-        Some("T1"),
+        Some("PLL_T1"),
     ),
     KindDef {
         default_role: Role::Level,

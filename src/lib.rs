@@ -11,10 +11,10 @@
 //! ```
 //! use std::sync::Arc;
 //! use bfperf::ops::{program, read};
-//! use bfperf::sim::{Flavor, Sim};
+//! use bfperf::sim::{Kernel, Sim};
 //! use bfperf::{Device, Generation};
 //!
-//! let (sim, clock) = Sim::with_manual_clock(Generation::Bf2, Flavor::New);
+//! let (sim, clock) = Sim::with_manual_clock(Generation::Bf2, Kernel::V6_16);
 //! let device = Device::open(Box::new(Arc::new(sim)))?;
 //! let assignments = program::parse_assignments(&["3".into(), "HNF_REQUESTS".into()], false)?;
 //! program::program(&device, "tile2", &assignments, &Default::default())?;

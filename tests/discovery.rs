@@ -125,7 +125,9 @@ fn bf3_blocks_with_crspace_and_truncated_lists_completed() {
             "28"
         ]
     );
-    assert_eq!(r.len(), 13);
+    // gic0, 8 llt, 8 llt_miss, 2 mss, smmu0, clock_measure and the 2025 blocks
+    // (2 apt, 4 emi, gga0, msn0, prnf0).
+    assert_eq!(r.len(), 30);
 }
 
 #[test]
@@ -142,8 +144,11 @@ fn info_names_device_generation_and_kinds() {
     let v: serde_json::Value =
         serde_json::from_str(&stdout_of(on_fixture("bf3").args(["info", "--json"]))).unwrap();
     assert_eq!(v["generation"], "BlueField-3");
-    assert_eq!(v["blocks"], 13);
-    assert_eq!(v["kinds"]["llt"], 4);
+    assert_eq!(v["blocks"], 30);
+    assert_eq!(v["kinds"]["llt"], 8);
+    assert_eq!(v["kinds"]["llt_miss"], 8);
+    assert_eq!(v["kinds"]["mss"], 2);
+    assert_eq!(v["kinds"]["gga"], 1);
 }
 
 #[test]

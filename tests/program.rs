@@ -308,7 +308,7 @@ fn read_selectors_and_formats() {
             "counter0",
             "(clock",
             "cycles)",
-            "2,000,000,000",
+            "4,000,000,000",
             "running"
         ]
     );

@@ -1,11 +1,11 @@
 //! The simulator's rules, on the in-process model with a manual clock.
 
 use bfperf::error::errno;
-use bfperf::sim::{Flavor, ManualClock, Sim};
+use bfperf::sim::{Kernel, ManualClock, Sim};
 use bfperf::{Generation, Sysfs};
 use std::sync::Arc;
 
-fn sim(gen: Generation, flavor: Flavor) -> (Sim, Arc<ManualClock>) {
+fn sim(gen: Generation, flavor: Kernel) -> (Sim, Arc<ManualClock>) {
     Sim::with_manual_clock(gen, flavor)
 }
 
@@ -21,7 +21,7 @@ fn value(s: &Sim, rel: &str) -> u64 {
     u64::from_str_radix(t.trim().trim_start_matches("0x"), 16).unwrap()
 }
 
-const ALL: [Flavor; 3] = [Flavor::Old, Flavor::New, Flavor::Oot];
+const ALL: [Kernel; 3] = [Kernel::V6_7, Kernel::V6_16, Kernel::Oot];
 
 #[test]
 fn programming_resets_and_starts_a_normal_counter() {
@@ -52,14 +52,20 @@ fn programming_resets_and_starts_a_normal_counter() {
 
 #[test]
 fn event_names_with_a_newline_fail_on_old_kernels_only() {
-    let (old, _) = sim(Generation::Bf2, Flavor::Old);
+    let (old, _) = sim(Generation::Bf2, Kernel::V6_7);
     assert_eq!(
         errno_of(old.write("tile2/event3", b"HNF_REQUESTS\n")),
         errno::EINVAL
     );
     old.write("tile2/event3", b"HNF_REQUESTS").unwrap();
     assert_eq!(old.read("tile2/event3").unwrap(), "0x45: HNF_REQUESTS\n");
-    for flavor in [Flavor::New, Flavor::Oot] {
+    // The out-of-tree driver compares the raw buffer, as old kernels do.
+    let (oot, _) = sim(Generation::Bf2, Kernel::Oot);
+    assert_eq!(
+        errno_of(oot.write("tile2/event3", b"HNF_REQUESTS\n")),
+        errno::EINVAL
+    );
+    for flavor in [Kernel::V6_16, Kernel::V6_19] {
         let (s, _) = sim(Generation::Bf2, flavor);
         s.write("tile2/event3", b"HNF_REQUESTS\n").unwrap();
         assert_eq!(s.read("tile2/event3").unwrap(), "0x45: HNF_REQUESTS\n");
@@ -72,12 +78,12 @@ fn event_names_with_a_newline_fail_on_old_kernels_only() {
 
 #[test]
 fn numbers_parse_per_flavor() {
-    let (old, _) = sim(Generation::Bf2, Flavor::Old);
+    let (old, _) = sim(Generation::Bf2, Kernel::V6_7);
     old.write("tile2/event0", b"69\n").unwrap();
     assert_eq!(old.read("tile2/event0").unwrap(), "0x45: HNF_REQUESTS\n");
     old.write("tile2/event0", b"0105").unwrap();
     assert_eq!(old.read("tile2/event0").unwrap(), "0x45: HNF_REQUESTS\n");
-    let (oot, _) = sim(Generation::Bf2, Flavor::Oot);
+    let (oot, _) = sim(Generation::Bf2, Kernel::Oot);
     oot.write("tile2/event0", b"45").unwrap();
     assert_eq!(oot.read("tile2/event0").unwrap(), "0x45: HNF_REQUESTS\n");
     oot.write("tile2/event0", b"0x4c").unwrap();
@@ -98,7 +104,7 @@ fn numbers_parse_per_flavor() {
 
 #[test]
 fn stopping_with_0xff_old_accepts_new_refuses() {
-    let (old, clock) = sim(Generation::Bf2, Flavor::Old);
+    let (old, clock) = sim(Generation::Bf2, Kernel::V6_7);
     old.write("tile2/event1", b"0x45").unwrap();
     clock.advance_secs(1);
     old.write("tile2/event1", b"0xff").unwrap();
@@ -108,17 +114,17 @@ fn stopping_with_0xff_old_accepts_new_refuses() {
     clock.advance_secs(1);
     assert_eq!(old.read("tile2/counter1").unwrap(), "0x0\n");
 
-    let (new, _) = sim(Generation::Bf2, Flavor::New);
+    let (new, _) = sim(Generation::Bf2, Kernel::V6_16);
     assert_eq!(errno_of(new.write("tile2/event1", b"0xff")), errno::EINVAL);
     assert_eq!(errno_of(new.write("gic0/event0", b"0xff")), errno::EINVAL);
     new.write("tile2/event1", b"0x0").unwrap();
     assert_eq!(new.read("tile2/event1").unwrap(), "0x0: DISABLE\n");
     // The out-of-tree driver takes any number, like old kernels.
-    let (oot, _) = sim(Generation::Bf2, Flavor::Oot);
+    let (oot, _) = sim(Generation::Bf2, Kernel::Oot);
     // "ff" starts with a letter: the driver takes it for a name.
     assert_eq!(errno_of(oot.write("gic0/event0", b"ff")), errno::EINVAL);
     oot.write("gic0/event0", b"0xff").unwrap();
-    assert_eq!(errno_of(oot.read("gic0/event0")), errno::EINVAL);
+    assert_eq!(oot.read("gic0/event0").unwrap(), "0xff: (null)\n");
 }
 
 #[test]
@@ -127,7 +133,7 @@ fn l3_counters_run_together_and_reset_only_through_enable() {
         (Generation::Bf1, "l3cache1half0"),
         (Generation::Bf2, "l3cachehalf1"),
     ] {
-        let (s, clock) = sim(gen, Flavor::New);
+        let (s, clock) = sim(gen, Kernel::V6_16);
         let f = |n: &str| format!("{half}/{n}");
         for (i, ev) in ["0x17", "0x19", "0x18", "0x1a", "0x1"].iter().enumerate() {
             s.write(&f(&format!("event{i}")), ev.as_bytes()).unwrap();
@@ -165,7 +171,7 @@ fn l3_counters_run_together_and_reset_only_through_enable() {
 
 #[test]
 fn crspace_counters_are_32_bit_and_count_clock_on_new_kernels() {
-    let (s, clock) = sim(Generation::Bf3, Flavor::New);
+    let (s, clock) = sim(Generation::Bf3, Kernel::V6_16);
     assert_eq!(s.read("llt0/count_clock").unwrap(), "0\n");
     s.write("llt0/event2", b"0x57").unwrap();
     assert_eq!(s.read("llt0/event2").unwrap(), "0x57: GDC_BANK0_HIT\n");
@@ -177,8 +183,13 @@ fn crspace_counters_are_32_bit_and_count_clock_on_new_kernels() {
     s.write("llt0/count_clock", b"0x1").unwrap();
     s.write("llt0/enable", b"1").unwrap();
     clock.advance_secs(5);
-    // 5 s at 1 GHz wraps a 32-bit counter once.
-    assert_eq!(value(&s, "llt0/counter0"), 5_000_000_000 - (1 << 32));
+    // Cycles at the frequency clock_measure reports for the LLC's PLL (T1):
+    // MHz = last count / window × 156.25; 5 s of them wrap a 32-bit counter.
+    let last = value(&s, "clock_measure/FMON_CLK_LAST_COUNT_PLL_T1");
+    let window = value(&s, "clock_measure/REFERENCE_WINDOW_WIDTH_PLL_T1");
+    let hz = last * 156_250_000 / window;
+    assert_eq!(hz, 2_000_000_000);
+    assert_eq!(value(&s, "llt0/counter0"), (5 * hz) % (1 << 32));
     let hit = value(&s, "llt0/counter2");
     assert!(hit > 0 && hit < 1 << 32);
     // Writing 0 to a crspace counter clears it.
@@ -192,7 +203,7 @@ fn crspace_counters_are_32_bit_and_count_clock_on_new_kernels() {
     s.write("llt0/enable", b"1").unwrap();
     assert_eq!(s.read("llt0/counter2").unwrap(), "0x0\n");
     // Old kernels have no count_clock file.
-    let (old, _) = sim(Generation::Bf3, Flavor::Old);
+    let (old, _) = sim(Generation::Bf3, Kernel::V6_7);
     assert_eq!(errno_of(old.read("llt0/count_clock")), errno::ENOENT);
     assert!(!old
         .list("llt0")
@@ -221,7 +232,7 @@ fn registers_run_free_and_reset_only_with_zero() {
         s.write("ecc/SERR_INJ", b"0x3").unwrap();
         assert_eq!(s.read("ecc/SERR_INJ").unwrap(), "0x3\n");
     }
-    let (s, _) = sim(Generation::Bf3, Flavor::New);
+    let (s, _) = sim(Generation::Bf3, Kernel::V6_16);
     assert_eq!(
         errno_of(s.write("clock_measure/FMON_CLK_LAST_COUNT_PLL_G1", b"0")),
         errno::EINVAL
@@ -241,9 +252,9 @@ fn event_lists_are_truncated_like_the_driver() {
             );
             // Without the `0x`, the out-of-tree lines are shorter: llt's whole list
             // (4,040 bytes) fits, mss keeps a few more bins.
-            let whole = flavor == Flavor::Oot && block == "llt0";
+            let whole = flavor == Kernel::Oot && block == "llt0";
             assert_eq!(list.contains("HISTOGRAM_BIN9"), whole, "{block} {flavor:?}");
-            if flavor != Flavor::Oot {
+            if flavor != Kernel::Oot {
                 assert!(!list.contains("HISTOGRAM"));
             }
             assert!(list.ends_with('\n'));
@@ -251,24 +262,25 @@ fn event_lists_are_truncated_like_the_driver() {
         let list = s.read("llt_miss0/event_list").unwrap();
         let first = list.lines().next().unwrap();
         match flavor {
-            Flavor::Oot => assert_eq!(first, "0: GDC_MISS_MACHINE_RD_REQ"),
+            Kernel::Oot => assert_eq!(first, "0: GDC_MISS_MACHINE_RD_REQ"),
             _ => assert_eq!(first, "0x0: GDC_MISS_MACHINE_RD_REQ"),
         }
-        // The driver's names with trailing spaces, and its duplicate number.
+        // The driver's names with trailing spaces, and its duplicate number until
+        // v6.16.
         assert!(list.contains("e: GDC_MISS_MACHINE_G_FIFO_FF_EXEC0_1 \n"));
         assert_eq!(
             s.read("llt0/event_list")
                 .unwrap()
                 .matches("67: GDC_BANK0_G_RSE_PIPE_CACHE_DATA")
                 .count(),
-            2
+            if flavor == Kernel::V6_16 { 1 } else { 2 }
         );
     }
 }
 
 #[test]
 fn layouts_and_files() {
-    let (s, _) = sim(Generation::Bf2, Flavor::New);
+    let (s, _) = sim(Generation::Bf2, Kernel::V6_16);
     assert_eq!(s.read("name").unwrap(), "bfperf\n");
     let top: Vec<String> = s.list("").unwrap().into_iter().map(|e| e.name).collect();
     assert_eq!(top.len(), 19 + 5);
@@ -298,14 +310,14 @@ fn layouts_and_files() {
         s.read_link("device").unwrap(),
         "../../../devices/platform/MLNXBFD1:00"
     );
-    let (s1, _) = sim(Generation::Bf1, Flavor::Old);
+    let (s1, _) = sim(Generation::Bf1, Kernel::V6_7);
     assert_eq!(s1.read("device/modalias").unwrap(), "acpi:MLNXBFD0:\n");
 }
 
 #[test]
 fn every_command_works_on_the_in_process_simulator() {
     use bfperf::ops::{control, program, read};
-    let (s, clock) = Sim::with_manual_clock(Generation::Bf2, Flavor::New);
+    let (s, clock) = Sim::with_manual_clock(Generation::Bf2, Kernel::V6_16);
     let device = bfperf::Device::open(Box::new(Arc::new(s))).unwrap();
     assert_eq!(device.generation(), Generation::Bf2);
     assert_eq!(device.blocks().len(), 19);

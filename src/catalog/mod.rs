@@ -27,6 +27,8 @@ impl EventDef {
 }
 
 const RESERVED: &str = "Reserved for internal use";
+/// The event that stops a counter on kernels that have it.
+pub const DISABLE: &str = "DISABLE";
 /// The length of the driver's per-line buffer: a list this close to a page was cut.
 const EVENT_INFO_LEN: usize = 100;
 const PAGE_SIZE: usize = 4096;
@@ -236,7 +238,7 @@ impl Catalog {
     /// The number of the table's `DISABLE` event, the way to stop a counter on
     /// kernels that validate numbers.
     pub fn disable_number(&self) -> Option<u32> {
-        self.by_name("DISABLE").map(|e| e.number)
+        self.by_name(DISABLE).map(|e| e.number)
     }
 
     /// Resolves a name typed by a user: exact, then any case, then the vendor

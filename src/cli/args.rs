@@ -188,9 +188,13 @@ pub struct SimOpts {
     /// BlueField generation
     #[arg(long = "gen", default_value = "2", value_parser = ["1", "2", "3"])]
     pub generation: String,
-    /// Kernel flavour: old (names need no newline; any number), new (validates numbers), oot (out-of-tree)
-    #[arg(long, default_value = "new", value_parser = ["old", "new", "oot"])]
-    pub flavor: String,
+    /// The kernel to behave like: 5.10, 6.4, 6.7, 6.14, 6.16, 6.19 (or any later
+    /// version), oot (NVIDIA's out-of-tree driver); old = 6.7, new = 6.16
+    #[arg(long, alias = "flavor", value_name = "VERSION", default_value = "6.16")]
+    pub kernel: String,
+    /// Counters per block of a kind, as firmware may set them (e.g. llt=16); repeatable
+    #[arg(long = "counters", value_name = "KIND=N")]
+    pub counters: Vec<String>,
 }
 
 /// The output format switch of every command that prints data.

@@ -249,26 +249,67 @@ fn write_file(
     Ok(())
 }
 
-fn parse_sim_opts(o: &args::SimOpts) -> (Generation, sim::Flavor) {
+/// What `sim mount|export` were asked for, validated.
+struct SimChoice {
+    gen: Generation,
+    kernel: sim::Kernel,
+    options: sim::SimOptions,
+}
+
+fn bad_sim(problem: String) -> Error {
+    Error::BadAssignment { problem }
+}
+
+fn parse_sim_opts(o: &args::SimOpts) -> Result<SimChoice> {
     let gen = match o.generation.as_str() {
         "1" => Generation::Bf1,
         "3" => Generation::Bf3,
         _ => Generation::Bf2,
     };
-    (
+    let kernel = sim::Kernel::parse(&o.kernel).ok_or_else(|| {
+        let known: Vec<&str> = sim::kernel::KERNELS.iter().map(|k| k.name).collect();
+        bad_sim(format!(
+            "unknown kernel '{}': give a version ({}, or a later one such as 6.17) or old, new, oot",
+            o.kernel,
+            known.join(", ")
+        ))
+    })?;
+    if gen == Generation::Bf3 && !kernel.def().bf3 {
+        return Err(bad_sim(format!(
+            "kernel {} has no BlueField-3 support (it came with v6.4)",
+            kernel.name()
+        )));
+    }
+    let mut options = sim::SimOptions::default();
+    for c in &o.counters {
+        let parsed = c.split_once('=').and_then(|(k, n)| {
+            Some((crate::block::BlockKind::parse(k)?, n.parse::<usize>().ok()?))
+        });
+        match parsed {
+            Some((kind, n)) if n <= 64 => options.counters.push((kind, n)),
+            _ => {
+                return Err(bad_sim(format!(
+                    "--counters takes KIND=N with a block kind and 0 to 64 counters (e.g. llt=16), not '{c}'"
+                )))
+            }
+        }
+    }
+    Ok(SimChoice {
         gen,
-        sim::Flavor::parse(&o.flavor).unwrap_or(sim::Flavor::New),
-    )
+        kernel,
+        options,
+    })
 }
 
 fn sim_cmd(cmd: SimCommand) -> Result<()> {
     match cmd {
         SimCommand::Mount { dir, sim: o } => {
-            let (gen, flavor) = parse_sim_opts(&o);
-            let device = Arc::new(sim::Sim::new(
-                gen,
-                flavor,
+            let c = parse_sim_opts(&o)?;
+            let device = Arc::new(sim::Sim::with_options(
+                c.gen,
+                c.kernel,
                 Arc::new(sim::SystemClock::new()),
+                &c.options,
             ));
             sim::mount::serve(device, &dir)
         }
@@ -277,7 +318,7 @@ fn sim_cmd(cmd: SimCommand) -> Result<()> {
             sim: o,
             fixture,
         } => {
-            let (gen, flavor) = parse_sim_opts(&o);
+            let c = parse_sim_opts(&o)?;
             if dir.exists()
                 && std::fs::read_dir(&dir)
                     .map(|mut d| d.next().is_some())
@@ -289,9 +330,14 @@ fn sim_cmd(cmd: SimCommand) -> Result<()> {
                 });
             }
             let device = if fixture {
-                sim::export::fixture_sim(gen)
+                sim::export::fixture_sim(c.gen)
             } else {
-                sim::Sim::new(gen, flavor, Arc::new(sim::ManualClock::new(0)))
+                sim::Sim::with_options(
+                    c.gen,
+                    c.kernel,
+                    Arc::new(sim::ManualClock::new(0)),
+                    &c.options,
+                )
             };
             sim::export_tree(&device, sim::SysfsRootLayout::default(), &dir).map_err(|e| {
                 Error::File {

@@ -219,7 +219,7 @@ fn registers_to_clear(
             return Err(not_supported(
                 block,
                 format!(
-                    "{} has no count registers to clear (its registers are measurements or controls)",
+                    "{} has no count registers to clear: its registers are read-only measurements or controls",
                     block.name
                 ),
             ));

@@ -73,6 +73,9 @@ pub fn read_number(fs: &dyn Sysfs, rel: &str) -> Result<u64> {
     })
 }
 
+/// What the out-of-tree driver prints for an event it has no name for.
+const UNNAMED: &str = "(null)";
+
 /// Reads `event<N>`: the number and, when the file says it, the name. None when nothing
 /// nameable is programmed (the driver answers EINVAL, or "No event being monitored").
 /// A bare number (a plain-file copy of the tree after a write) has no name.
@@ -86,6 +89,8 @@ pub fn read_event(
         Ok(text) => {
             let t = text.trim();
             Ok(match parse_event_line(t) {
+                // The out-of-tree driver prints a number it cannot name as `(null)`.
+                Some((n, name)) if name == UNNAMED => Some((n, None)),
                 Some((n, name)) => Some((n, Some(name))),
                 None => parse_value(t)
                     .and_then(|n| u32::try_from(n).ok())

@@ -1,8 +1,9 @@
 //! Block layouts of the simulated generations. Counter counts come from firmware on a
-//! real DPU; these are plausible ones. BlueField-2 is the vendor documentation's listing.
+//! real DPU; these are plausible ones. BlueField-2 is the vendor documentation's listing;
+//! BlueField-3 has the blocks NVIDIA's bandwidth tool reads.
 
-use super::Flavor;
-use crate::block::Generation;
+use super::kernel::KernelDef;
+use crate::block::{BlockKind, Generation};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Spec {
@@ -65,31 +66,68 @@ const BF2: &[Spec] = &[
     s("triogen1", 1),
 ];
 
+/// BlueField-3 as NVIDIA's own tooling sees it: 8 llt, 8 llt_miss, 2 mss.
 const BF3: &[Spec] = &[
     s("gic0", 2),
     s("llt0", 8),
     s("llt1", 8),
     s("llt2", 8),
     s("llt3", 8),
+    s("llt4", 8),
+    s("llt5", 8),
+    s("llt6", 8),
+    s("llt7", 8),
     s("llt_miss0", 8),
     s("llt_miss1", 8),
     s("llt_miss2", 8),
     s("llt_miss3", 8),
+    s("llt_miss4", 8),
+    s("llt_miss5", 8),
+    s("llt_miss6", 8),
+    s("llt_miss7", 8),
     s("mss0", 8),
     s("mss1", 8),
     s("smmu0", 2),
 ];
 
-pub fn blocks(gen: Generation, flavor: Flavor) -> Vec<Spec> {
-    match gen {
+/// From kernels with count_clock.
+const BF3_CLOCK: &[Spec] = &[s("clock_measure", 0)];
+
+/// The April 2025 blocks: two APTs, an EMI per DDR channel pair of each MSS.
+const BF3_2025: &[Spec] = &[
+    s("apt0", 4),
+    s("apt1", 4),
+    s("emi0", 4),
+    s("emi1", 4),
+    s("emi2", 4),
+    s("emi3", 4),
+    s("gga0", 8),
+    s("msn0", 4),
+    s("prnf0", 4),
+];
+
+/// The blocks of a generation on a kernel. `counters` overrides the counter count of
+/// every block of a kind (firmware decides it on a real DPU).
+pub fn blocks(gen: Generation, kernel: &KernelDef, counters: &[(BlockKind, usize)]) -> Vec<Spec> {
+    let mut v: Vec<Spec> = match gen {
         Generation::Bf1 => BF1.to_vec(),
         Generation::Bf3 => {
             let mut v = BF3.to_vec();
-            if flavor == Flavor::New {
-                v.push(s("clock_measure", 0));
+            if kernel.count_clock {
+                v.extend_from_slice(BF3_CLOCK);
+            }
+            if kernel.blocks_2025 {
+                v.extend_from_slice(BF3_2025);
             }
             v
         }
         _ => BF2.to_vec(),
+    };
+    for spec in &mut v {
+        let kind = BlockKind::from_block_name(spec.name);
+        if let Some((_, n)) = counters.iter().find(|(k, _)| *k == kind) {
+            spec.counters = *n;
+        }
     }
+    v
 }

@@ -22,6 +22,22 @@ pub fn kstrtouint(buf: &str, base: u32) -> Result<u32, i32> {
     u32::from_str_radix(digits, radix).map_err(|_| errno::ERANGE)
 }
 
+/// `kstrtobool`: the first character decides (`1yYtT` true, `0nNfF` false; `on`/`off`);
+/// anything else is EINVAL. So "0x1" is false and "2" is refused.
+pub fn kstrtobool(buf: &str) -> Result<bool, i32> {
+    let b = buf.as_bytes();
+    match b.first() {
+        Some(b'1' | b'y' | b'Y' | b't' | b'T') => Ok(true),
+        Some(b'0' | b'n' | b'N' | b'f' | b'F') => Ok(false),
+        Some(b'o' | b'O') => match b.get(1) {
+            Some(b'n' | b'N') => Ok(true),
+            Some(b'f' | b'F') => Ok(false),
+            _ => Err(errno::EINVAL),
+        },
+        _ => Err(errno::EINVAL),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,5 +53,9 @@ mod tests {
         assert_eq!(kstrtouint("-1", 0), Err(errno::EINVAL));
         assert_eq!(kstrtouint("99999999999", 0), Err(errno::ERANGE));
         assert_eq!(kstrtouint("", 0), Err(errno::EINVAL));
+        assert_eq!(kstrtobool("1\n"), Ok(true));
+        assert_eq!(kstrtobool("0x1"), Ok(false));
+        assert_eq!(kstrtobool("on"), Ok(true));
+        assert_eq!(kstrtobool("2"), Err(errno::EINVAL));
     }
 }

@@ -1,0 +1,277 @@
+//! The kernels that shipped the mlxbf-pmc driver, as the simulator models them: one
+//! table row per behaviour that changed, and the edits each kernel made to the event
+//! tables. Facts from the driver's history (see the project's ABI notes).
+
+use crate::block::{BlockKind, Generation, Mechanism};
+use crate::catalog::EventDef;
+
+/// A kernel whose driver behaves differently from the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kernel {
+    /// v5.10 to v6.1.
+    V5_10,
+    /// v6.4 to v6.6.
+    V6_4,
+    /// v6.7 to v6.13.
+    V6_7,
+    /// v6.14 and v6.15.
+    V6_14,
+    /// v6.16 to v6.18.
+    V6_16,
+    /// v6.19 on.
+    V6_19,
+    /// NVIDIA's out-of-tree driver v2.3 (BlueField BSP).
+    Oot,
+}
+
+/// How `event<N>` reads when the programmed number has no name in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unnamed {
+    /// The read fails with EINVAL.
+    Einval,
+    /// `No event being monitored`.
+    NoEvent,
+    /// `0xff: (null)` (a NULL name printed with %s).
+    Null,
+}
+
+/// What a kernel's driver does.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelDef {
+    pub kernel: Kernel,
+    /// The version as `--kernel` takes it.
+    pub name: &'static str,
+    /// Other names `--kernel` accepts (the former flavours).
+    pub aliases: &'static [&'static str],
+    pub about: &'static str,
+    /// BlueField-3 blocks are supported.
+    pub bf3: bool,
+    /// The counter tables have DISABLE entries (a September 2023 fix).
+    pub disable_entries: bool,
+    pub unnamed: Unnamed,
+    /// `echo NAME > event<N>` works (the trailing newline is dropped).
+    pub name_newline: bool,
+    /// Numbers outside the table are refused with EINVAL (so 0xff cannot stop).
+    pub validates_numbers: bool,
+    /// Every number written is read as hex (`45` is 0x45).
+    pub hex_numbers: bool,
+    /// `event_list` lines read `45: NAME`, without `0x`.
+    pub list_without_0x: bool,
+    /// `count_clock` on crspace blocks, and the `clock_measure` block.
+    pub count_clock: bool,
+    /// The gga, apt, emi, prnf and msn blocks.
+    pub blocks_2025: bool,
+    /// `enable` parsed with kstrtobool ("0x1" is false, "2" refused).
+    pub enable_bool: bool,
+    /// Table names keep their trailing spaces.
+    pub trailing_spaces: bool,
+    /// Which table edits of [`TABLE_QUIRKS`] this kernel has.
+    pub quirks: &'static [Quirk],
+}
+
+/// A mistake some kernels' tables make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quirk {
+    /// hnfnet names 0x35 NDN_DIAG_S_OUT_OF_CRED too (fixed December 2022).
+    HnfnetSouthTwice,
+    /// llt lists GDC_BANK0_G_RSE_PIPE_CACHE_DATA1 as 0x67 (fixed in v6.16).
+    LltData1At103,
+}
+
+/// An edit of one table entry.
+#[derive(Debug, Clone, Copy)]
+pub enum Edit {
+    /// The entry at `number` is named `name`.
+    Rename { number: u32, name: &'static str },
+    /// The entry named `name` is listed at `number`.
+    Renumber { name: &'static str, number: u32 },
+}
+
+/// How a quirk edits a kind's table.
+#[derive(Debug, Clone, Copy)]
+pub struct TableQuirk {
+    pub quirk: Quirk,
+    pub kind: BlockKind,
+    pub edit: Edit,
+}
+
+pub static TABLE_QUIRKS: &[TableQuirk] = &[
+    TableQuirk {
+        quirk: Quirk::HnfnetSouthTwice,
+        kind: BlockKind::Tilenet,
+        edit: Edit::Rename {
+            number: 0x35,
+            name: "NDN_DIAG_S_OUT_OF_CRED",
+        },
+    },
+    TableQuirk {
+        quirk: Quirk::LltData1At103,
+        kind: BlockKind::Llt,
+        edit: Edit::Renumber {
+            name: "GDC_BANK0_G_RSE_PIPE_CACHE_DATA1",
+            number: 0x67,
+        },
+    },
+];
+
+const fn base(kernel: Kernel, name: &'static str, about: &'static str) -> KernelDef {
+    KernelDef {
+        kernel,
+        name,
+        aliases: &[],
+        about,
+        bf3: true,
+        disable_entries: true,
+        unnamed: Unnamed::Einval,
+        name_newline: false,
+        validates_numbers: false,
+        hex_numbers: false,
+        list_without_0x: false,
+        count_clock: false,
+        blocks_2025: false,
+        enable_bool: false,
+        trailing_spaces: true,
+        quirks: &[],
+    }
+}
+
+pub static KERNELS: &[KernelDef] = &[
+    KernelDef {
+        bf3: false,
+        disable_entries: false,
+        unnamed: Unnamed::NoEvent,
+        quirks: &[Quirk::HnfnetSouthTwice],
+        ..base(
+            Kernel::V5_10,
+            "5.10",
+            "v5.10 to v6.1: BlueField-1 and -2 only",
+        )
+    },
+    KernelDef {
+        disable_entries: false,
+        quirks: &[Quirk::LltData1At103],
+        ..base(
+            Kernel::V6_4,
+            "6.4",
+            "v6.4 to v6.6: BlueField-3 crspace blocks",
+        )
+    },
+    KernelDef {
+        aliases: &["old"],
+        quirks: &[Quirk::LltData1At103],
+        ..base(Kernel::V6_7, "6.7", "v6.7 to v6.13: DISABLE entries")
+    },
+    KernelDef {
+        count_clock: true,
+        quirks: &[Quirk::LltData1At103],
+        ..base(
+            Kernel::V6_14,
+            "6.14",
+            "v6.14, v6.15: count_clock and clock_measure",
+        )
+    },
+    KernelDef {
+        aliases: &["new"],
+        count_clock: true,
+        name_newline: true,
+        validates_numbers: true,
+        blocks_2025: true,
+        enable_bool: true,
+        ..base(
+            Kernel::V6_16,
+            "6.16",
+            "v6.16 to v6.18: numbers validated, names with a newline, the 2025 blocks",
+        )
+    },
+    KernelDef {
+        count_clock: true,
+        name_newline: true,
+        validates_numbers: true,
+        blocks_2025: true,
+        enable_bool: true,
+        trailing_spaces: false,
+        ..base(
+            Kernel::V6_19,
+            "6.19",
+            "v6.19 on: no trailing spaces in names",
+        )
+    },
+    KernelDef {
+        aliases: &["oot"],
+        unnamed: Unnamed::Null,
+        hex_numbers: true,
+        list_without_0x: true,
+        quirks: &[Quirk::LltData1At103],
+        ..base(Kernel::Oot, "oot", "NVIDIA's out-of-tree driver v2.3")
+    },
+];
+
+impl Kernel {
+    pub fn def(self) -> &'static KernelDef {
+        KERNELS
+            .iter()
+            .find(|k| k.kernel == self)
+            .unwrap_or(&KERNELS[KERNELS.len() - 1])
+    }
+
+    /// Every kernel modelled.
+    pub fn all() -> impl Iterator<Item = Kernel> {
+        KERNELS.iter().map(|k| k.kernel)
+    }
+
+    /// A version or alias as `--kernel` takes it (`6.16`, `6.16.3`, `new`).
+    pub fn parse(text: &str) -> Option<Kernel> {
+        if let Some(k) = KERNELS
+            .iter()
+            .find(|k| k.name == text || k.aliases.contains(&text))
+        {
+            return Some(k.kernel);
+        }
+        // A full version: the newest modelled kernel not after it.
+        let mut parts = text.split('.').map(|p| p.parse::<u32>().ok());
+        let (major, minor) = (parts.next()??, parts.next()??);
+        KERNELS
+            .iter()
+            .filter(|k| k.kernel != Kernel::Oot)
+            .filter(|k| {
+                let mut p = k.name.split('.').filter_map(|x| x.parse::<u32>().ok());
+                let v = (p.next().unwrap_or(0), p.next().unwrap_or(0));
+                v <= (major, minor)
+            })
+            .map(|k| k.kernel)
+            .next_back()
+    }
+
+    pub fn name(self) -> &'static str {
+        self.def().name
+    }
+}
+
+/// The event table this kernel serves for a kind: the built-in table with the
+/// kernel's DISABLE entries, quirks and name spelling applied.
+pub fn served_table(kernel: &KernelDef, kind: BlockKind, gen: Generation) -> Vec<EventDef> {
+    let registers = kind.def().mechanism.get(gen) == Mechanism::Registers;
+    let mut table: Vec<EventDef> = crate::catalog::builtin(kind, gen)
+        .iter()
+        .filter(|d| kernel.disable_entries || registers || d.name != crate::catalog::DISABLE)
+        .copied()
+        .collect();
+    for q in TABLE_QUIRKS
+        .iter()
+        .filter(|q| q.kind == kind && kernel.quirks.contains(&q.quirk))
+    {
+        for d in table.iter_mut() {
+            match q.edit {
+                Edit::Rename { number, name } if d.number == number => d.name = name,
+                Edit::Renumber { name, number } if d.name == name => d.number = number,
+                _ => {}
+            }
+        }
+    }
+    if !kernel.trailing_spaces {
+        for d in table.iter_mut() {
+            d.name = d.name.trim_end();
+        }
+    }
+    table
+}
