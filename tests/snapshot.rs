@@ -2,8 +2,10 @@
 
 mod common;
 
+use bfperf::kinds::Role;
 use bfperf::ops::diff::{diff, Flag, IntervalSource};
 use bfperf::ops::snapshot::{Snapshot, SnapshotBlock, SnapshotCounter, SnapshotRegister};
+use bfperf::{BlockKind, Mechanism};
 use common::*;
 use predicates::prelude::*;
 use std::fs;
@@ -102,13 +104,12 @@ fn block(
 ) -> SnapshotBlock {
     SnapshotBlock {
         block: name.into(),
-        kind: kind.into(),
+        kind: BlockKind::parse(kind).unwrap_or(BlockKind::Unknown),
         mechanism: if registers.is_empty() {
-            "all-at-once"
+            Mechanism::AllAtOnce
         } else {
-            "registers"
-        }
-        .into(),
+            Mechanism::Registers
+        },
         enabled: None,
         counters: counters
             .into_iter()
@@ -125,6 +126,7 @@ fn block(
             .into_iter()
             .map(|(n, value)| SnapshotRegister {
                 register: n.into(),
+                role: Role::Count,
                 value,
                 width_bits: 64,
             })
@@ -518,4 +520,31 @@ fn diff_formats_csv() {
         "block,counter,register,event,event_name,old,new,delta,rate_per_s,flag"
     );
     assert!(out.contains("\npcie0,,IN_P_PKT_CNT,,,"), "{out}");
+}
+
+#[test]
+fn levels_are_shown_not_differenced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    on_fixture("bf3")
+        .args(["snapshot", "clock_measure", "-o"])
+        .arg(&a)
+        .assert()
+        .success();
+    on_fixture("bf3")
+        .args(["snapshot", "clock_measure", "-o"])
+        .arg(&b)
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&a).unwrap()).unwrap();
+    assert_eq!(v["blocks"][0]["registers"][0]["role"], "level");
+    let d: serde_json::Value = serde_json::from_str(&stdout_of(
+        bfperf().arg("diff").arg(&a).arg(&b).arg("--json"),
+    ))
+    .unwrap();
+    let first = &d["values"][0];
+    assert_eq!(first["register"], "FMON_CLK_LAST_COUNT_PLL_D1_INST0");
+    assert_eq!(first["flag"], "level");
+    assert_eq!(first["delta"], serde_json::Value::Null);
+    assert_eq!(first["new"], 6400);
 }

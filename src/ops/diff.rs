@@ -6,7 +6,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::snapshot::Snapshot;
+use crate::block::BlockKind;
 use crate::error::{Error, Result};
+use crate::kinds::Role;
 
 /// Why a value's delta is not a plain subtraction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -18,6 +20,10 @@ pub enum Flag {
     Reset,
     /// The counter's event changed between the snapshots: no delta.
     EventChanged,
+    /// A level (a measurement), not a count: shown, not differenced.
+    Level,
+    /// A control register: shown, not differenced.
+    Control,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -199,10 +205,11 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
             let Some(nr) = new_registers.get(or.register.as_str()) else {
                 continue;
             };
-            let (d, f) = if nr.value >= or.value {
-                (nr.value - or.value, None)
-            } else {
-                (nr.value, Some(Flag::Reset))
+            let (d, f) = match nr.role {
+                Role::Level => (None, Some(Flag::Level)),
+                Role::Control => (None, Some(Flag::Control)),
+                Role::Count if nr.value >= or.value => (Some(nr.value - or.value), None),
+                Role::Count => (Some(nr.value), Some(Flag::Reset)),
             };
             values.push(ValueDiff {
                 block: ob.block.clone(),
@@ -212,8 +219,8 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
                 event_name: None,
                 old: or.value,
                 new: nr.value,
-                delta: Some(d),
-                rate_per_s: rate(d),
+                delta: d,
+                rate_per_s: d.and_then(rate),
                 flag: f,
             });
         }
@@ -242,7 +249,7 @@ fn pcie_summaries(new: &Snapshot, values: &[ValueDiff]) -> Vec<PcieSummary> {
         .filter_map(|v| Some(((v.block.as_str(), v.register.as_deref()?), v.rate_per_s?)))
         .collect();
     let mut out = Vec::new();
-    for b in new.blocks.iter().filter(|b| b.kind == "pcie") {
+    for b in new.blocks.iter().filter(|b| b.kind == BlockKind::Pcie) {
         let get = |dir: &str, ty: &str, unit: &str| -> f64 {
             let name = format!("{dir}_{ty}_{unit}_CNT");
             rates

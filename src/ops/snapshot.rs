@@ -9,9 +9,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::read::read_blocks;
-use crate::block::BlockKind;
+use crate::block::{BlockKind, Mechanism};
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::kinds::Role;
 
 /// The `schema` field of every snapshot.
 pub const SCHEMA: &str = "bfperf-snapshot";
@@ -43,8 +44,8 @@ pub struct Snapshot {
 pub struct SnapshotBlock {
     #[serde(alias = "name")]
     pub block: String,
-    pub kind: String,
-    pub mechanism: String,
+    pub kind: BlockKind,
+    pub mechanism: Mechanism,
     /// `enable` state of L3/crspace blocks; null for others.
     pub enabled: Option<bool>,
     pub counters: Vec<SnapshotCounter>,
@@ -67,8 +68,16 @@ pub struct SnapshotCounter {
 pub struct SnapshotRegister {
     #[serde(alias = "name")]
     pub register: String,
+    /// `count` (deltas make sense), `control` or `level` (shown, not differenced).
+    /// Version 1 snapshots have none: counts.
+    #[serde(default = "count_role")]
+    pub role: Role,
     pub value: u64,
     pub width_bits: u32,
+}
+
+fn count_role() -> Role {
+    Role::Count
 }
 
 /// Takes a snapshot. No selector: the PCIe TLR statistics (`pcie` blocks).
@@ -114,8 +123,8 @@ pub fn take(device: &Device, selectors: &[String]) -> Result<Snapshot> {
             .into_iter()
             .map(|b| SnapshotBlock {
                 block: b.block,
-                kind: b.kind.as_str().to_string(),
-                mechanism: b.mechanism.as_str().to_string(),
+                kind: b.kind,
+                mechanism: b.mechanism,
                 enabled: b.enabled,
                 counters: b
                     .counters
@@ -133,6 +142,7 @@ pub fn take(device: &Device, selectors: &[String]) -> Result<Snapshot> {
                     .registers
                     .into_iter()
                     .map(|r| SnapshotRegister {
+                        role: b.kind.def().role(&r.register),
                         register: r.register,
                         value: r.value,
                         width_bits: b.width_bits,

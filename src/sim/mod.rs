@@ -90,6 +90,24 @@ impl Sim {
         self.kernel.kernel
     }
 
+    /// Events per second the simulated hardware counts for `event` on counter
+    /// `counter` of `block` (what tests compute their expectations from).
+    pub fn event_rate(&self, block: &str, event: u32, counter: usize) -> Option<u64> {
+        let state = self.lock();
+        let b = state.blocks.iter().find(|b| b.name == block)?;
+        Some(event_rate(b.seed, event, counter as u64))
+    }
+
+    /// Cycles per second a `count_clock` counter of `block` counts.
+    pub fn clock_hz(&self, block: &str) -> Option<u64> {
+        let state = self.lock();
+        state
+            .blocks
+            .iter()
+            .find(|b| b.name == block)
+            .map(|b| b.clock_hz)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }

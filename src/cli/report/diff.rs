@@ -18,6 +18,8 @@ fn flag(f: Option<Flag>) -> &'static str {
         Some(Flag::Wrapped) => "wrapped",
         Some(Flag::Reset) => "reset",
         Some(Flag::EventChanged) => "event changed",
+        Some(Flag::Level) => "level",
+        Some(Flag::Control) => "control",
         None => "",
     }
 }
@@ -127,6 +129,8 @@ impl Report for DiffReport {
                     Some(Flag::Wrapped) => "wrapped",
                     Some(Flag::Reset) => "reset",
                     Some(Flag::EventChanged) => "event_changed",
+                    Some(Flag::Level) => "level",
+                    Some(Flag::Control) => "control",
                     None => "",
                 }),
             ]);
