@@ -194,7 +194,7 @@ impl Mount {
         }
         let dir = tempfile::tempdir().unwrap();
         let child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("bfperf"))
-            .args(["sim", "mount", "--gen", gen, "--flavor", flavor])
+            .args(["sim", "mount", "--gen", gen, "--kernel", flavor])
             .arg(dir.path())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
