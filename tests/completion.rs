@@ -278,14 +278,50 @@ fn real_fish_completes_where_fish_exists() {
     let out = Process::new("fish")
         .arg("-c")
         .arg(format!(
-            "source '{}'; complete -C 'bfperf --sysfs-root {r} program tile2 3 HNF_REQ'",
+            "source '{}'; complete -C 'bfperf --sysfs-root {r} program tile2 3 hnf_req'",
             script.display()
         ))
         .env("PATH", path)
         .env_remove("BFPERF_SYSFS_ROOT")
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "HNF_REQUESTS\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "HNF_REQUESTS\t0x45 Number of REQs that were processed in HNF\n"
+    );
+}
+
+#[test]
+fn real_zsh_offers_event_names_in_any_case_where_zsh_exists() {
+    if Process::new("zsh").arg("-c").arg("true").output().is_err() {
+        return; // announced by zsh_and_fish_scripts_parse_where_those_shells_exist
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions/_bfperf");
+    let bin = assert_cmd::cargo::cargo_bin!("bfperf");
+    let r = root("bf2");
+    // compadd is zsh's completion builtin; a stand-in prints what the script gives it.
+    let program = format!(
+        r#"compdef() {{ :; }}
+compadd() {{ print -r -- "compadd $*"; }}
+_files() {{ print -r -- _files; }}
+source '{}'
+words=('{}' --sysfs-root '{r}' program tile2 3 hnf_req)
+CURRENT=7
+_bfperf"#,
+        script.display(),
+        bin.display()
+    );
+    let out = Process::new("zsh")
+        .args(["-f", "-c", &program])
+        .env_remove("BFPERF_SYSFS_ROOT")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("compadd -U -Q -l -d shown -- HNF_REQUESTS\n"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
