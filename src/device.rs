@@ -184,18 +184,29 @@ impl Device {
                     .to_string(),
             });
         }
-        if let Some(b) = self.blocks.iter().find(|b| b.name == name) {
-            return Ok(b);
-        }
-        if let Some(b) = self
-            .blocks
-            .iter()
-            .find(|b| b.name.eq_ignore_ascii_case(name))
-        {
-            return Ok(b);
-        }
+        self.find_block(name)
+            .ok_or_else(|| self.unknown_block(name, false))
+    }
+
+    fn find_block(&self, name: &str) -> Option<&Block> {
+        self.blocks.iter().find(|b| b.name == name).or_else(|| {
+            self.blocks
+                .iter()
+                .find(|b| b.name.eq_ignore_ascii_case(name))
+        })
+    }
+
+    /// An unknown block name, with suggestions; `selector` mentions kinds and globs.
+    fn unknown_block(&self, name: &str, selector: bool) -> Error {
         let sugg = suggest(name, self.blocks.iter().map(|b| b.name.as_str()));
-        let hint = if sugg.is_empty() {
+        let hint = if !sugg.is_empty() {
+            did_you_mean(&sugg)
+        } else if selector {
+            format!(
+                "; give a block name, a kind ({}), a pattern such as tile* or all",
+                self.kinds().join(", ")
+            )
+        } else {
             format!(
                 "; this device has {}",
                 self.blocks
@@ -204,56 +215,71 @@ impl Device {
                     .collect::<Vec<_>>()
                     .join(" ")
             )
-        } else {
-            did_you_mean(&sugg)
         };
-        Err(Error::UnknownBlock {
+        Error::UnknownBlock {
             name: name.to_string(),
             hint,
-        })
+        }
     }
 
-    /// Blocks chosen by selectors: a block name, a kind (`tile`, `pcie`, `l3cache`),
-    /// or `all`. No selector: every block.
+    /// Blocks chosen by selectors, each a comma list of block names, kinds (`tile`,
+    /// `pcie`, `l3cache`), globs over block names (`tile[0-3]`, `llt*`) or `all`. No
+    /// selector: every block. Every part must choose at least one block.
     pub fn select(&self, selectors: &[String]) -> Result<Vec<&Block>> {
-        if selectors.is_empty() || selectors.iter().any(|s| s == "all") {
+        if selectors.is_empty() {
             return Ok(self.blocks.iter().collect());
         }
         let mut out: Vec<&Block> = Vec::new();
-        for sel in selectors {
-            let chosen: Vec<&Block> = match BlockKind::parse(sel) {
-                Some(kind) => {
-                    let of_kind: Vec<&Block> =
-                        self.blocks.iter().filter(|b| b.kind == kind).collect();
-                    if of_kind.is_empty() {
-                        return Err(Error::NoBlocksOfKind {
-                            kind: kind.as_str().to_string(),
-                            generation: self.generation.label().to_string(),
-                            kinds: self.kinds().join(", "),
-                        });
-                    }
-                    of_kind
-                }
-                None => vec![self.block(sel).map_err(|e| match e {
-                    Error::UnknownBlock { name, hint } if hint.starts_with("; this device") => {
-                        Error::UnknownBlock {
-                            name,
-                            hint: format!(
-                                "; give a block name, a kind ({}) or all",
-                                self.kinds().join(", ")
-                            ),
-                        }
-                    }
-                    other => other,
-                })?],
-            };
-            for b in chosen {
+        for part in selectors.iter().flat_map(|s| s.split(',')) {
+            for b in self.select_one(part.trim())? {
                 if !out.iter().any(|o| o.name == b.name) {
                     out.push(b);
                 }
             }
         }
         Ok(out)
+    }
+
+    fn select_one(&self, sel: &str) -> Result<Vec<&Block>> {
+        if sel == "all" {
+            return Ok(self.blocks.iter().collect());
+        }
+        if let Some(kind) = BlockKind::parse(sel) {
+            let of_kind: Vec<&Block> = self.blocks.iter().filter(|b| b.kind == kind).collect();
+            if of_kind.is_empty() {
+                return Err(Error::NoBlocksOfKind {
+                    kind: kind.as_str().to_string(),
+                    generation: self.generation.label().to_string(),
+                    kinds: self.kinds().join(", "),
+                });
+            }
+            return Ok(of_kind);
+        }
+        if sel.contains(['*', '?', '[']) {
+            let pattern = glob::Pattern::new(sel).map_err(|e| Error::UnknownBlock {
+                name: sel.to_string(),
+                hint: format!(": not a usable pattern ({e})"),
+            })?;
+            let matched: Vec<&Block> = self
+                .blocks
+                .iter()
+                .filter(|b| pattern.matches(&b.name))
+                .collect();
+            if matched.is_empty() {
+                return Err(Error::UnknownBlock {
+                    name: sel.to_string(),
+                    hint: format!(
+                        ": the pattern matches no block; this device has {}",
+                        self.kinds().join(", ")
+                    ),
+                });
+            }
+            return Ok(matched);
+        }
+        match self.find_block(sel) {
+            Some(b) => Ok(vec![b]),
+            None => Err(self.unknown_block(sel, true)),
+        }
     }
 
     /// Kinds present on this device.

@@ -91,6 +91,10 @@ pub enum Error {
     #[error("{problem}")]
     SnapshotMismatch { problem: String },
 
+    /// Another writer holds the device.
+    #[error("another program is writing the counters ({holder}); two writers reset each other's counters and both read garbage: wait for it to finish, or pass --wait to queue (lock {path})", path = path.display())]
+    Busy { holder: String, path: PathBuf },
+
     /// An output file bfperf refuses to replace.
     #[error("refusing to write {path}: {problem}", path = path.display())]
     OutputTarget { path: PathBuf, problem: String },

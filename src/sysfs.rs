@@ -38,10 +38,61 @@ pub trait Sysfs: Send + Sync {
     fn read_link(&self, rel: &str) -> io::Result<String>;
     /// Where the device is, for people (a path).
     fn location(&self) -> String;
+
+    /// Opens a file for repeated reads (sampling). The real filesystem opens it once
+    /// and reads it with one `pread` at offset 0 each time, which makes sysfs
+    /// generate the value afresh; the default reads the whole file each time.
+    fn open_value(&self, rel: &str) -> io::Result<Box<dyn ValueFile + '_>> {
+        Ok(Box::new(Reread {
+            fs: self,
+            rel: rel.to_string(),
+        }))
+    }
+}
+
+/// A file opened for sampling.
+pub trait ValueFile: Send {
+    /// The file's current content.
+    fn read_now(&mut self) -> io::Result<String>;
+}
+
+/// Sampling by reading the whole file through the access layer each time.
+struct Reread<'a, T: ?Sized> {
+    fs: &'a T,
+    rel: String,
+}
+
+impl<T: Sysfs + ?Sized> ValueFile for Reread<'_, T> {
+    fn read_now(&mut self) -> io::Result<String> {
+        self.fs.read(&self.rel)
+    }
+}
+
+/// A sysfs attribute kept open and read with one `pread` at offset 0.
+pub struct PreadFile {
+    file: fs::File,
+    buf: Vec<u8>,
+}
+
+impl ValueFile for PreadFile {
+    fn read_now(&mut self) -> io::Result<String> {
+        use std::os::unix::fs::FileExt;
+        let n = self.file.read_at(&mut self.buf, 0)?;
+        if n == self.buf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the value is longer than a sysfs attribute",
+            ));
+        }
+        Ok(String::from_utf8_lossy(&self.buf[..n]).into_owned())
+    }
 }
 
 /// A shared access layer (e.g. a simulator also served over FUSE) is one too.
 impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
+    fn open_value(&self, rel: &str) -> io::Result<Box<dyn ValueFile + '_>> {
+        (**self).open_value(rel)
+    }
     fn read(&self, rel: &str) -> io::Result<String> {
         (**self).read(rel)
     }
@@ -201,6 +252,14 @@ pub fn read_attribute(path: &Path) -> io::Result<String> {
 impl Sysfs for RealFs {
     fn read(&self, rel: &str) -> io::Result<String> {
         read_attribute(&self.path(rel))
+    }
+
+    fn open_value(&self, rel: &str) -> io::Result<Box<dyn ValueFile + '_>> {
+        Ok(Box::new(PreadFile {
+            file: open_attribute(&self.path(rel), false)?,
+            // A counter prints at most "0x" and 16 hex digits and a newline.
+            buf: vec![0u8; 64],
+        }))
     }
 
     fn write(&self, rel: &str, data: &[u8]) -> io::Result<()> {

@@ -38,6 +38,12 @@ pub struct Global {
     /// Use this hwmon directory directly, without discovery
     #[arg(long, global = true, value_name = "DIR")]
     pub device: Option<PathBuf>,
+    /// The writer lock file (default: one per device under /run/lock)
+    #[arg(long, global = true, value_name = "FILE", env = "BFPERF_LOCK_FILE")]
+    pub lock_file: Option<PathBuf>,
+    /// When another program is writing the counters, wait for it instead of failing
+    #[arg(long, global = true)]
+    pub wait: bool,
 }
 
 #[derive(Debug, Subcommand)]

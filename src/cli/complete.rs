@@ -105,7 +105,7 @@ fn parse_line(root: &clap::Command, words: &[String]) -> Line {
             sysfs_root: std::env::var_os("BFPERF_SYSFS_ROOT")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from("/sys")),
-            device: None,
+            ..Global::default()
         },
         ..Line::default()
     };

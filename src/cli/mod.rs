@@ -39,6 +39,15 @@ pub fn open_device(global: &Global) -> Result<Device> {
     Ok(device)
 }
 
+/// Takes the writer lock of the device (writing commands hold it while they run).
+pub fn lock_device(global: &Global, device: &Device) -> Result<crate::ops::lock::WriterLock> {
+    let path = global
+        .lock_file
+        .clone()
+        .unwrap_or_else(|| crate::ops::lock::default_path(&device.location()));
+    crate::ops::lock::WriterLock::acquire(&path, global.wait)
+}
+
 /// Where reports go: a writer, the format, the terminal's width.
 pub struct Out<'a> {
     pub w: &'a mut dyn Write,
@@ -126,6 +135,9 @@ pub fn run(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
             write,
         } => {
             let device = open_device(g)?;
+            let _lock = (!write.dry_run)
+                .then(|| lock_device(g, &device))
+                .transpose()?;
             let parsed = program::parse_assignments(&assignments, count_clock)?;
             let opts = program::ProgramOptions {
                 force,
@@ -145,6 +157,9 @@ pub fn run(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
         }
         Command::Start { block, write } => {
             let device = open_device(g)?;
+            let _lock = (!write.dry_run)
+                .then(|| lock_device(g, &device))
+                .transpose()?;
             let plan = control::plan_start(&device, &block)?;
             finish_control(out, &device, plan, write)
         }
@@ -154,6 +169,9 @@ pub fn run(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
             write,
         } => {
             let device = open_device(g)?;
+            let _lock = (!write.dry_run)
+                .then(|| lock_device(g, &device))
+                .transpose()?;
             let plan = control::plan_stop(&device, &block, counter.as_deref())?;
             finish_control(out, &device, plan, write)
         }
@@ -164,6 +182,9 @@ pub fn run(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
             write,
         } => {
             let device = open_device(g)?;
+            let _lock = (!write.dry_run)
+                .then(|| lock_device(g, &device))
+                .transpose()?;
             let plan = control::plan_clear(&device, &block, target.as_deref(), force)?;
             finish_control(out, &device, plan, write)
         }

@@ -4,6 +4,7 @@
 
 pub mod control;
 pub mod diff;
+pub mod lock;
 pub mod outfile;
 pub mod plan;
 pub mod program;
