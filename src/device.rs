@@ -198,7 +198,19 @@ impl Device {
 
     /// An unknown block name, with suggestions; `selector` mentions kinds and globs.
     fn unknown_block(&self, name: &str, selector: bool) -> Error {
-        let sugg = suggest(name, self.blocks.iter().map(|b| b.name.as_str()));
+        let kinds = self.kinds();
+        let names = self.blocks.iter().map(|b| b.name.as_str());
+        // A selector may be a kind too: suggest kinds first.
+        let sugg = if selector {
+            let k = suggest(name, kinds.iter().copied());
+            if k.is_empty() {
+                suggest(name, names)
+            } else {
+                k
+            }
+        } else {
+            suggest(name, names)
+        };
         let hint = if !sugg.is_empty() {
             did_you_mean(&sugg)
         } else if selector {

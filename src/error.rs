@@ -63,6 +63,10 @@ pub enum Error {
     #[error("{problem}")]
     NotSupported { block: String, problem: String },
 
+    /// An event spec (`-e BLOCKS/EVENTS/`) that cannot be counted; nothing was written.
+    #[error("-e '{spec}': {problem}")]
+    BadSpec { spec: String, problem: String },
+
     /// A block with neither counter nor register files: nothing can be written.
     #[error("{block} is an empty block (no counter or register files): there is nothing to {action}; check `ls` of its directory and the driver's messages in dmesg")]
     EmptyBlock { block: String, action: &'static str },
@@ -90,6 +94,12 @@ pub enum Error {
     /// Two snapshots that cannot be compared as given.
     #[error("{problem}")]
     SnapshotMismatch { problem: String },
+
+    /// The device could not be put back as it was after a measurement.
+    #[error(
+        "could not restore the counters as they were: {problems}; check them with `bfperf read`"
+    )]
+    RestoreFailed { problems: String },
 
     /// Another writer holds the device.
     #[error("another program is writing the counters ({holder}); two writers reset each other's counters and both read garbage: wait for it to finish, or pass --wait to queue (lock {path})", path = path.display())]
@@ -171,5 +181,18 @@ pub fn with_hint(err: Error, hint: &str) -> Error {
             source,
         },
         other => other,
+    }
+}
+
+/// Adds a second failure to an error's message (a restore that failed after it).
+pub fn with_context(err: Error, more: &str) -> Error {
+    match err {
+        Error::Io { message, source } => Error::Io {
+            message: format!("{message}; then: {more}"),
+            source,
+        },
+        other => Error::RestoreFailed {
+            problems: format!("{other}; then: {more}"),
+        },
     }
 }

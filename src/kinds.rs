@@ -353,3 +353,15 @@ pub fn of_block_name(name: &str) -> &'static KindDef {
         .find(|d| name.contains(d.name))
         .unwrap_or(&UNKNOWN)
 }
+
+/// The unit of a statistics register's count, by the end of its name.
+const REGISTER_UNITS: &[(&str, &str)] = &[("_BYTE_CNT", "bytes"), ("_PKT_CNT", "packets")];
+
+/// The unit a register counts in (`count` where its name does not say).
+pub fn register_unit(name: &str) -> &'static str {
+    REGISTER_UNITS
+        .iter()
+        .find(|(suffix, _)| name.ends_with(suffix))
+        .map(|(_, u)| *u)
+        .unwrap_or("count")
+}

@@ -29,7 +29,7 @@ fn root(gen: &str) -> String {
 fn subcommands_and_flags() {
     assert_eq!(
         complete(&["bfperf", "s"], 1),
-        ["start", "stop", "snapshot", "sim"]
+        ["start", "stop", "snapshot", "stat", "sim"]
     );
     assert_eq!(complete(&["bfperf", "sim", ""], 2), ["mount", "export"]);
     assert_eq!(complete(&["bfperf", "read", "--c"], 2), ["--csv"]);

@@ -145,6 +145,11 @@ pub enum Command {
         #[command(flatten)]
         format: FormatOpts,
     },
+    /// Count events during a command or a period: `stat -e 'tile/MEMORY_READS/' -- CMD`
+    #[command(
+        after_help = "Examples:\n  bfperf stat -e 'l3cache/HITS_BANK0,HITS_BANK1,MISSES_BANK0,MISSES_BANK1/' -A --duration 5s\n  bfperf stat -e 'tile/MEMORY_READS,MEMORY_WRITES/' -I 1000 --format json -- sleep 3\n  bfperf stat -e 'pcie/*_BYTE_CNT/' -e 'llt*/cycles,GDC_BANK0_RD_REQ/' --duration 10s"
+    )]
+    Stat(StatArgs),
     /// Print a shell completion script
     Completions {
         #[arg(value_enum)]
@@ -166,6 +171,67 @@ pub enum Command {
         #[arg(last = true, allow_hyphen_values = true)]
         words: Vec<String>,
     },
+}
+
+/// `bfperf stat`.
+#[derive(Debug, Args)]
+pub struct StatArgs {
+    /// BLOCKS/EVENT[,EVENT...]/ : blocks by name, kind, glob or list; events by name,
+    /// number, `cycles`, register name or glob (repeatable)
+    #[arg(short = 'e', long = "event", value_name = "SPEC", required = true)]
+    pub events: Vec<String>,
+    /// Count for this long (5s, 500ms, 2m); default: until COMMAND ends, or Ctrl-C
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, conflicts_with = "command")]
+    pub duration: Option<std::time::Duration>,
+    /// Print counts every MS milliseconds
+    #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = clap::value_parser!(u64).range(10..))]
+    pub interval: Option<u64>,
+    /// Repeat the measurement N times and show the mean and its spread
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// One row per block instead of sums per kind
+    #[arg(short = 'A', long = "no-aggr")]
+    pub no_aggr: bool,
+    #[command(flatten)]
+    pub format: FormatOpts,
+    /// CSV with this field separator (one character), as perf stat -x
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    pub separator: Option<String>,
+    /// Write the counts to FILE instead of standard output
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Leave the counters programmed as the measurement left them
+    #[arg(long)]
+    pub no_restore: bool,
+    /// Refuse more events than a block has counters instead of taking turns
+    #[arg(long)]
+    pub no_multiplex: bool,
+    /// The command to measure, after `--`
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `5s`, `500ms`, `2m`, `1.5s`, `3` (seconds).
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (e.g. 5s, 500ms, 2m)"))?;
+    let secs = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        u => return Err(format!("unknown unit '{u}' in '{text}': use ms, s, m or h")),
+    };
+    if !(secs > 0.0 && secs < 1e9) {
+        return Err(format!("'{text}' is not a positive duration"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 #[derive(Debug, Subcommand)]

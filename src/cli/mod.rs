@@ -6,8 +6,9 @@ pub mod complete;
 pub mod exit;
 pub mod output;
 pub mod report;
+mod stat;
 
-pub use args::{Cli, Command, FormatOpts, Global, Shell, SimCommand};
+pub use args::{Cli, Command, FormatOpts, Global, Shell, SimCommand, StatArgs};
 pub use exit::ExitCode;
 pub use output::{group, group_f};
 
@@ -100,15 +101,23 @@ pub fn main() -> i32 {
         width: output::terminal_width(),
     };
     match run(cli, &mut out) {
-        Ok(()) => ExitCode::Success as i32,
+        Ok(code) => code,
         Err(f) => exit::report(f) as i32,
     }
 }
 
-/// Runs a parsed command line, writing its report to `out`.
-pub fn run(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
+/// Runs a parsed command line, writing its report to `out`. Returns the exit code.
+pub fn run(cli: Cli, out: &mut Out) -> std::result::Result<i32, Failure> {
+    if let Command::Stat(a) = cli.command {
+        return stat::run(&cli.global, a, out.w, out.width);
+    }
+    run_once(cli, out).map(|()| ExitCode::Success as i32)
+}
+
+fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
     let g = &cli.global;
     match cli.command {
+        Command::Stat(_) => Ok(()),
         Command::Info(f) => out.emit(f.or(Format::Table), &info(&open_device(g)?)),
         Command::Blocks(f) => out.emit(f.or(Format::Table), &blocks(&open_device(g)?)?),
         Command::Events {

@@ -11,6 +11,7 @@ pub mod program;
 pub mod read;
 pub mod resolve;
 pub mod snapshot;
+pub mod stat;
 
 pub use plan::{Plan, PlannedWrite};
 

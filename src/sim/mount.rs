@@ -31,6 +31,12 @@ enum Content {
 }
 
 #[derive(Debug, Clone)]
+/// An open file: where its text comes from, and the text of the last read at 0.
+struct OpenFile {
+    source: Option<String>,
+    content: std::result::Result<Vec<u8>, i32>,
+}
+
 struct Inode {
     parent: u64,
     content: Content,
@@ -41,7 +47,7 @@ struct Inode {
 pub struct SimFs {
     sim: Arc<Sim>,
     inodes: Vec<Inode>,
-    open: Mutex<HashMap<u64, std::result::Result<Vec<u8>, i32>>>,
+    open: Mutex<HashMap<u64, OpenFile>>,
     next_fh: AtomicU64,
     started: SystemTime,
 }
@@ -255,11 +261,15 @@ impl Filesystem for SimFs {
             Content::Dir(_) => return reply.error(Errno::EISDIR),
             Content::Link(_) => return reply.error(Errno::ELOOP),
         };
+        let source = match &node.content {
+            Content::Device(rel) => Some(rel.clone()),
+            _ => None,
+        };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         self.open
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(fh, content);
+            .insert(fh, OpenFile { source, content });
         reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
     }
 
@@ -274,15 +284,26 @@ impl Filesystem for SimFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        match open.get(&fh.0) {
-            Some(Ok(bytes)) => {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(file) = open.get_mut(&fh.0) else {
+            return reply.error(Errno::EBADF);
+        };
+        // Like sysfs, a read at offset 0 makes the text afresh (`pread(fd, buf, 0)`
+        // samples a counter on a file opened once).
+        if let (0, Some(rel)) = (offset, &file.source) {
+            file.content = self
+                .sim
+                .read(rel)
+                .map(String::into_bytes)
+                .map_err(|e| e.raw_os_error().unwrap_or(errno::EIO));
+        }
+        match &file.content {
+            Ok(bytes) => {
                 let start = (offset as usize).min(bytes.len());
                 let end = (start + size as usize).min(bytes.len());
                 reply.data(&bytes[start..end]);
             }
-            Some(Err(e)) => reply.error(Errno::from_i32(*e)),
-            None => reply.error(Errno::EBADF),
+            Err(e) => reply.error(Errno::from_i32(*e)),
         }
     }
 

@@ -8,11 +8,13 @@
 mod device;
 mod diff;
 mod read;
+mod stat;
 mod write;
 
 pub use device::{BlockRow, BlocksReport, EventsReport, InfoReport};
 pub use diff::DiffReport;
 pub use read::{ReadReport, SnapshotReport};
+pub use stat::{Ending, StatFormat, StatWriter};
 pub use write::{ControlReport, ProgramReport, WriteRecord};
 
 use schemars::JsonSchema;

@@ -1,0 +1,368 @@
+//! `stat` output, streamed: each interval as it ends, then the totals. Tables for
+//! people; NDJSON (one JSON object per line, so an interrupted run is still valid);
+//! CSV (or `-x SEP`) with one header row and stable columns.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::cli::output::{escape, group, Cell, Document, Report, Table};
+use crate::ops::stat::{aggregate, spread, Count, Interval, Run};
+
+/// How `stat` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatFormat {
+    Table,
+    Ndjson,
+    Csv(u8),
+}
+
+/// The end of a measurement, for the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ending {
+    /// The command measured, or null for a duration.
+    pub command: Option<String>,
+    /// Its exit status (128 + signal when a signal ended it).
+    pub exit_status: Option<i32>,
+    /// The signal that interrupted the measurement, if any.
+    pub interrupted_by: Option<String>,
+    pub restored: bool,
+    pub warnings: Vec<String>,
+}
+
+/// Streams a measurement's records.
+pub struct StatWriter<'w> {
+    w: &'w mut dyn Write,
+    format: StatFormat,
+    aggregate: bool,
+    width: Option<u16>,
+    header_done: bool,
+}
+
+const COLUMNS: [&str; 15] = [
+    "record",
+    "run",
+    "time_s",
+    "block",
+    "kind",
+    "blocks",
+    "counter",
+    "event",
+    "event_number",
+    "value",
+    "raw",
+    "unit",
+    "coverage",
+    "valid",
+    "stddev_pct",
+];
+
+#[derive(Serialize)]
+struct Line<'a> {
+    record: &'static str,
+    run: Option<u32>,
+    time_s: Option<f64>,
+    #[serde(flatten)]
+    count: &'a Count,
+    stddev_pct: Option<f64>,
+}
+
+fn coverage_text(c: &Count) -> String {
+    format!("{:.1}%", c.coverage * 100.0)
+}
+
+impl<'w> StatWriter<'w> {
+    pub fn new(
+        w: &'w mut dyn Write,
+        format: StatFormat,
+        aggregate: bool,
+        width: Option<u16>,
+    ) -> Self {
+        StatWriter {
+            w,
+            format,
+            aggregate,
+            width,
+            header_done: false,
+        }
+    }
+
+    fn shown(&self, counts: &[Count]) -> Vec<Count> {
+        if self.aggregate {
+            aggregate(counts)
+        } else {
+            counts.to_vec()
+        }
+    }
+
+    fn csv_rows(&mut self, rows: &[Line]) -> io::Result<()> {
+        let Self { w, format, .. } = self;
+        let StatFormat::Csv(sep) = *format else {
+            return Ok(());
+        };
+        let mut out = ::csv::WriterBuilder::new()
+            .delimiter(sep)
+            .has_headers(false)
+            .from_writer(&mut **w);
+        let to_io = |e: ::csv::Error| io::Error::other(e.to_string());
+        if !self.header_done {
+            out.write_record(COLUMNS).map_err(to_io)?;
+            self.header_done = true;
+        }
+        for l in rows {
+            let c = l.count;
+            let opt = |v: Option<String>| v.unwrap_or_default();
+            out.write_record([
+                l.record.to_string(),
+                opt(l.run.map(|r| r.to_string())),
+                opt(l.time_s.map(|t| format!("{t:.3}"))),
+                c.block.clone(),
+                c.kind.as_str().to_string(),
+                c.blocks.to_string(),
+                opt(c.counter.map(|x| x.to_string())),
+                c.event.clone(),
+                opt(c.event_number.map(|x| x.to_string())),
+                c.value.to_string(),
+                c.raw.to_string(),
+                c.unit.to_string(),
+                format!("{:.4}", c.coverage),
+                c.valid.to_string(),
+                opt(l.stddev_pct.map(|s| format!("{s:.2}"))),
+            ])
+            .map_err(to_io)?;
+        }
+        out.flush()
+    }
+
+    fn ndjson<T: Serialize>(&mut self, value: &T) -> io::Result<()> {
+        serde_json::to_writer(&mut *self.w, value)?;
+        self.w.write_all(b"\n")
+    }
+
+    /// One interval, as it ends.
+    pub fn interval(&mut self, i: &Interval) -> io::Result<()> {
+        let counts = self.shown(&i.counts);
+        let lines: Vec<Line> = counts
+            .iter()
+            .map(|c| Line {
+                record: "interval",
+                run: Some(i.run),
+                time_s: Some(i.time_s),
+                count: c,
+                stddev_pct: None,
+            })
+            .collect();
+        match self.format {
+            StatFormat::Ndjson => {
+                for l in &lines {
+                    self.ndjson(l)?;
+                }
+            }
+            StatFormat::Csv(_) => self.csv_rows(&lines)?,
+            StatFormat::Table => {
+                for c in &counts {
+                    let line = format!(
+                        "{:>10.3}  {:<14} {:<34} {:>18} {:<8} {}",
+                        i.time_s,
+                        escape(&c.block),
+                        escape(&c.event),
+                        group(c.value),
+                        c.unit,
+                        if c.coverage < 1.0 {
+                            coverage_text(c)
+                        } else {
+                            String::new()
+                        }
+                    );
+                    writeln!(self.w, "{}", line.trim_end())?;
+                }
+            }
+        }
+        self.w.flush()
+    }
+
+    /// The totals of every run, their mean and spread (with -r), and the ending.
+    pub fn summary(&mut self, runs: &[Run], ending: &Ending) -> io::Result<()> {
+        let per_run: Vec<Vec<Count>> = runs.iter().map(|r| self.shown(&r.counts)).collect();
+        let mean = mean_counts(&per_run);
+        match self.format {
+            StatFormat::Ndjson => {
+                for (r, counts) in runs.iter().zip(&per_run) {
+                    for c in counts {
+                        self.ndjson(&Line {
+                            record: "total",
+                            run: Some(r.run),
+                            time_s: Some(r.elapsed_s),
+                            count: c,
+                            stddev_pct: None,
+                        })?;
+                    }
+                }
+                if runs.len() > 1 {
+                    for (c, sd) in &mean {
+                        self.ndjson(&Line {
+                            record: "mean",
+                            run: None,
+                            time_s: None,
+                            count: c,
+                            stddev_pct: *sd,
+                        })?;
+                    }
+                }
+                #[derive(Serialize)]
+                struct End<'a> {
+                    record: &'static str,
+                    runs: usize,
+                    elapsed_s: f64,
+                    #[serde(flatten)]
+                    ending: &'a Ending,
+                }
+                self.ndjson(&End {
+                    record: "end",
+                    runs: runs.len(),
+                    elapsed_s: runs.iter().map(|r| r.elapsed_s).sum(),
+                    ending,
+                })?;
+            }
+            StatFormat::Csv(_) => {
+                let mut lines = Vec::new();
+                for (r, counts) in runs.iter().zip(&per_run) {
+                    lines.extend(counts.iter().map(|c| Line {
+                        record: "total",
+                        run: Some(r.run),
+                        time_s: Some(r.elapsed_s),
+                        count: c,
+                        stddev_pct: None,
+                    }));
+                }
+                if runs.len() > 1 {
+                    lines.extend(mean.iter().map(|(c, sd)| Line {
+                        record: "mean",
+                        run: None,
+                        time_s: None,
+                        count: c,
+                        stddev_pct: *sd,
+                    }));
+                }
+                self.csv_rows(&lines)?;
+            }
+            StatFormat::Table => {
+                let report = SummaryTable {
+                    mean: &mean,
+                    runs: runs.len(),
+                    elapsed_s: runs.iter().map(|r| r.elapsed_s).sum::<f64>()
+                        / runs.len().max(1) as f64,
+                    ending,
+                };
+                crate::cli::output::renderer(crate::cli::output::Format::Table, self.width)
+                    .render(&report, self.w)?;
+            }
+        }
+        self.w.flush()
+    }
+}
+
+/// The mean of each count over runs, with the spread of the mean in percent.
+fn mean_counts(per_run: &[Vec<Count>]) -> Vec<(Count, Option<f64>)> {
+    let Some(first) = per_run.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let values: Vec<u64> = per_run
+                .iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.value)
+                .collect();
+            let (m, sd) = spread(&values);
+            let raws: Vec<u64> = per_run
+                .iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.raw)
+                .collect();
+            let (raw, _) = spread(&raws);
+            (
+                Count {
+                    value: m.round() as u64,
+                    raw: raw.round() as u64,
+                    valid: per_run.iter().filter_map(|r| r.get(i)).all(|c| c.valid),
+                    ..c.clone()
+                },
+                sd,
+            )
+        })
+        .collect()
+}
+
+struct SummaryTable<'a> {
+    mean: &'a [(Count, Option<f64>)],
+    runs: usize,
+    elapsed_s: f64,
+    ending: &'a Ending,
+}
+
+impl Report for SummaryTable<'_> {
+    fn json(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
+    fn document(&self) -> Document {
+        let mut d = Document::default();
+        let what = match &self.ending.command {
+            Some(c) => format!("'{c}'"),
+            None => "the period".to_string(),
+        };
+        let runs = if self.runs > 1 {
+            format!(" ({} runs)", self.runs)
+        } else {
+            String::new()
+        };
+        d.line(format!("counts for {what}{runs}, {:.3} s:", self.elapsed_s));
+        let spread = self.runs > 1;
+        let mut header = vec!["BLOCK", "EVENT", "VALUE", "UNIT", "COVERAGE"];
+        if spread {
+            header.push("+-");
+        }
+        header.push("NOTE");
+        let mut t = Table::new(&header);
+        for (c, sd) in self.mean {
+            let mut row = vec![
+                Cell::text(if c.blocks > 1 {
+                    format!("{} ({} blocks)", c.block, c.blocks)
+                } else {
+                    c.block.clone()
+                }),
+                Cell::text(&c.event),
+                Cell::Int(c.value),
+                Cell::text(c.unit),
+                Cell::text(coverage_text(c)),
+            ];
+            if spread {
+                row.push(Cell::text(
+                    sd.map(|s| format!("{s:.2}%")).unwrap_or_default(),
+                ));
+            }
+            row.push(Cell::text(if c.valid {
+                ""
+            } else {
+                "invalid: re-programmed by another program"
+            }));
+            t.row(row);
+        }
+        d.table(t);
+        if self.mean.iter().any(|(c, _)| c.coverage < 1.0) {
+            d.line("coverage below 100%: more events than counters took turns; values are scaled estimates");
+        }
+        if let Some(sig) = &self.ending.interrupted_by {
+            d.line(format!(
+                "interrupted by {sig}: the counts cover the time until then"
+            ));
+        }
+        if !self.ending.restored {
+            d.line("the counters were left programmed (--no-restore)");
+        }
+        d
+    }
+}

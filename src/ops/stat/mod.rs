@@ -1,0 +1,439 @@
+//! `bfperf stat`: count chosen events during a command or a period, across many
+//! blocks, at intervals, and leave the device as it was.
+//!
+//! The flow: resolve the specs ([`spec`]), place them on counters ([`plan`]), record
+//! the configuration ([`session::save`]), program and start, sample every tick
+//! ([`sampler`]), check for foreign re-programming, restore.
+
+pub mod plan;
+pub mod sampler;
+pub mod session;
+pub mod spec;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::block::BlockKind;
+use crate::device::Device;
+use crate::error::Result;
+use plan::BlockPlan;
+use sampler::{Acc, Sampler};
+use spec::Item;
+
+/// Time for a measurement: the monotonic clock and sleeping, or a manual clock in
+/// tests.
+pub trait Pacer {
+    fn now_ns(&self) -> u64;
+    fn sleep(&self, d: Duration);
+}
+
+/// Real time.
+pub struct RealPacer;
+
+impl Pacer for RealPacer {
+    fn now_ns(&self) -> u64 {
+        crate::ops::read::monotonic_ns()
+    }
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d)
+    }
+}
+
+/// How long a measurement runs.
+pub trait Until {
+    /// True when the measurement should end (the command exited, the time is up).
+    fn done(&mut self, elapsed: Duration) -> bool;
+}
+
+/// A fixed duration.
+pub struct For(pub Duration);
+
+impl Until for For {
+    fn done(&mut self, elapsed: Duration) -> bool {
+        elapsed >= self.0
+    }
+}
+
+/// Until interrupted.
+pub struct Forever;
+
+impl Until for Forever {
+    fn done(&mut self, _: Duration) -> bool {
+        false
+    }
+}
+
+/// How to sample.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// Report every this long (`-I`).
+    pub interval: Option<Duration>,
+    /// The longest time between two samples of a block.
+    pub tick: Duration,
+    /// The longest sleep before looking at the command and signals again.
+    pub poll: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing {
+            interval: None,
+            tick: Duration::from_secs(1),
+            poll: Duration::from_millis(20),
+        }
+    }
+}
+
+/// One item's count over a span.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Count {
+    /// The block, or (aggregated) the kind of the blocks summed.
+    pub block: String,
+    pub kind: BlockKind,
+    /// How many blocks are summed (1 with -A).
+    pub blocks: usize,
+    /// The counter (per block, when not multiplexed); null for registers and sums.
+    pub counter: Option<u32>,
+    /// The event's name, `cycles`, or the register's name.
+    pub event: String,
+    /// The event number; null for cycles and registers.
+    pub event_number: Option<u32>,
+    /// The estimate: what was counted, scaled up by the share of time counted.
+    pub value: u64,
+    /// What the counters counted.
+    pub raw: u64,
+    pub unit: &'static str,
+    /// The share of the span its counter counted it (1 unless multiplexed).
+    pub coverage: f64,
+    /// False when another program re-programmed or reset the counter meanwhile.
+    pub valid: bool,
+}
+
+fn unit(item: &Item) -> &'static str {
+    match item {
+        Item::Cycles => "cycles",
+        Item::Event { .. } => "events",
+        Item::Register { name } => crate::kinds::register_unit(name),
+    }
+}
+
+/// Counts of every item of every block over a span of `span_ns`.
+fn counts(
+    plans: &[BlockPlan],
+    accs: &[Vec<Acc>],
+    span_ns: u64,
+    invalid: &[(usize, usize)],
+) -> Vec<Count> {
+    let mut out = Vec::new();
+    for (bi, (p, accs)) in plans.iter().zip(accs).enumerate() {
+        for (ii, (item, acc)) in p.items.iter().zip(accs).enumerate() {
+            let coverage = if span_ns == 0 {
+                1.0
+            } else {
+                (acc.active_ns as f64 / span_ns as f64).min(1.0)
+            };
+            let value = if coverage > 0.0 && coverage < 1.0 {
+                (acc.total as f64 / coverage).round() as u64
+            } else {
+                acc.total
+            };
+            let counter = if p.multiplexed() {
+                None
+            } else {
+                p.groups
+                    .first()
+                    .and_then(|g| g.iter().find(|s| s.item == ii))
+                    .map(|s| s.counter)
+            };
+            out.push(Count {
+                block: p.block.name.clone(),
+                kind: p.block.kind,
+                blocks: 1,
+                counter,
+                event: item.label().to_string(),
+                event_number: item.number(),
+                value,
+                raw: acc.total,
+                unit: unit(item),
+                coverage,
+                valid: !acc.reset && !invalid.contains(&(bi, ii)),
+            });
+        }
+    }
+    out
+}
+
+/// Sums counts of the same kind and event across blocks.
+pub fn aggregate(counts: &[Count]) -> Vec<Count> {
+    let mut out: Vec<Count> = Vec::new();
+    for c in counts {
+        match out
+            .iter_mut()
+            .find(|o| o.kind == c.kind && o.event == c.event)
+        {
+            Some(o) => {
+                o.blocks += 1;
+                o.value += c.value;
+                o.raw += c.raw;
+                o.coverage = o.coverage.min(c.coverage);
+                o.valid &= c.valid;
+            }
+            None => out.push(Count {
+                block: c.kind.as_str().to_string(),
+                counter: None,
+                ..c.clone()
+            }),
+        }
+    }
+    out
+}
+
+/// The counts of one interval (`-I`), from the start of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Interval {
+    /// The run (from 1), with -r.
+    pub run: u32,
+    /// Seconds from the start of the run to the end of this interval.
+    pub time_s: f64,
+    pub counts: Vec<Count>,
+}
+
+/// The counts of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Run {
+    pub run: u32,
+    pub elapsed_s: f64,
+    pub counts: Vec<Count>,
+}
+
+/// A measurement in progress: the sampler and the accounting of intervals.
+pub struct Measurement<'d> {
+    sampler: Sampler<'d>,
+}
+
+impl<'d> Measurement<'d> {
+    /// Opens the files and programs the counters (after `session::save`).
+    pub fn start(
+        device: &'d Device,
+        plans: Vec<BlockPlan<'d>>,
+        saved: &[session::Saved],
+        now: u64,
+    ) -> Result<Measurement<'d>> {
+        let masks: HashMap<String, u32> = saved
+            .iter()
+            .filter_map(|s| Some((s.block.clone(), s.count_clock?)))
+            .collect();
+        let mut sampler = Sampler::open(device, plans, &masks)?;
+        sampler.start(now)?;
+        Ok(Measurement { sampler })
+    }
+
+    pub fn plans(&self) -> &[BlockPlan<'d>] {
+        &self.sampler.plans
+    }
+
+    /// One run: samples until `until` says so or `stop` is set, calling `on_interval`
+    /// at every `-I` boundary. The counts are from the start of the run.
+    pub fn run(
+        &mut self,
+        number: u32,
+        pacer: &dyn Pacer,
+        timing: Timing,
+        until: &mut dyn Until,
+        stop: &AtomicBool,
+        on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
+    ) -> Result<Run> {
+        let start = pacer.now_ns();
+        self.sampler.reset_counts();
+        self.sampler.rebase(start)?;
+        let tick = timing.interval.map_or(timing.tick, |i| i.min(timing.tick));
+        let mut next_tick = start + tick.as_nanos() as u64;
+        let interval_ns = timing.interval.map(|i| i.as_nanos() as u64);
+        let mut next_interval = interval_ns.map(|i| start + i);
+        let mut previous = self.sampler.totals();
+        let mut previous_ns = start;
+        loop {
+            let now = pacer.now_ns();
+            let elapsed = Duration::from_nanos(now - start);
+            let finished = until.done(elapsed) || stop.load(Ordering::SeqCst);
+            let interval_due = next_interval.is_some_and(|at| now >= at);
+            if finished || interval_due || now >= next_tick {
+                self.sampler.tick(now)?;
+                next_tick = now + tick.as_nanos() as u64;
+            }
+            if let (Some(at), Some(every)) = (next_interval, interval_ns) {
+                if now >= at || finished {
+                    let totals = self.sampler.totals();
+                    let delta: Vec<Vec<Acc>> = totals
+                        .iter()
+                        .zip(&previous)
+                        .map(|(t, p)| {
+                            t.iter()
+                                .zip(p)
+                                .map(|(t, p)| Acc {
+                                    total: t.total - p.total,
+                                    active_ns: t.active_ns - p.active_ns,
+                                    reset: t.reset,
+                                })
+                                .collect()
+                        })
+                        .collect();
+                    on_interval(&Interval {
+                        run: number,
+                        time_s: (now - start) as f64 / 1e9,
+                        counts: counts(self.plans(), &delta, now - previous_ns, &[]),
+                    })?;
+                    previous = totals;
+                    previous_ns = now;
+                    if now >= at {
+                        next_interval = Some(at + every * ((now - at) / every + 1));
+                    }
+                }
+            }
+            if finished {
+                let elapsed_ns = now - start;
+                return Ok(Run {
+                    run: number,
+                    elapsed_s: elapsed_ns as f64 / 1e9,
+                    counts: counts(self.plans(), &self.sampler.totals(), elapsed_ns, &[]),
+                });
+            }
+            let wake = next_interval.map_or(next_tick, |i| i.min(next_tick));
+            let nap = Duration::from_nanos(wake.saturating_sub(pacer.now_ns())).min(timing.poll);
+            pacer.sleep(nap.max(Duration::from_micros(100)));
+        }
+    }
+
+    /// Counters that another program re-programmed: (block index, item index).
+    pub fn foreign(&self) -> Result<Vec<(usize, usize)>> {
+        let mut out = Vec::new();
+        for (bi, (p, g)) in self.plans().iter().zip(self.sampler.groups()).enumerate() {
+            if p.groups.is_empty() {
+                continue;
+            }
+            for item in session::foreign_changes(self.sampler.device(), p, g)? {
+                out.push((bi, item));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Marks the counts of re-programmed counters invalid.
+    pub fn mark_foreign(&self, run: &mut Run, foreign: &[(usize, usize)]) {
+        let names: Vec<(String, String)> = foreign
+            .iter()
+            .map(|&(b, i)| {
+                let p = &self.plans()[b];
+                (p.block.name.clone(), p.items[i].label().to_string())
+            })
+            .collect();
+        for c in &mut run.counts {
+            if names.iter().any(|(b, e)| *b == c.block && *e == c.event) {
+                c.valid = false;
+            }
+        }
+    }
+}
+
+/// Mean and relative standard deviation (%) of a value over runs (`-r`).
+pub fn spread(values: &[u64]) -> (f64, Option<f64>) {
+    let n = values.len() as f64;
+    let mean = values.iter().map(|&v| v as f64).sum::<f64>() / n.max(1.0);
+    if values.len() < 2 || mean == 0.0 {
+        return (mean, None);
+    }
+    let var = values
+        .iter()
+        .map(|&v| (v as f64 - mean).powi(2))
+        .sum::<f64>()
+        / (n - 1.0);
+    (mean, Some(var.sqrt() / (n.sqrt()) / mean * 100.0))
+}
+
+/// What to measure and how.
+#[derive(Debug, Clone)]
+pub struct StatRequest {
+    pub specs: Vec<String>,
+    pub timing: Timing,
+    /// Runs (`-r`); at least 1.
+    pub repeat: u32,
+    /// Put the device back as it was (unless `--no-restore`).
+    pub restore: bool,
+    /// Let more events than counters take turns (unless `--no-multiplex`).
+    pub multiplex: bool,
+}
+
+/// The result of a measurement.
+#[derive(Debug, Clone)]
+pub struct StatOutcome {
+    pub runs: Vec<Run>,
+    /// What the user must know (duplicate event names, foreign writes).
+    pub warnings: Vec<String>,
+    /// Another program re-programmed counters during the measurement.
+    pub foreign: bool,
+}
+
+/// Validates the specs against the device and places them; writes nothing.
+pub fn prepare<'d>(
+    device: &'d Device,
+    req: &StatRequest,
+) -> Result<(Vec<BlockPlan<'d>>, Vec<String>)> {
+    let resolved = spec::resolve(device, &req.specs)?;
+    let plans = plan::place(resolved.blocks, req.multiplex)?;
+    Ok((plans, resolved.warnings))
+}
+
+/// Runs a measurement: records the configuration, programs, samples each run until
+/// `until(run)` says so (or `stop` is set), checks for foreign writes, and restores
+/// the device whatever happened.
+pub fn measure<'d>(
+    device: &'d Device,
+    req: &StatRequest,
+    pacer: &dyn Pacer,
+    stop: &AtomicBool,
+    until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
+    on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
+) -> Result<StatOutcome> {
+    let (plans, mut warnings) = prepare(device, req)?;
+    let saved = session::save(device, &plans)?;
+    let outcome = (|| -> Result<StatOutcome> {
+        let mut m = Measurement::start(device, plans, &saved, pacer.now_ns())?;
+        let mut runs = Vec::new();
+        for number in 1..=req.repeat.max(1) {
+            let mut u = until(number)?;
+            let run = m.run(number, pacer, req.timing, u.as_mut(), stop, on_interval)?;
+            runs.push(run);
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        let foreign = m.foreign()?;
+        for run in &mut runs {
+            m.mark_foreign(run, &foreign);
+        }
+        if !foreign.is_empty() {
+            warnings.push(format!(
+                "{} counter(s) were re-programmed by another program during the measurement; their counts are marked invalid (two tools programming the same counters reset each other)",
+                foreign.len()
+            ));
+        }
+        Ok(StatOutcome {
+            runs,
+            warnings,
+            foreign: !foreign.is_empty(),
+        })
+    })();
+    if !req.restore {
+        return outcome;
+    }
+    match (outcome, session::restore(device, &saved)) {
+        (Ok(o), Ok(())) => Ok(o),
+        (Ok(_), Err(e)) => Err(e),
+        (Err(e), Ok(())) => Err(e),
+        (Err(e), Err(r)) => Err(crate::error::with_context(e, &r.to_string())),
+    }
+}

@@ -1,0 +1,262 @@
+//! Sampling during a measurement: every counter and register file is opened once and
+//! read with one `pread` per tick. Per-counter blocks and registers are differenced
+//! with wrap arithmetic at their width; all-at-once blocks are read in windows
+//! (`enable` 0, read, `enable` 1), which also keeps 32-bit crspace counters and L3's
+//! split registers from wrapping or tearing between reads. Groups of a multiplexed
+//! block take turns at each tick.
+
+use std::collections::HashMap;
+
+use super::plan::BlockPlan;
+use super::session::{program_group, set_enable};
+use crate::block::Mechanism;
+use crate::device::Device;
+use crate::error::{io_error, Error, Result};
+use crate::ops::parse_value;
+use crate::sysfs::{layout, ValueFile};
+
+/// What one item has counted so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Acc {
+    /// Events counted while its group was active.
+    pub total: u64,
+    /// How long its group was active, ns.
+    pub active_ns: u64,
+    /// A value went backwards on a 64-bit counter: someone reset it.
+    pub reset: bool,
+}
+
+struct Reader<'d> {
+    rel: String,
+    file: Box<dyn ValueFile + 'd>,
+}
+
+impl Reader<'_> {
+    fn value(&mut self) -> Result<u64> {
+        let text = self
+            .file
+            .read_now()
+            .map_err(|e| io_error("reading", &self.rel, None, e))?;
+        parse_value(&text).ok_or_else(|| Error::BadContent {
+            file: self.rel.clone(),
+            content: text.trim_end().chars().take(80).collect(),
+            expected: "a number such as 0x1f",
+        })
+    }
+}
+
+struct BlockState<'d> {
+    group: usize,
+    accs: Vec<Acc>,
+    /// Last raw value per counter number (per-counter) or per register item.
+    last: HashMap<u32, u64>,
+    counters: HashMap<u32, Reader<'d>>,
+    registers: Vec<Reader<'d>>,
+    last_ns: u64,
+    width_mask: u64,
+    saved_mask: u32,
+}
+
+/// The measurement's state: readers, accumulators, current groups.
+pub struct Sampler<'d> {
+    device: &'d Device,
+    pub plans: Vec<BlockPlan<'d>>,
+    states: Vec<BlockState<'d>>,
+}
+
+fn mask(width: u32) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
+}
+
+impl<'d> Sampler<'d> {
+    /// Opens every file to be sampled (nothing is written).
+    pub fn open(
+        device: &'d Device,
+        plans: Vec<BlockPlan<'d>>,
+        saved_masks: &HashMap<String, u32>,
+    ) -> Result<Sampler<'d>> {
+        let fs = device.fs();
+        let open = |rel: String| -> Result<Reader<'d>> {
+            let file = fs
+                .open_value(&rel)
+                .map_err(|e| io_error("opening", &rel, None, e))?;
+            Ok(Reader { rel, file })
+        };
+        let mut states = Vec::new();
+        for p in &plans {
+            let b = p.block;
+            let mut counters = HashMap::new();
+            for s in p.groups.iter().flatten() {
+                if let std::collections::hash_map::Entry::Vacant(e) = counters.entry(s.counter) {
+                    e.insert(open(layout::counter(&b.name, s.counter))?);
+                }
+            }
+            let registers = if b.mechanism == Mechanism::Registers {
+                p.items
+                    .iter()
+                    .map(|i| open(layout::register(&b.name, i.label())))
+                    .collect::<Result<Vec<_>>>()?
+            } else {
+                Vec::new()
+            };
+            states.push(BlockState {
+                group: 0,
+                accs: vec![Acc::default(); p.items.len()],
+                last: HashMap::new(),
+                counters,
+                registers,
+                last_ns: 0,
+                width_mask: mask(b.width_bits),
+                saved_mask: saved_masks.get(&b.name).copied().unwrap_or(0),
+            });
+        }
+        Ok(Sampler {
+            device,
+            plans,
+            states,
+        })
+    }
+
+    /// Programs the first group of every counter block and starts the all-at-once
+    /// ones, then takes the baseline readings at `now`.
+    pub fn start(&mut self, now: u64) -> Result<()> {
+        for (p, st) in self.plans.iter().zip(&mut self.states) {
+            if p.block.mechanism == Mechanism::Registers {
+                continue;
+            }
+            program_group(self.device, p, 0, st.saved_mask)?;
+            if p.block.mechanism == Mechanism::AllAtOnce {
+                set_enable(self.device, &p.block.name, true)?;
+            }
+        }
+        self.rebase(now)
+    }
+
+    /// New baselines at `now`, accumulators kept (a new window or a new run).
+    pub fn rebase(&mut self, now: u64) -> Result<()> {
+        for (p, st) in self.plans.iter().zip(&mut self.states) {
+            st.last_ns = now;
+            st.last.clear();
+            match p.block.mechanism {
+                Mechanism::Registers => {
+                    for (i, r) in st.registers.iter_mut().enumerate() {
+                        st.last.insert(i as u32, r.value()?);
+                    }
+                }
+                Mechanism::PerCounter => {
+                    for s in &p.groups[st.group] {
+                        let v = st
+                            .counters
+                            .get_mut(&s.counter)
+                            .map(|r| r.value())
+                            .transpose()?;
+                        st.last.insert(s.counter, v.unwrap_or(0));
+                    }
+                }
+                Mechanism::AllAtOnce => {
+                    set_enable(self.device, &p.block.name, false)?;
+                    set_enable(self.device, &p.block.name, true)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Zeroes the accumulators (the start of another run).
+    pub fn reset_counts(&mut self) {
+        for st in &mut self.states {
+            st.accs.iter_mut().for_each(|a| *a = Acc::default());
+        }
+    }
+
+    /// One tick at `now`: reads every active value once, accumulates, and moves
+    /// multiplexed blocks to their next group.
+    pub fn tick(&mut self, now: u64) -> Result<()> {
+        for (p, st) in self.plans.iter().zip(&mut self.states) {
+            let dt = now.saturating_sub(st.last_ns);
+            st.last_ns = now;
+            match p.block.mechanism {
+                Mechanism::Registers => {
+                    for (i, r) in st.registers.iter_mut().enumerate() {
+                        let v = r.value()?;
+                        let last = st.last.insert(i as u32, v).unwrap_or(v);
+                        let acc = &mut st.accs[i];
+                        if v >= last {
+                            acc.total += v - last;
+                        } else if st.width_mask == u64::MAX {
+                            acc.total += v;
+                            acc.reset = true;
+                        } else {
+                            acc.total += (v.wrapping_sub(last)) & st.width_mask;
+                        }
+                        acc.active_ns += dt;
+                    }
+                }
+                Mechanism::PerCounter => {
+                    for s in &p.groups[st.group] {
+                        let v = st
+                            .counters
+                            .get_mut(&s.counter)
+                            .map(|r| r.value())
+                            .transpose()?
+                            .unwrap_or(0);
+                        let last = st.last.insert(s.counter, v).unwrap_or(0);
+                        let acc = &mut st.accs[s.item];
+                        if v < last && st.width_mask == u64::MAX {
+                            acc.total += v;
+                            acc.reset = true;
+                        } else {
+                            acc.total += v.wrapping_sub(last) & st.width_mask;
+                        }
+                        acc.active_ns += dt;
+                    }
+                    if p.multiplexed() {
+                        st.group = (st.group + 1) % p.groups.len();
+                        program_group(self.device, p, st.group, st.saved_mask)?;
+                        for s in &p.groups[st.group] {
+                            st.last.insert(s.counter, 0);
+                        }
+                    }
+                }
+                Mechanism::AllAtOnce => {
+                    set_enable(self.device, &p.block.name, false)?;
+                    for s in &p.groups[st.group] {
+                        let v = st
+                            .counters
+                            .get_mut(&s.counter)
+                            .map(|r| r.value())
+                            .transpose()?
+                            .unwrap_or(0);
+                        let acc = &mut st.accs[s.item];
+                        acc.total += v & st.width_mask;
+                        acc.active_ns += dt;
+                    }
+                    if p.multiplexed() {
+                        st.group = (st.group + 1) % p.groups.len();
+                        program_group(self.device, p, st.group, st.saved_mask)?;
+                    }
+                    set_enable(self.device, &p.block.name, true)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What every item has counted so far, by block.
+    pub fn totals(&self) -> Vec<Vec<Acc>> {
+        self.states.iter().map(|s| s.accs.clone()).collect()
+    }
+
+    /// The group each block is on now.
+    pub fn groups(&self) -> Vec<usize> {
+        self.states.iter().map(|s| s.group).collect()
+    }
+
+    pub fn device(&self) -> &'d Device {
+        self.device
+    }
+}

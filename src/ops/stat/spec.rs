@@ -1,0 +1,254 @@
+//! Event specs, perf-style: `BLOCKS/EVENT[,EVENT...]/`. BLOCKS is a block, a kind, a
+//! glob or a comma list of them; EVENT is a name (any case, vendor spellings), a number
+//! (as the kernel reads it), `cycles` on blocks with `count_clock`, a register name, or
+//! a glob over names (`pcie/*_BYTE_CNT/`). Every part is checked before anything is
+//! written; an error names the spec and the part that is wrong.
+
+use crate::block::{Block, Mechanism};
+use crate::catalog::{did_you_mean, suggest, Catalog, DISABLE};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ops::resolve::resolve_event;
+
+/// What one counter or register of a block measures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    Event {
+        number: u32,
+        name: String,
+    },
+    /// Clock cycles (`count_clock`).
+    Cycles,
+    Register {
+        name: String,
+    },
+}
+
+impl Item {
+    /// The name shown for it.
+    pub fn label(&self) -> &str {
+        match self {
+            Item::Event { name, .. } | Item::Register { name } => name,
+            Item::Cycles => "cycles",
+        }
+    }
+
+    pub fn number(&self) -> Option<u32> {
+        match self {
+            Item::Event { number, .. } => Some(*number),
+            _ => None,
+        }
+    }
+}
+
+/// The items asked of one block, in the order given, each once.
+#[derive(Debug, Clone)]
+pub struct BlockRequest<'d> {
+    pub block: &'d Block,
+    pub items: Vec<Item>,
+}
+
+/// Specs resolved against a device, with what the user must be told.
+#[derive(Debug, Clone)]
+pub struct Resolved<'d> {
+    pub blocks: Vec<BlockRequest<'d>>,
+    pub warnings: Vec<String>,
+}
+
+fn bad(spec: &str, problem: impl std::fmt::Display) -> Error {
+    Error::BadSpec {
+        spec: spec.to_string(),
+        problem: problem.to_string(),
+    }
+}
+
+/// Splits `BLOCKS/EVENTS/` (the trailing `/` may be left out).
+pub fn split(spec: &str) -> Result<(&str, Vec<&str>)> {
+    let s = spec.trim();
+    let body = s.strip_suffix('/').unwrap_or(s);
+    let Some((blocks, events)) = body.split_once('/') else {
+        return Err(bad(
+            spec,
+            "an event spec is BLOCKS/EVENT[,EVENT...]/, e.g. tile/MEMORY_READS/ or l3cache/HITS_BANK0,MISSES_BANK0/",
+        ));
+    };
+    if events.contains('/') {
+        return Err(bad(
+            spec,
+            "one spec has two '/'-separated parts: BLOCKS/EVENTS/",
+        ));
+    }
+    if blocks.trim().is_empty() {
+        return Err(bad(
+            spec,
+            "no blocks before the '/': give a block, a kind (tile), a pattern (llt*) or a list",
+        ));
+    }
+    let events: Vec<&str> = events.split(',').map(str::trim).collect();
+    if events.iter().any(|e| e.is_empty()) {
+        return Err(bad(
+            spec,
+            "an empty event: name events between the '/', separated by commas",
+        ));
+    }
+    Ok((blocks.trim(), events))
+}
+
+fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// The names of a block's catalog a glob matches (DISABLE never).
+fn glob_names<'c>(spec: &str, catalog: &'c Catalog, pattern: &str) -> Result<Vec<&'c str>> {
+    let p = glob::Pattern::new(&pattern.to_ascii_uppercase())
+        .map_err(|e| bad(spec, format!("'{pattern}' is not a usable pattern ({e})")))?;
+    Ok(catalog
+        .events
+        .iter()
+        .filter(|e| e.name != DISABLE && p.matches(&e.name.to_ascii_uppercase()))
+        .map(|e| e.name.as_str())
+        .collect())
+}
+
+fn register_items(spec: &str, block: &Block, catalog: &Catalog, typed: &str) -> Result<Vec<Item>> {
+    if is_glob(typed) {
+        let names = glob_names(spec, catalog, typed)?;
+        if names.is_empty() {
+            return Err(bad(
+                spec,
+                format!("'{typed}' matches no register of {}", block.name),
+            ));
+        }
+        return Ok(names
+            .into_iter()
+            .map(|n| Item::Register {
+                name: n.to_string(),
+            })
+            .collect());
+    }
+    match catalog.resolve(typed) {
+        Ok(e) if block.registers.contains(&e.name) => Ok(vec![Item::Register {
+            name: e.name.clone(),
+        }]),
+        _ => {
+            let sugg = suggest(typed, block.registers.iter().map(String::as_str));
+            Err(bad(
+                spec,
+                format!(
+                    "{} has no register '{typed}'{}",
+                    block.name,
+                    if sugg.is_empty() {
+                        format!("; it has {}", block.registers.join(", "))
+                    } else {
+                        did_you_mean(&sugg)
+                    }
+                ),
+            ))
+        }
+    }
+}
+
+fn counter_items(
+    spec: &str,
+    block: &Block,
+    catalog: &Catalog,
+    typed: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Item>> {
+    if typed.eq_ignore_ascii_case("cycles") {
+        if !block.has_count_clock {
+            return Err(bad(
+                spec,
+                format!(
+                    "cycles needs a count_clock file (BlueField-3 crspace blocks, kernel 6.14 or later); {} has none",
+                    block.name
+                ),
+            ));
+        }
+        return Ok(vec![Item::Cycles]);
+    }
+    if is_glob(typed) {
+        let names = glob_names(spec, catalog, typed)?;
+        if names.is_empty() {
+            return Err(bad(
+                spec,
+                format!("'{typed}' matches no event of {}", block.name),
+            ));
+        }
+        return Ok(names
+            .into_iter()
+            .filter_map(|n| catalog.by_name(n))
+            .map(|e| Item::Event {
+                number: e.number,
+                name: e.name.clone(),
+            })
+            .collect());
+    }
+    let r = resolve_event(block, catalog, typed, false).map_err(|e| bad(spec, e))?;
+    warnings.extend(r.warning);
+    Ok(vec![Item::Event {
+        number: r.number,
+        name: r.name.unwrap_or_else(|| format!("0x{:x}", r.number)),
+    }])
+}
+
+/// Resolves every spec against the device. Several specs may name one block: its
+/// items are merged, each once.
+pub fn resolve<'d>(device: &'d Device, specs: &[String]) -> Result<Resolved<'d>> {
+    if specs.is_empty() {
+        return Err(Error::BadSpec {
+            spec: String::new(),
+            problem: "nothing to count: give -e BLOCKS/EVENT/ (e.g. -e 'tile/MEMORY_READS,MEMORY_WRITES/')".into(),
+        });
+    }
+    let mut out: Vec<BlockRequest<'d>> = Vec::new();
+    let mut warnings = Vec::new();
+    for spec in specs {
+        let (blocks, events) = split(spec)?;
+        let chosen = device
+            .select(&[blocks.to_string()])
+            .map_err(|e| bad(spec, e))?;
+        for block in chosen {
+            if block.is_empty() {
+                return Err(bad(
+                    spec,
+                    format!(
+                        "{} is an empty block (no counter or register files)",
+                        block.name
+                    ),
+                ));
+            }
+            let catalog = device.catalog(block)?;
+            let mut items = Vec::new();
+            for typed in &events {
+                let mut new = if block.mechanism == Mechanism::Registers {
+                    register_items(spec, block, &catalog, typed)?
+                } else {
+                    counter_items(spec, block, &catalog, typed, &mut warnings)?
+                };
+                items.append(&mut new);
+            }
+            let entry = match out.iter_mut().find(|r| r.block.name == block.name) {
+                Some(e) => e,
+                None => {
+                    out.push(BlockRequest {
+                        block,
+                        items: Vec::new(),
+                    });
+                    out.last_mut().expect("just pushed")
+                }
+            };
+            for item in items {
+                if !entry.items.contains(&item) {
+                    entry.items.push(item);
+                }
+            }
+        }
+    }
+    warnings.sort();
+    warnings.dedup();
+    Ok(Resolved {
+        blocks: out,
+        warnings,
+    })
+}
