@@ -288,6 +288,9 @@ impl Device {
             }
             return Ok(matched);
         }
+        if sel.is_empty() || sel.contains(['/', '\0']) || sel.starts_with('.') {
+            return self.block(sel).map(|b| vec![b]);
+        }
         match self.find_block(sel) {
             Some(b) => Ok(vec![b]),
             None => Err(self.unknown_block(sel, true)),

@@ -318,3 +318,37 @@ fn read_selectors_and_formats() {
         ["l3cachehalf1", "counter0", "0x0", "DISABLE", "0", "stopped"]
     );
 }
+
+#[test]
+fn writing_commands_take_kinds_globs_and_lists_validated_as_a_whole() {
+    let c = Copy::of("bf2");
+    let before = c.contents();
+    // One block of the list cannot be programmed: nothing is written anywhere.
+    c.cmd()
+        .args(["program", "tile[0-3],pcie0", "0", "HNF_REQUESTS"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("pcie0 is a registers block"));
+    assert_eq!(before, c.contents());
+    let out = c.run(&["program", "tile[0-2]", "0", "HNF_REQUESTS", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let blocks: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["block"].as_str().unwrap())
+        .collect();
+    assert_eq!(blocks, ["tile0", "tile1", "tile2"]);
+    for t in ["tile0", "tile1", "tile2"] {
+        assert_eq!(c.read(&format!("{t}/event0")), "0x45");
+    }
+    assert_ne!(c.read("tile3/event0"), "0x45");
+    let out = c.run(&["stop", "tile", "0", "--csv"]);
+    assert_eq!(
+        out,
+        "path,data,fallback\ntile0/event0,0x0,\ntile1/event0,0x0,\ntile2/event0,0x0,\ntile3/event0,0x0,\n"
+    );
+    c.run(&["start", "l3cache"]);
+    assert_eq!(c.read("l3cachehalf0/enable"), "1");
+    assert_eq!(c.read("l3cachehalf1/enable"), "1");
+}

@@ -63,7 +63,7 @@ pub enum Command {
     },
     /// Program counters: `program tile2 3 HNF_REQUESTS` or `program l3cachehalf0 0=HITS_BANK0 1=MISSES_BANK0 --start`
     Program {
-        /// The counter block
+        /// The block, or blocks: a kind (tile), a glob ('tile*') or a comma list
         block: String,
         /// COUNTER EVENT, or COUNTER=EVENT pairs; EVENT by name, 0x45 or 69
         #[arg(
@@ -86,12 +86,14 @@ pub enum Command {
     },
     /// Start the counters of an L3-cache or BF3 crspace block together (resets them to 0)
     Start {
+        /// The block, or blocks: a kind (l3cache), a glob or a comma list
         block: String,
         #[command(flatten)]
         write: WriteOpts,
     },
     /// Stop an all-at-once block, or un-program one or all counters of a block
     Stop {
+        /// The block, or blocks: a kind, a glob or a comma list
         block: String,
         /// Only this counter (per-counter blocks)
         #[arg(allow_negative_numbers = true)]
@@ -101,6 +103,7 @@ pub enum Command {
     },
     /// Reset counters or statistics registers to 0
     Clear {
+        /// The block, or blocks: a kind, a glob or a comma list
         block: String,
         /// A counter number or register name (default: all of the block's counters, or its count registers)
         #[arg(allow_negative_numbers = true)]

@@ -153,24 +153,35 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
                 start,
                 count_clock,
             };
-            let outcome = if write.dry_run {
-                program::plan_program(&device, &block, &parsed, &opts)?
-            } else {
-                program::program(&device, &block, &parsed, &opts)?
-            };
-            let r = ProgramReport::new(outcome, write.dry_run, device.location());
-            for w in &r.warnings {
+            // Every block is planned (validated) before the first write.
+            let plans = each_block(&device, &block, |b| {
+                program::plan_program(&device, b, &parsed, &opts)
+            })?;
+            let mut reports = Vec::new();
+            for plan in plans {
+                let outcome = if write.dry_run {
+                    plan
+                } else {
+                    program::apply(&device, plan).map_err(|e| partly_done(e, &reports))?
+                };
+                reports.push(ProgramReport::new(
+                    outcome,
+                    write.dry_run,
+                    device.location(),
+                ));
+            }
+            for w in reports.iter().flat_map(|r| &r.warnings) {
                 diag(&format!("warning: {w}"));
             }
-            out.emit(write.format.or(Format::Table), &r)
+            out.emit(write.format.or(Format::Table), &OneOrMany::of(reports))
         }
         Command::Start { block, write } => {
             let device = open_device(g)?;
             let _lock = (!write.dry_run)
                 .then(|| lock_device(g, &device))
                 .transpose()?;
-            let plan = control::plan_start(&device, &block)?;
-            finish_control(out, &device, plan, write)
+            let plans = each_block(&device, &block, |b| control::plan_start(&device, b))?;
+            finish_control(out, &device, plans, write)
         }
         Command::Stop {
             block,
@@ -181,8 +192,10 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
             let _lock = (!write.dry_run)
                 .then(|| lock_device(g, &device))
                 .transpose()?;
-            let plan = control::plan_stop(&device, &block, counter.as_deref())?;
-            finish_control(out, &device, plan, write)
+            let plans = each_block(&device, &block, |b| {
+                control::plan_stop(&device, b, counter.as_deref())
+            })?;
+            finish_control(out, &device, plans, write)
         }
         Command::Clear {
             block,
@@ -194,8 +207,10 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
             let _lock = (!write.dry_run)
                 .then(|| lock_device(g, &device))
                 .transpose()?;
-            let plan = control::plan_clear(&device, &block, target.as_deref(), force)?;
-            finish_control(out, &device, plan, write)
+            let plans = each_block(&device, &block, |b| {
+                control::plan_clear(&device, b, target.as_deref(), force)
+            })?;
+            finish_control(out, &device, plans, write)
         }
         Command::Read { selectors, format } => {
             let device = open_device(g)?;
@@ -435,17 +450,43 @@ fn events(device: &Device, block: &str, pattern: Option<String>) -> Result<Event
     })
 }
 
+/// Plans an operation on every block a selector (a block, kind, glob or list)
+/// chooses; any refusal refuses the whole command.
+fn each_block<T>(
+    device: &Device,
+    selector: &str,
+    plan: impl Fn(&str) -> Result<T>,
+) -> Result<Vec<T>> {
+    device
+        .select(&[selector.to_string()])?
+        .into_iter()
+        .map(|b| plan(&b.name))
+        .collect()
+}
+
+/// A failure on a later block says which blocks were already written.
+fn partly_done<R: Report>(e: Error, done: &[R]) -> Error {
+    let writes: Vec<String> = done.iter().flat_map(|r| r.writes_made()).collect();
+    if writes.is_empty() {
+        return e;
+    }
+    crate::error::with_hint(e, &format!("(before this: {})", writes.join("; ")))
+}
+
 fn finish_control(
     out: &mut Out,
     device: &Device,
-    plan: control::ControlOutcome,
+    plans: Vec<control::ControlOutcome>,
     w: args::WriteOpts,
 ) -> std::result::Result<(), Failure> {
-    let outcome = if w.dry_run {
-        plan
-    } else {
-        control::apply(device, plan)?
-    };
-    let r = ControlReport::new(outcome, w.dry_run, device.location());
-    out.emit(w.format.or(Format::Table), &r)
+    let mut reports = Vec::new();
+    for plan in plans {
+        let outcome = if w.dry_run {
+            plan
+        } else {
+            control::apply(device, plan).map_err(|e| partly_done(e, &reports))?
+        };
+        reports.push(ControlReport::new(outcome, w.dry_run, device.location()));
+    }
+    out.emit(w.format.or(Format::Table), &OneOrMany::of(reports))
 }

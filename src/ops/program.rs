@@ -219,7 +219,11 @@ pub fn program(
     assignments: &[Assignment],
     opts: &ProgramOptions,
 ) -> Result<ProgramOutcome> {
-    let mut outcome = plan_program(device, block_name, assignments, opts)?;
+    apply(device, plan_program(device, block_name, assignments, opts)?)
+}
+
+/// Makes the planned writes and reads back what each counter now monitors.
+pub fn apply(device: &Device, mut outcome: ProgramOutcome) -> Result<ProgramOutcome> {
     outcome.written = outcome.plan.apply(device.fs())?;
     for c in &mut outcome.counters {
         let rel = layout::event(&outcome.block, c.counter);

@@ -18,6 +18,65 @@ pub use stat::{Ending, StatFormat, StatWriter};
 pub use write::{ControlReport, ProgramReport, WriteRecord};
 
 use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::cli::output::{Document, Report, Table};
+
+/// The report of a writing command on one block, or on several (a kind, a glob or a
+/// list): one object, or an array of them.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T: Report + Serialize> OneOrMany<T> {
+    pub fn of(mut items: Vec<T>) -> OneOrMany<T> {
+        if items.len() == 1 {
+            OneOrMany::One(items.remove(0))
+        } else {
+            OneOrMany::Many(items)
+        }
+    }
+
+    fn items(&self) -> &[T] {
+        match self {
+            OneOrMany::One(t) => std::slice::from_ref(t),
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+impl<T: Report + Serialize> Report for OneOrMany<T> {
+    fn json(&self) -> serde_json::Value {
+        crate::cli::output::to_json(self)
+    }
+
+    fn document(&self) -> Document {
+        let mut d = Document::default();
+        for i in self.items() {
+            d.parts.extend(i.document().parts);
+        }
+        d
+    }
+
+    fn records(&self) -> Option<Table> {
+        let mut all: Option<Table> = None;
+        for i in self.items() {
+            let t = i.records()?;
+            match &mut all {
+                Some(a) => a.rows.extend(t.rows),
+                None => all = Some(t),
+            }
+        }
+        all
+    }
+
+    fn writes_made(&self) -> Vec<String> {
+        self.items().iter().flat_map(|i| i.writes_made()).collect()
+    }
+}
 
 fn schema<T: JsonSchema>() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default()
@@ -33,7 +92,7 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("read", schema::<ReadReport>()),
         ("snapshot", schema::<crate::ops::snapshot::Snapshot>()),
         ("diff", schema::<crate::ops::diff::Diff>()),
-        ("program", schema::<ProgramReport>()),
-        ("control", schema::<ControlReport>()),
+        ("program", schema::<OneOrMany<ProgramReport>>()),
+        ("control", schema::<OneOrMany<ControlReport>>()),
     ]
 }
