@@ -1,5 +1,6 @@
-//! A full snapshot of the bf2 fixture against the shell loop people write today:
-//! `for f in */counter* */event* pcie*/*; do cat "$f"; done`.
+//! A full snapshot of the bf2 fixture against the shell loops people write today:
+//! `for f in */counter* */event* pcie*/*; do cat "$f"; done`, and the same loop with
+//! the shell's `read` builtin (no process per file).
 //!
 //! Run: `cargo bench --bench snapshot`. The README records the measured ratio.
 
@@ -49,6 +50,22 @@ fn bench(c: &mut Criterion) {
             assert!(status.success());
         })
     });
+    // The fairer peer: the shell's own `read` builtin spawns no process per file.
+    group.bench_function(
+        "shell loop: read builtin on every counter, event and pcie file",
+        |b| {
+            b.iter(|| {
+                let status = Command::new("bash")
+                    .arg("-c")
+                    .arg(r#"for f in */counter* */event* pcie*/*; do read -r v < "$f"; done"#)
+                    .current_dir(&dir)
+                    .stdout(Stdio::null())
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            })
+        },
+    );
     group.finish();
 }
 

@@ -46,6 +46,16 @@ pub trait Sysfs: Send + Sync {
         Ok(Box::new(Reread {
             fs: self,
             rel: rel.to_string(),
+            text: String::new(),
+        }))
+    }
+
+    /// Opens a file for repeated writes (an `enable` switched every tick): one
+    /// `pwrite` each time on the real filesystem.
+    fn open_control(&self, rel: &str) -> io::Result<Box<dyn ControlFile + '_>> {
+        Ok(Box::new(Rewrite {
+            fs: self,
+            rel: rel.to_string(),
         }))
     }
 }
@@ -53,18 +63,53 @@ pub trait Sysfs: Send + Sync {
 /// A file opened for sampling.
 pub trait ValueFile: Send {
     /// The file's current content.
-    fn read_now(&mut self) -> io::Result<String>;
+    fn read_now(&mut self) -> io::Result<&str>;
+}
+
+/// A file opened for repeated writes.
+pub trait ControlFile: Send {
+    fn write_now(&mut self, data: &[u8]) -> io::Result<()>;
 }
 
 /// Sampling by reading the whole file through the access layer each time.
 struct Reread<'a, T: ?Sized> {
     fs: &'a T,
     rel: String,
+    text: String,
 }
 
 impl<T: Sysfs + ?Sized> ValueFile for Reread<'_, T> {
-    fn read_now(&mut self) -> io::Result<String> {
-        self.fs.read(&self.rel)
+    fn read_now(&mut self) -> io::Result<&str> {
+        self.text = self.fs.read(&self.rel)?;
+        Ok(&self.text)
+    }
+}
+
+/// Writing through the access layer each time.
+struct Rewrite<'a, T: ?Sized> {
+    fs: &'a T,
+    rel: String,
+}
+
+impl<T: Sysfs + ?Sized> ControlFile for Rewrite<'_, T> {
+    fn write_now(&mut self, data: &[u8]) -> io::Result<()> {
+        self.fs.write(&self.rel, data)
+    }
+}
+
+/// A sysfs attribute kept open and written with one `pwrite` at offset 0.
+pub struct PwriteFile {
+    file: fs::File,
+}
+
+impl ControlFile for PwriteFile {
+    fn write_now(&mut self, data: &[u8]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let n = self.file.write_at(data, 0)?;
+        if n != data.len() {
+            return Err(io::Error::new(io::ErrorKind::WriteZero, "short write"));
+        }
+        Ok(())
     }
 }
 
@@ -75,16 +120,17 @@ pub struct PreadFile {
 }
 
 impl ValueFile for PreadFile {
-    fn read_now(&mut self) -> io::Result<String> {
+    fn read_now(&mut self) -> io::Result<&str> {
         use std::os::unix::fs::FileExt;
         let n = self.file.read_at(&mut self.buf, 0)?;
         if n == self.buf.len() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                "the value is longer than a sysfs attribute",
+                "the value is longer than a counter's",
             ));
         }
-        Ok(String::from_utf8_lossy(&self.buf[..n]).into_owned())
+        std::str::from_utf8(&self.buf[..n])
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "the value is not text"))
     }
 }
 
@@ -92,6 +138,9 @@ impl ValueFile for PreadFile {
 impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     fn open_value(&self, rel: &str) -> io::Result<Box<dyn ValueFile + '_>> {
         (**self).open_value(rel)
+    }
+    fn open_control(&self, rel: &str) -> io::Result<Box<dyn ControlFile + '_>> {
+        (**self).open_control(rel)
     }
     fn read(&self, rel: &str) -> io::Result<String> {
         (**self).read(rel)
@@ -210,11 +259,11 @@ fn not_regular(kind: fs::FileType) -> io::Error {
 
 /// Opens an attribute without following a symlink and without blocking on a FIFO, and
 /// refuses anything but a regular file.
-fn open_attribute(path: &Path, write: bool) -> io::Result<fs::File> {
+fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::File> {
     let file = fs::OpenOptions::new()
         .read(!write)
         .write(write)
-        .truncate(write)
+        .truncate(write && truncate)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
@@ -234,7 +283,7 @@ fn open_attribute(path: &Path, write: bool) -> io::Result<fs::File> {
 /// Reads an attribute file: at most [`MAX_ATTRIBUTE`] bytes, a regular file only, so
 /// that no device content can exhaust memory or block bfperf.
 pub fn read_attribute(path: &Path) -> io::Result<String> {
-    let file = open_attribute(path, false)?;
+    let file = open_attribute(path, false, false)?;
     let mut out = Vec::new();
     file.take(MAX_ATTRIBUTE as u64 + 1).read_to_end(&mut out)?;
     if out.len() > MAX_ATTRIBUTE {
@@ -256,16 +305,22 @@ impl Sysfs for RealFs {
 
     fn open_value(&self, rel: &str) -> io::Result<Box<dyn ValueFile + '_>> {
         Ok(Box::new(PreadFile {
-            file: open_attribute(&self.path(rel), false)?,
+            file: open_attribute(&self.path(rel), false, false)?,
             // A counter prints at most "0x" and 16 hex digits and a newline.
             buf: vec![0u8; 64],
+        }))
+    }
+
+    fn open_control(&self, rel: &str) -> io::Result<Box<dyn ControlFile + '_>> {
+        Ok(Box::new(PwriteFile {
+            file: open_attribute(&self.path(rel), true, false)?,
         }))
     }
 
     fn write(&self, rel: &str, data: &[u8]) -> io::Result<()> {
         // Truncate (O_TRUNC) so that plain-file copies of the tree hold exactly what was written;
         // sysfs ignores the truncation. Never create a file that is not there.
-        let mut file = open_attribute(&self.path(rel), true)?;
+        let mut file = open_attribute(&self.path(rel), true, true)?;
         let n = file.write(data)?;
         if n != data.len() {
             return Err(io::Error::new(io::ErrorKind::WriteZero, "short write"));

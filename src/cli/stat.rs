@@ -140,18 +140,19 @@ pub fn run(
             .into());
         }
     }
+    // Buffered: each interval is flushed whole, one write.
     let mut file;
-    let out: &mut dyn Write = match &a.output {
+    let mut out = std::io::BufWriter::new(match &a.output {
         Some(path) => {
             file = std::fs::File::create(path).map_err(|e| Error::File {
                 what: "cannot create the output file",
                 path: path.clone(),
                 source: e,
             })?;
-            &mut file
+            &mut file as &mut dyn Write
         }
         None => stdout,
-    };
+    });
     let _lock = lock_device(global, &device)?;
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -187,7 +188,7 @@ pub fn run(
             None => Box::new(Forever),
         })
     };
-    let mut writer = StatWriter::new(out, format, !a.no_aggr, width);
+    let mut writer = StatWriter::new(&mut out, format, !a.no_aggr, width);
     let mut output_error: Option<std::io::Error> = None;
     let result = stat::measure(&device, &req, &RealPacer, &stop, &mut until, &mut |i| {
         if output_error.is_none() {

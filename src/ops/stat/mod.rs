@@ -83,7 +83,7 @@ impl Default for Timing {
         Timing {
             interval: None,
             tick: Duration::from_secs(1),
-            poll: Duration::from_millis(20),
+            poll: Duration::from_millis(50),
         }
     }
 }
@@ -387,6 +387,42 @@ pub fn prepare<'d>(
     Ok((plans, resolved.warnings))
 }
 
+/// The frequency of a PLL as `clock_measure` reports it, in Hz (MHz = last count /
+/// reference window × 156.25).
+pub fn pll_hz(device: &Device, pll: &str) -> Option<u64> {
+    let block = device
+        .blocks()
+        .iter()
+        .find(|b| b.kind == BlockKind::ClockMeasure)?;
+    let read = |name: String| {
+        crate::ops::read::read_number(
+            device.fs(),
+            &crate::sysfs::layout::register(&block.name, &name),
+        )
+        .ok()
+    };
+    let last = read(format!("FMON_CLK_LAST_COUNT_{pll}"))?;
+    let window = read(format!("REFERENCE_WINDOW_WIDTH_{pll}"))?;
+    (window > 0).then(|| last * 156_250_000 / window)
+}
+
+/// The longest tick that keeps every all-at-once counter from wrapping within a
+/// window: half the time its clock takes to fill its width (a counter counts at most
+/// one event per cycle). Blocks whose clock is unknown keep `tick`.
+pub fn safe_tick(device: &Device, plans: &[BlockPlan], tick: Duration) -> Duration {
+    plans
+        .iter()
+        .filter(|p| {
+            p.block.mechanism == crate::block::Mechanism::AllAtOnce && p.block.width_bits < 64
+        })
+        .filter_map(|p| {
+            let hz = pll_hz(device, p.block.def().clock_pll?)?;
+            let fill_s = (1u64 << p.block.width_bits) as f64 / hz.max(1) as f64;
+            Some(Duration::from_secs_f64(fill_s / 2.0))
+        })
+        .fold(tick, Duration::min)
+}
+
 /// Runs a measurement: records the configuration, programs, samples each run until
 /// `until(run)` says so (or `stop` is set), checks for foreign writes, and restores
 /// the device whatever happened.
@@ -399,13 +435,15 @@ pub fn measure<'d>(
     on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
 ) -> Result<StatOutcome> {
     let (plans, mut warnings) = prepare(device, req)?;
+    let mut timing = req.timing;
+    timing.tick = safe_tick(device, &plans, timing.tick);
     let saved = session::save(device, &plans)?;
     let outcome = (|| -> Result<StatOutcome> {
         let mut m = Measurement::start(device, plans, &saved, pacer.now_ns())?;
         let mut runs = Vec::new();
         for number in 1..=req.repeat.max(1) {
             let mut u = until(number)?;
-            let run = m.run(number, pacer, req.timing, u.as_mut(), stop, on_interval)?;
+            let run = m.run(number, pacer, timing, u.as_mut(), stop, on_interval)?;
             runs.push(run);
             if stop.load(Ordering::SeqCst) {
                 break;

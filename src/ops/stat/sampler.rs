@@ -8,12 +8,12 @@
 use std::collections::HashMap;
 
 use super::plan::BlockPlan;
-use super::session::{program_group, set_enable};
+use super::session::program_group;
 use crate::block::Mechanism;
 use crate::device::Device;
 use crate::error::{io_error, Error, Result};
 use crate::ops::parse_value;
-use crate::sysfs::{layout, ValueFile};
+use crate::sysfs::{layout, ControlFile, ValueFile};
 
 /// What one item has counted so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -37,7 +37,7 @@ impl Reader<'_> {
             .file
             .read_now()
             .map_err(|e| io_error("reading", &self.rel, None, e))?;
-        parse_value(&text).ok_or_else(|| Error::BadContent {
+        parse_value(text).ok_or_else(|| Error::BadContent {
             file: self.rel.clone(),
             content: text.trim_end().chars().take(80).collect(),
             expected: "a number such as 0x1f",
@@ -45,16 +45,49 @@ impl Reader<'_> {
     }
 }
 
+/// An `enable` file kept open, switched twice a tick.
+struct Switch<'d> {
+    rel: String,
+    file: Box<dyn ControlFile + 'd>,
+}
+
+impl Switch<'_> {
+    fn set(&mut self, on: bool) -> Result<()> {
+        let data: &[u8] = if on { b"1" } else { b"0" };
+        self.file
+            .write_now(data)
+            .map_err(|e| io_error("writing", &self.rel, Some(data), e))
+    }
+}
+
 struct BlockState<'d> {
     group: usize,
     accs: Vec<Acc>,
-    /// Last raw value per counter number (per-counter) or per register item.
-    last: HashMap<u32, u64>,
-    counters: HashMap<u32, Reader<'d>>,
+    /// Last raw value, by counter number (counter blocks) or register item.
+    last: Vec<u64>,
+    /// Readers by counter number (counter blocks).
+    counters: Vec<Option<Reader<'d>>>,
     registers: Vec<Reader<'d>>,
+    enable: Option<Switch<'d>>,
     last_ns: u64,
     width_mask: u64,
     saved_mask: u32,
+}
+
+impl<'d> BlockState<'d> {
+    fn counter(&mut self, c: u32) -> Result<u64> {
+        match self.counters.get_mut(c as usize).and_then(Option::as_mut) {
+            Some(r) => r.value(),
+            None => Ok(0),
+        }
+    }
+
+    fn enable(&mut self, on: bool) -> Result<()> {
+        match &mut self.enable {
+            Some(s) => s.set(on),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The measurement's state: readers, accumulators, current groups.
@@ -62,6 +95,18 @@ pub struct Sampler<'d> {
     device: &'d Device,
     pub plans: Vec<BlockPlan<'d>>,
     states: Vec<BlockState<'d>>,
+}
+
+/// Adds the count between two readings: wrapped at the counter's width, or, on a
+/// 64-bit counter that went backwards, counted from 0 and flagged (someone reset it).
+fn accumulate(acc: &mut Acc, last: u64, v: u64, width_mask: u64, dt: u64) {
+    if v < last && width_mask == u64::MAX {
+        acc.total += v;
+        acc.reset = true;
+    } else {
+        acc.total += v.wrapping_sub(last) & width_mask;
+    }
+    acc.active_ns += dt;
 }
 
 fn mask(width: u32) -> u64 {
@@ -89,10 +134,11 @@ impl<'d> Sampler<'d> {
         let mut states = Vec::new();
         for p in &plans {
             let b = p.block;
-            let mut counters = HashMap::new();
+            let slots = b.counters.iter().max().map_or(0, |m| *m as usize + 1);
+            let mut counters: Vec<Option<Reader<'d>>> = (0..slots).map(|_| None).collect();
             for s in p.groups.iter().flatten() {
-                if let std::collections::hash_map::Entry::Vacant(e) = counters.entry(s.counter) {
-                    e.insert(open(layout::counter(&b.name, s.counter))?);
+                if counters[s.counter as usize].is_none() {
+                    counters[s.counter as usize] = Some(open(layout::counter(&b.name, s.counter))?);
                 }
             }
             let registers = if b.mechanism == Mechanism::Registers {
@@ -103,12 +149,22 @@ impl<'d> Sampler<'d> {
             } else {
                 Vec::new()
             };
+            let enable = if b.mechanism == Mechanism::AllAtOnce {
+                let rel = layout::enable(&b.name);
+                let file = fs
+                    .open_control(&rel)
+                    .map_err(|e| io_error("opening", &rel, None, e))?;
+                Some(Switch { rel, file })
+            } else {
+                None
+            };
             states.push(BlockState {
                 group: 0,
                 accs: vec![Acc::default(); p.items.len()],
-                last: HashMap::new(),
+                last: vec![0; slots.max(registers.len())],
                 counters,
                 registers,
+                enable,
                 last_ns: 0,
                 width_mask: mask(b.width_bits),
                 saved_mask: saved_masks.get(&b.name).copied().unwrap_or(0),
@@ -129,9 +185,7 @@ impl<'d> Sampler<'d> {
                 continue;
             }
             program_group(self.device, p, 0, st.saved_mask)?;
-            if p.block.mechanism == Mechanism::AllAtOnce {
-                set_enable(self.device, &p.block.name, true)?;
-            }
+            st.enable(true)?;
         }
         self.rebase(now)
     }
@@ -140,26 +194,20 @@ impl<'d> Sampler<'d> {
     pub fn rebase(&mut self, now: u64) -> Result<()> {
         for (p, st) in self.plans.iter().zip(&mut self.states) {
             st.last_ns = now;
-            st.last.clear();
             match p.block.mechanism {
                 Mechanism::Registers => {
-                    for (i, r) in st.registers.iter_mut().enumerate() {
-                        st.last.insert(i as u32, r.value()?);
+                    for i in 0..st.registers.len() {
+                        st.last[i] = st.registers[i].value()?;
                     }
                 }
                 Mechanism::PerCounter => {
                     for s in &p.groups[st.group] {
-                        let v = st
-                            .counters
-                            .get_mut(&s.counter)
-                            .map(|r| r.value())
-                            .transpose()?;
-                        st.last.insert(s.counter, v.unwrap_or(0));
+                        st.last[s.counter as usize] = st.counter(s.counter)?;
                     }
                 }
                 Mechanism::AllAtOnce => {
-                    set_enable(self.device, &p.block.name, false)?;
-                    set_enable(self.device, &p.block.name, true)?;
+                    st.enable(false)?;
+                    st.enable(true)?;
                 }
             }
         }
@@ -181,65 +229,38 @@ impl<'d> Sampler<'d> {
             st.last_ns = now;
             match p.block.mechanism {
                 Mechanism::Registers => {
-                    for (i, r) in st.registers.iter_mut().enumerate() {
-                        let v = r.value()?;
-                        let last = st.last.insert(i as u32, v).unwrap_or(v);
-                        let acc = &mut st.accs[i];
-                        if v >= last {
-                            acc.total += v - last;
-                        } else if st.width_mask == u64::MAX {
-                            acc.total += v;
-                            acc.reset = true;
-                        } else {
-                            acc.total += (v.wrapping_sub(last)) & st.width_mask;
-                        }
-                        acc.active_ns += dt;
+                    for i in 0..st.registers.len() {
+                        let v = st.registers[i].value()?;
+                        let last = std::mem::replace(&mut st.last[i], v);
+                        accumulate(&mut st.accs[i], last, v, st.width_mask, dt);
                     }
                 }
                 Mechanism::PerCounter => {
                     for s in &p.groups[st.group] {
-                        let v = st
-                            .counters
-                            .get_mut(&s.counter)
-                            .map(|r| r.value())
-                            .transpose()?
-                            .unwrap_or(0);
-                        let last = st.last.insert(s.counter, v).unwrap_or(0);
-                        let acc = &mut st.accs[s.item];
-                        if v < last && st.width_mask == u64::MAX {
-                            acc.total += v;
-                            acc.reset = true;
-                        } else {
-                            acc.total += v.wrapping_sub(last) & st.width_mask;
-                        }
-                        acc.active_ns += dt;
+                        let v = st.counter(s.counter)?;
+                        let last = std::mem::replace(&mut st.last[s.counter as usize], v);
+                        accumulate(&mut st.accs[s.item], last, v, st.width_mask, dt);
                     }
                     if p.multiplexed() {
                         st.group = (st.group + 1) % p.groups.len();
                         program_group(self.device, p, st.group, st.saved_mask)?;
                         for s in &p.groups[st.group] {
-                            st.last.insert(s.counter, 0);
+                            st.last[s.counter as usize] = 0;
                         }
                     }
                 }
                 Mechanism::AllAtOnce => {
-                    set_enable(self.device, &p.block.name, false)?;
+                    st.enable(false)?;
                     for s in &p.groups[st.group] {
-                        let v = st
-                            .counters
-                            .get_mut(&s.counter)
-                            .map(|r| r.value())
-                            .transpose()?
-                            .unwrap_or(0);
-                        let acc = &mut st.accs[s.item];
-                        acc.total += v & st.width_mask;
-                        acc.active_ns += dt;
+                        // The window started at 0: the value is the count.
+                        let v = st.counter(s.counter)?;
+                        accumulate(&mut st.accs[s.item], 0, v, st.width_mask, dt);
                     }
                     if p.multiplexed() {
                         st.group = (st.group + 1) % p.groups.len();
                         program_group(self.device, p, st.group, st.saved_mask)?;
                     }
-                    set_enable(self.device, &p.block.name, true)?;
+                    st.enable(true)?;
                 }
             }
         }

@@ -94,10 +94,6 @@ pub fn program_group(device: &Device, plan: &BlockPlan, g: usize, saved_mask: u3
     Ok(())
 }
 
-pub fn set_enable(device: &Device, block: &str, on: bool) -> Result<()> {
-    write(device, &layout::enable(block), if on { "1" } else { "0" })
-}
-
 /// Counters of the current group that no longer count what the measurement
 /// programmed: someone else wrote them.
 pub fn foreign_changes(device: &Device, plan: &BlockPlan, g: usize) -> Result<Vec<usize>> {

@@ -155,7 +155,10 @@ fn counter_items(
     typed: &str,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Item>> {
-    if typed.eq_ignore_ascii_case("cycles") {
+    // `cycles` is count_clock mode where the block has it; elsewhere it may be an
+    // event's name (L3's CYCLES).
+    let named = catalog.resolve(typed).is_ok();
+    if typed.eq_ignore_ascii_case("cycles") && (block.has_count_clock || !named) {
         if !block.has_count_clock {
             return Err(bad(
                 spec,

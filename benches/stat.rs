@@ -1,0 +1,139 @@
+//! The cost of one `stat` sweep (every counter and register of the bf2 fixture, on
+//! tmpfs) against the floor: a minimal Rust loop over the same files opened once —
+//! one `pread` and a hex parse per value, and the two `enable` writes per
+//! all-at-once block that windowed reading needs.
+//!
+//! Run: `cargo bench --bench stat`. The README records the figures; the bench script
+//! `benches/stat-syscalls.sh` counts system calls and measures a 60 s run's CPU.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use bfperf::block::Mechanism;
+use bfperf::ops::stat::{plan, sampler::Sampler, spec};
+use bfperf::Device;
+use criterion::{criterion_group, criterion_main, Criterion};
+
+/// A copy of the bf2 fixture on tmpfs (or the temp dir where /dev/shm is missing).
+fn tmpfs_copy() -> (tempfile::TempDir, PathBuf) {
+    let base = if Path::new("/dev/shm").is_dir() {
+        tempfile::tempdir_in("/dev/shm").unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/bf2");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", src.display()))
+        .arg(base.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let dev = base.path().join("class/hwmon/hwmon3");
+    (base, dev)
+}
+
+/// Specs for every counter (its first events) and every register of the device.
+pub fn every_value(device: &Device) -> Vec<String> {
+    let mut specs = Vec::new();
+    for b in device.blocks() {
+        let catalog = device.catalog(b).unwrap();
+        let events: Vec<String> = if b.mechanism == Mechanism::Registers {
+            b.registers.clone()
+        } else {
+            catalog
+                .events
+                .iter()
+                .filter(|e| e.name != "DISABLE")
+                .take(b.counters.len())
+                .map(|e| e.name.clone())
+                .collect()
+        };
+        specs.push(format!("{}/{}/", b.name, events.join(",")));
+    }
+    specs
+}
+
+struct Floor {
+    values: Vec<File>,
+    windows: Vec<(File, Vec<File>)>,
+}
+
+impl Floor {
+    fn open(dir: &Path, device: &Device) -> Floor {
+        let mut values = Vec::new();
+        let mut windows = Vec::new();
+        for b in device.blocks() {
+            let d = dir.join(&b.name);
+            let counters: Vec<File> = b
+                .counters
+                .iter()
+                .map(|c| File::open(d.join(format!("counter{c}"))).unwrap())
+                .collect();
+            if b.mechanism == Mechanism::AllAtOnce {
+                let enable = OpenOptions::new()
+                    .write(true)
+                    .open(d.join("enable"))
+                    .unwrap();
+                windows.push((enable, counters));
+            } else {
+                values.extend(counters);
+            }
+            values.extend(b.registers.iter().map(|r| File::open(d.join(r)).unwrap()));
+        }
+        Floor { values, windows }
+    }
+
+    fn sweep(&self, buf: &mut [u8]) -> u64 {
+        let parse = |b: &[u8]| {
+            let t = std::str::from_utf8(b).unwrap().trim();
+            u64::from_str_radix(t.trim_start_matches("0x"), 16).unwrap_or(0)
+        };
+        let mut sum = 0u64;
+        for f in &self.values {
+            let n = f.read_at(buf, 0).unwrap();
+            sum = sum.wrapping_add(parse(&buf[..n]));
+        }
+        for (enable, counters) in &self.windows {
+            enable.write_at(b"0", 0).unwrap();
+            for f in counters {
+                let n = f.read_at(buf, 0).unwrap();
+                sum = sum.wrapping_add(parse(&buf[..n]));
+            }
+            enable.write_at(b"1", 0).unwrap();
+        }
+        sum
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let (_keep, dir) = tmpfs_copy();
+    let device = Device::open_dir(&dir).unwrap();
+    let specs = every_value(&device);
+    let resolved = spec::resolve(&device, &specs).unwrap();
+    let plans = plan::place(resolved.blocks, true).unwrap();
+    let values: usize = plans.iter().map(|p| p.items.len()).sum();
+    let mut sampler = Sampler::open(&device, plans, &HashMap::new()).unwrap();
+    sampler.start(0).unwrap();
+    let floor = Floor::open(&dir, &device);
+
+    let mut group = c.benchmark_group(format!("bf2 stat sweep ({values} values, tmpfs)"));
+    group.sample_size(50);
+    let mut now = 0u64;
+    group.bench_function("bfperf: Sampler::tick", |b| {
+        b.iter(|| {
+            now += 1_000_000;
+            sampler.tick(now).unwrap()
+        })
+    });
+    let mut buf = vec![0u8; 64];
+    group.bench_function("floor: minimal pread loop", |b| {
+        b.iter(|| floor.sweep(&mut buf))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
