@@ -28,6 +28,14 @@ impl Generation {
         }
     }
 
+    /// The generation a label names (`BlueField-2`).
+    pub fn from_label(label: &str) -> Generation {
+        [Generation::Bf1, Generation::Bf2, Generation::Bf3]
+            .into_iter()
+            .find(|g| g.label() == label)
+            .unwrap_or(Generation::Unknown)
+    }
+
     /// The ACPI HID of the PMC platform device of this generation.
     pub fn acpi_hid(self) -> Option<&'static str> {
         match self {
@@ -78,6 +86,7 @@ impl Generation {
     Hash,
     PartialOrd,
     Ord,
+    Default,
     schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
@@ -102,6 +111,7 @@ pub enum BlockKind {
     Msn,
     /// A name no kind matches (or, in a snapshot, a kind this bfperf does not know).
     #[serde(other)]
+    #[default]
     Unknown,
 }
 

@@ -67,6 +67,14 @@ pub enum Error {
     #[error("-e '{spec}': {problem}")]
     BadSpec { spec: String, problem: String },
 
+    /// A metric that cannot be used: where it is defined and why.
+    #[error("metric '{metric}'{}: {problem}", if source_file.is_empty() { String::new() } else { format!(" ({source_file})") })]
+    BadMetric {
+        metric: String,
+        source_file: String,
+        problem: String,
+    },
+
     /// A block with neither counter nor register files: nothing can be written.
     #[error("{block} is an empty block (no counter or register files): there is nothing to {action}; check `ls` of its directory and the driver's messages in dmesg")]
     EmptyBlock { block: String, action: &'static str },

@@ -44,6 +44,13 @@ pub struct Global {
     /// When another program is writing the counters, wait for it instead of failing
     #[arg(long, global = true)]
     pub wait: bool,
+    /// A metric file of your own (perf's metric JSON); repeatable. Files in
+    /// ~/.config/bfperf/metrics/ and /etc/bfperf/metrics/ are read too
+    #[arg(long = "metrics", global = true, value_name = "FILE")]
+    pub metric_files: Vec<PathBuf>,
+    /// The PCIe link, for utilisation metrics: gen1..gen5 × x1..x16, e.g. gen4x16
+    #[arg(long, global = true, value_name = "LINK")]
+    pub pcie_link: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -153,6 +160,16 @@ pub enum Command {
         after_help = "Examples:\n  bfperf stat -e 'l3cache/HITS_BANK0,HITS_BANK1,MISSES_BANK0,MISSES_BANK1/' -A --duration 5s\n  bfperf stat -e 'tile/MEMORY_READS,MEMORY_WRITES/' -I 1000 --format json -- sleep 3\n  bfperf stat -e 'pcie/*_BYTE_CNT/' -e 'llt*/cycles,GDC_BANK0_RD_REQ/' --duration 10s"
     )]
     Stat(StatArgs),
+    /// List the metrics available on this device: name, group, unit, formula, events
+    Metrics {
+        /// Only metrics whose name, group or description contains this (any case)
+        pattern: Option<String>,
+        /// Every generation's metrics, not only this device's (no device needed)
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        format: FormatOpts,
+    },
     /// Print a shell completion script
     Completions {
         #[arg(value_enum)]
@@ -181,8 +198,17 @@ pub enum Command {
 pub struct StatArgs {
     /// BLOCKS/EVENT[,EVENT...]/ : blocks by name, kind, glob or list; events by name,
     /// number, `cycles`, register name or glob (repeatable)
-    #[arg(short = 'e', long = "event", value_name = "SPEC", required = true)]
+    #[arg(
+        short = 'e',
+        long = "event",
+        value_name = "SPEC",
+        required_unless_present = "metric"
+    )]
     pub events: Vec<String>,
+    /// Metrics or metric groups to compute (comma list; repeatable): their events are
+    /// counted, shared ones once; see `bfperf metrics`
+    #[arg(short = 'M', long = "metric", value_name = "NAME|GROUP")]
+    pub metric: Vec<String>,
     /// Count for this long (5s, 500ms, 2m); default: until COMMAND ends, or Ctrl-C
     #[arg(long, value_name = "TIME", value_parser = parse_duration, conflicts_with = "command")]
     pub duration: Option<std::time::Duration>,

@@ -22,7 +22,7 @@ use clap::Parser;
 use crate::block::Generation;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ops::{control, diff, program, read, snapshot};
+use crate::ops::{control, diff, metrics, program, read, snapshot};
 use crate::sim;
 use exit::{diag, Failure};
 use output::{Format, Report};
@@ -47,6 +47,71 @@ pub fn lock_device(global: &Global, device: &Device) -> Result<crate::ops::lock:
         .clone()
         .unwrap_or_else(|| crate::ops::lock::default_path(&device.location()));
     crate::ops::lock::WriterLock::acquire(&path, global.wait)
+}
+
+/// The metrics of these generations: built-ins and the user's files (a broken file
+/// is warned about, never fatal).
+pub fn load_metrics(global: &Global, gens: &[Generation]) -> Result<metrics::MetricSet> {
+    let files = metrics::user_files(&global.metric_files)?;
+    let set = metrics::MetricSet::load(gens, &files);
+    for w in &set.warnings {
+        diag(&format!("warning: {w}"));
+    }
+    Ok(set)
+}
+
+/// The command line's values for metric formulas.
+pub fn metric_params(global: &Global) -> Result<std::collections::HashMap<String, f64>> {
+    let mut params = std::collections::HashMap::new();
+    if let Some(link) = &global.pcie_link {
+        let bps = metrics::pcie_link_bytes_per_s(link).ok_or_else(|| Error::BadAssignment {
+            problem: format!(
+                "unknown PCIe link '{link}': give gen1 to gen5 and x1, x2, x4, x8 or x16, e.g. gen4x16"
+            ),
+        })?;
+        params.insert("pcie_link_bytes_per_s".to_string(), bps);
+    }
+    Ok(params)
+}
+
+fn metrics_report(
+    set: &metrics::MetricSet,
+    pattern: Option<&str>,
+    gens: &[Generation],
+) -> MetricsReport {
+    let p = pattern.map(str::to_ascii_lowercase);
+    let keep = |m: &metrics::Metric| {
+        p.as_ref().is_none_or(|p| {
+            [&m.def.name, &m.def.group, &m.def.description]
+                .iter()
+                .any(|s| s.to_ascii_lowercase().contains(p))
+        })
+    };
+    let gen = gens.last().copied().unwrap_or(Generation::Bf2);
+    MetricsReport {
+        metrics: set
+            .metrics
+            .iter()
+            .filter(|m| keep(m))
+            .map(|m| MetricRow {
+                metric: m.def.name.clone(),
+                group: m.def.group.clone(),
+                kind: m.kind,
+                unit: m.unit.clone(),
+                description: m.def.description.clone(),
+                formula: m.def.expr.clone(),
+                events: metrics::specs_for(&[m]),
+                counters_per_block: metrics::counters_needed(m, gen),
+                compat: m.def.compat.clone(),
+                source: m.source.clone(),
+            })
+            .collect(),
+        broken: set
+            .broken
+            .iter()
+            .map(|b| format!("{} ({}): {}", b.name, b.source, b.problem))
+            .collect(),
+    }
 }
 
 /// Where reports go: a writer, the format, the terminal's width.
@@ -263,7 +328,58 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
             for w in diff::check(&a, &b, strict)? {
                 diag(&format!("warning: {w}"));
             }
-            out.emit(format.or(Format::Table), &DiffReport(diff::diff(&a, &b)))
+            let d = diff::diff(&a, &b);
+            let set = load_metrics(g, &[Generation::from_label(&b.generation)])?;
+            let mut inputs = metrics::Inputs {
+                duration_s: d.interval_s,
+                params: metric_params(g)?,
+                ..Default::default()
+            };
+            let kinds: std::collections::HashMap<&str, crate::block::BlockKind> = b
+                .blocks
+                .iter()
+                .map(|x| (x.block.as_str(), x.kind))
+                .collect();
+            for v in &d.values {
+                let kind = kinds.get(v.block.as_str()).copied().unwrap_or_default();
+                let name = v.register.as_deref().or(v.event_name.as_deref());
+                // Levels count as their latest value; counts as their delta.
+                let value = match v.flag {
+                    Some(diff::Flag::Level) => Some(v.new),
+                    _ => v.delta,
+                };
+                if let (Some(name), Some(value)) = (name, value) {
+                    inputs.add(&v.block, kind, name, value as f64);
+                }
+            }
+            let all: Vec<&metrics::Metric> = set.metrics.iter().collect();
+            let values = metrics::evaluate(&set, &all, &inputs, true)
+                .into_iter()
+                .filter(|m| m.value.is_some())
+                .collect();
+            out.emit(
+                format.or(Format::Table),
+                &DiffReport {
+                    diff: d,
+                    metrics: values,
+                },
+            )
+        }
+        Command::Metrics {
+            pattern,
+            all,
+            format,
+        } => {
+            let gens = if all {
+                vec![Generation::Bf1, Generation::Bf2, Generation::Bf3]
+            } else {
+                vec![open_device(g)?.generation()]
+            };
+            let set = load_metrics(g, &gens)?;
+            out.emit(
+                format.or(Format::Table),
+                &metrics_report(&set, pattern.as_deref(), &gens),
+            )
         }
         Command::Completions { shell } => out.raw(&complete::script(shell)),
         Command::Sim(cmd) => Ok(sim_cmd(cmd)?),

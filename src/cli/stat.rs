@@ -15,8 +15,9 @@ use super::args::StatArgs;
 use super::exit::{diag, Failure};
 use super::output::Format;
 use super::report::{Ending, StatFormat, StatWriter};
-use super::{lock_device, open_device, Global};
+use super::{load_metrics, lock_device, metric_params, open_device, Global};
 use crate::error::{Error, Result};
+use crate::ops::metrics;
 use crate::ops::stat::{self, For, Forever, RealPacer, StatRequest, Timing, Until};
 
 /// The measured command, shared between the runs and the end.
@@ -115,8 +116,22 @@ pub fn run(
 ) -> std::result::Result<i32, Failure> {
     let format = stat_format(&a)?;
     let device = open_device(global)?;
+    let set = if a.metric.is_empty() {
+        metrics::MetricSet::default()
+    } else {
+        load_metrics(global, &[device.generation()])?
+    };
+    let chosen = set.select(&a.metric)?;
+    let params = metric_params(global)?;
+    let mut specs = a.events.clone();
+    specs.extend(metrics::specs_for(&chosen));
+    let evaluate = |counts: &[stat::Count], span_s: f64| {
+        let mut inputs = stat::metric_inputs(counts, span_s);
+        inputs.params = params.clone();
+        metrics::evaluate(&set, &chosen, &inputs, a.no_aggr)
+    };
     let req = StatRequest {
-        specs: a.events.clone(),
+        specs,
         timing: Timing {
             interval: a.interval.map(Duration::from_millis),
             ..Timing::default()
@@ -192,7 +207,7 @@ pub fn run(
     let mut output_error: Option<std::io::Error> = None;
     let result = stat::measure(&device, &req, &RealPacer, &stop, &mut until, &mut |i| {
         if output_error.is_none() {
-            if let Err(e) = writer.interval(i) {
+            if let Err(e) = writer.interval(i, &evaluate(&i.counts, i.span_s)) {
                 output_error = Some(e);
             }
         }
@@ -217,7 +232,14 @@ pub fn run(
     };
     let written = match output_error {
         Some(e) => Err(e),
-        None => writer.summary(&outcome.runs, &ending),
+        None => {
+            let values: Vec<_> = outcome
+                .runs
+                .iter()
+                .map(|r| evaluate(&r.counts, r.elapsed_s))
+                .collect();
+            writer.summary(&outcome.runs, &values, &ending)
+        }
     };
     written.map_err(|source| Failure::Output {
         source,

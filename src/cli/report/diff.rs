@@ -2,9 +2,17 @@
 
 use crate::cli::output::{group_f, to_json, Cell, Document, Report, Table};
 use crate::ops::diff::{Diff, Flag, IntervalSource, ValueDiff};
+use crate::ops::metrics::MetricValue;
 
-/// `bfperf diff OLD NEW`.
-pub struct DiffReport(pub Diff);
+/// `bfperf diff OLD NEW`: the differences and the metrics they allow.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct DiffReport {
+    #[serde(flatten)]
+    pub diff: Diff,
+    /// Every metric of the snapshots' generation whose inputs both snapshots hold,
+    /// per block and summed per kind.
+    pub metrics: Vec<MetricValue>,
+}
 
 fn item(v: &ValueDiff) -> String {
     match (&v.counter, &v.register) {
@@ -26,11 +34,11 @@ fn flag(f: Option<Flag>) -> &'static str {
 
 impl Report for DiffReport {
     fn json(&self) -> serde_json::Value {
-        to_json(&self.0)
+        to_json(self)
     }
 
     fn document(&self) -> Document {
-        let d = &self.0;
+        let d = &self.diff;
         let mut doc = Document::default();
         doc.line(format!(
             "interval: {:.3} s ({})",
@@ -98,6 +106,10 @@ impl Report for DiffReport {
                 ));
             }
         }
+        if !self.metrics.is_empty() {
+            doc.line("");
+            doc.table(super::metric_table(&self.metrics));
+        }
         doc
     }
 
@@ -114,7 +126,7 @@ impl Report for DiffReport {
             "rate_per_s",
             "flag",
         ]);
-        for v in &self.0.values {
+        for v in &self.diff.values {
             t.row(vec![
                 Cell::text(&v.block),
                 v.counter.map(|c| Cell::Int(c.into())).unwrap_or(Cell::None),

@@ -7,12 +7,14 @@
 
 mod device;
 mod diff;
+mod metrics;
 mod read;
 mod stat;
 mod write;
 
 pub use device::{BlockRow, BlocksReport, EventsReport, InfoReport};
 pub use diff::DiffReport;
+pub use metrics::{metric_table, MetricRow, MetricsReport};
 pub use read::{ReadReport, SnapshotReport};
 pub use stat::{Ending, StatFormat, StatWriter};
 pub use write::{ControlReport, ProgramReport, WriteRecord};
@@ -91,8 +93,9 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("events", schema::<EventsReport>()),
         ("read", schema::<ReadReport>()),
         ("snapshot", schema::<crate::ops::snapshot::Snapshot>()),
-        ("diff", schema::<crate::ops::diff::Diff>()),
+        ("diff", schema::<DiffReport>()),
         ("program", schema::<OneOrMany<ProgramReport>>()),
         ("control", schema::<OneOrMany<ControlReport>>()),
+        ("metrics", schema::<MetricsReport>()),
     ]
 }

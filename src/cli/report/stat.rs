@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::cli::output::{escape, group, Cell, Document, Report, Table};
+use crate::ops::metrics::MetricValue;
 use crate::ops::stat::{aggregate, spread, Count, Interval, Run};
 
 /// How `stat` prints.
@@ -65,6 +66,15 @@ struct Line<'a> {
     #[serde(flatten)]
     count: &'a Count,
     stddev_pct: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct MetricLine<'a> {
+    record: &'static str,
+    run: Option<u32>,
+    time_s: Option<f64>,
+    #[serde(flatten)]
+    value: &'a MetricValue,
 }
 
 fn coverage_text(c: &Count) -> String {
@@ -134,13 +144,90 @@ impl<'w> StatWriter<'w> {
         out.flush()
     }
 
+    /// Metric values as CSV rows: the metric in `event`, its value in `value`.
+    fn csv_metrics(
+        &mut self,
+        run: Option<u32>,
+        time_s: Option<f64>,
+        values: &[MetricValue],
+    ) -> io::Result<()> {
+        let StatFormat::Csv(sep) = self.format else {
+            return Ok(());
+        };
+        let mut out = ::csv::WriterBuilder::new()
+            .delimiter(sep)
+            .has_headers(false)
+            .from_writer(&mut *self.w);
+        let to_io = |e: ::csv::Error| io::Error::other(e.to_string());
+        for v in values {
+            out.write_record([
+                "metric".to_string(),
+                run.map(|r| r.to_string()).unwrap_or_default(),
+                time_s.map(|t| format!("{t:.3}")).unwrap_or_default(),
+                v.block.clone(),
+                v.kind.as_str().to_string(),
+                String::new(),
+                String::new(),
+                v.metric.clone(),
+                String::new(),
+                v.value.map(|x| x.to_string()).unwrap_or_default(),
+                String::new(),
+                v.unit.clone(),
+                String::new(),
+                v.value.is_some().to_string(),
+                String::new(),
+            ])
+            .map_err(to_io)?;
+        }
+        out.flush()
+    }
+
+    fn metrics(
+        &mut self,
+        record: &'static str,
+        run: Option<u32>,
+        time_s: Option<f64>,
+        values: &[MetricValue],
+    ) -> io::Result<()> {
+        match self.format {
+            StatFormat::Ndjson => {
+                for v in values {
+                    self.ndjson(&MetricLine {
+                        record,
+                        run,
+                        time_s,
+                        value: v,
+                    })?;
+                }
+                Ok(())
+            }
+            StatFormat::Csv(_) => self.csv_metrics(run, time_s, values),
+            StatFormat::Table => {
+                for v in values {
+                    let line = format!(
+                        "{:>10}  {:<14} {:<34} {:>18} {}",
+                        time_s.map(|t| format!("{t:.3}")).unwrap_or_default(),
+                        escape(&v.block),
+                        escape(&v.metric),
+                        v.value
+                            .map(crate::cli::output::group_f)
+                            .unwrap_or_else(|| "-".into()),
+                        v.unit
+                    );
+                    writeln!(self.w, "{}", line.trim_end())?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     fn ndjson<T: Serialize>(&mut self, value: &T) -> io::Result<()> {
         serde_json::to_writer(&mut *self.w, value)?;
         self.w.write_all(b"\n")
     }
 
-    /// One interval, as it ends.
-    pub fn interval(&mut self, i: &Interval) -> io::Result<()> {
+    /// One interval, as it ends, with its metrics.
+    pub fn interval(&mut self, i: &Interval, metrics: &[MetricValue]) -> io::Result<()> {
         let counts = self.shown(&i.counts);
         let lines: Vec<Line> = counts
             .iter()
@@ -178,16 +265,23 @@ impl<'w> StatWriter<'w> {
                 }
             }
         }
+        self.metrics("metric", Some(i.run), Some(i.time_s), metrics)?;
         self.w.flush()
     }
 
-    /// The totals of every run, their mean and spread (with -r), and the ending.
-    pub fn summary(&mut self, runs: &[Run], ending: &Ending) -> io::Result<()> {
+    /// The totals of every run with their metrics, their mean and spread (with -r),
+    /// and the ending.
+    pub fn summary(
+        &mut self,
+        runs: &[Run],
+        metrics: &[Vec<MetricValue>],
+        ending: &Ending,
+    ) -> io::Result<()> {
         let per_run: Vec<Vec<Count>> = runs.iter().map(|r| self.shown(&r.counts)).collect();
         let mean = mean_counts(&per_run);
         match self.format {
             StatFormat::Ndjson => {
-                for (r, counts) in runs.iter().zip(&per_run) {
+                for (i, (r, counts)) in runs.iter().zip(&per_run).enumerate() {
                     for c in counts {
                         self.ndjson(&Line {
                             record: "total",
@@ -196,6 +290,9 @@ impl<'w> StatWriter<'w> {
                             count: c,
                             stddev_pct: None,
                         })?;
+                    }
+                    if let Some(m) = metrics.get(i) {
+                        self.metrics("metric", Some(r.run), Some(r.elapsed_s), m)?;
                     }
                 }
                 if runs.len() > 1 {
@@ -245,10 +342,14 @@ impl<'w> StatWriter<'w> {
                     }));
                 }
                 self.csv_rows(&lines)?;
+                for (r, m) in runs.iter().zip(metrics) {
+                    self.csv_metrics(Some(r.run), Some(r.elapsed_s), m)?;
+                }
             }
             StatFormat::Table => {
                 let report = SummaryTable {
                     mean: &mean,
+                    metrics: &mean_metrics(metrics),
                     runs: runs.len(),
                     elapsed_s: runs.iter().map(|r| r.elapsed_s).sum::<f64>()
                         / runs.len().max(1) as f64,
@@ -296,8 +397,28 @@ fn mean_counts(per_run: &[Vec<Count>]) -> Vec<(Count, Option<f64>)> {
         .collect()
 }
 
+/// Each metric's mean over runs.
+fn mean_metrics(per_run: &[Vec<MetricValue>]) -> Vec<MetricValue> {
+    let Some(first) = per_run.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let values: Vec<f64> = per_run.iter().filter_map(|r| r.get(i)?.value).collect();
+            MetricValue {
+                value: (values.len() == per_run.len())
+                    .then(|| values.iter().sum::<f64>() / values.len() as f64),
+                ..v.clone()
+            }
+        })
+        .collect()
+}
+
 struct SummaryTable<'a> {
     mean: &'a [(Count, Option<f64>)],
+    metrics: &'a [MetricValue],
     runs: usize,
     elapsed_s: f64,
     ending: &'a Ending,
@@ -352,6 +473,9 @@ impl Report for SummaryTable<'_> {
             t.row(row);
         }
         d.table(t);
+        if !self.metrics.is_empty() {
+            d.table(super::metric_table(self.metrics));
+        }
         if self.mean.iter().any(|(c, _)| c.coverage < 1.0) {
             d.line("coverage below 100%: more events than counters took turns; values are scaled estimates");
         }

@@ -121,6 +121,18 @@ fn unit(item: &Item) -> &'static str {
     }
 }
 
+/// The inputs of metrics: every count of a run or interval, per block.
+pub fn metric_inputs(counts: &[Count], span_s: f64) -> crate::ops::metrics::Inputs {
+    let mut inputs = crate::ops::metrics::Inputs {
+        duration_s: span_s,
+        ..Default::default()
+    };
+    for c in counts.iter().filter(|c| c.valid) {
+        inputs.add(&c.block, c.kind, &c.event, c.value as f64);
+    }
+    inputs
+}
+
 /// Counts of every item of every block over a span of `span_ns`.
 fn counts(
     plans: &[BlockPlan],
@@ -199,6 +211,8 @@ pub struct Interval {
     pub run: u32,
     /// Seconds from the start of the run to the end of this interval.
     pub time_s: f64,
+    /// The interval's length in seconds (the last may be shorter).
+    pub span_s: f64,
     pub counts: Vec<Count>,
 }
 
@@ -275,9 +289,9 @@ impl<'d> Measurement<'d> {
                             t.iter()
                                 .zip(p)
                                 .map(|(t, p)| Acc {
-                                    total: t.total - p.total,
+                                    total: if t.level { t.total } else { t.total - p.total },
                                     active_ns: t.active_ns - p.active_ns,
-                                    reset: t.reset,
+                                    ..*t
                                 })
                                 .collect()
                         })
@@ -285,6 +299,7 @@ impl<'d> Measurement<'d> {
                     on_interval(&Interval {
                         run: number,
                         time_s: (now - start) as f64 / 1e9,
+                        span_s: (now - previous_ns) as f64 / 1e9,
                         counts: counts(self.plans(), &delta, now - previous_ns, &[]),
                     })?;
                     previous = totals;

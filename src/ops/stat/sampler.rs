@@ -12,6 +12,7 @@ use super::session::program_group;
 use crate::block::Mechanism;
 use crate::device::Device;
 use crate::error::{io_error, Error, Result};
+use crate::kinds::Role;
 use crate::ops::parse_value;
 use crate::sysfs::{layout, ControlFile, ValueFile};
 
@@ -24,6 +25,8 @@ pub struct Acc {
     pub active_ns: u64,
     /// A value went backwards on a 64-bit counter: someone reset it.
     pub reset: bool,
+    /// A level: `total` is its latest value, not a count.
+    pub level: bool,
 }
 
 struct Reader<'d> {
@@ -232,7 +235,14 @@ impl<'d> Sampler<'d> {
                     for i in 0..st.registers.len() {
                         let v = st.registers[i].value()?;
                         let last = std::mem::replace(&mut st.last[i], v);
-                        accumulate(&mut st.accs[i], last, v, st.width_mask, dt);
+                        if p.block.def().role(p.items[i].label()) == Role::Level {
+                            // A level (a clock monitor's count): its latest value.
+                            st.accs[i].total = v;
+                            st.accs[i].level = true;
+                            st.accs[i].active_ns += dt;
+                        } else {
+                            accumulate(&mut st.accs[i], last, v, st.width_mask, dt);
+                        }
                     }
                 }
                 Mechanism::PerCounter => {

@@ -1,0 +1,104 @@
+//! `bfperf metrics`: the metrics available, with their formulas and what they need.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::block::BlockKind;
+use crate::cli::output::{to_json, Cell, Document, Report, Table};
+use crate::ops::metrics::MetricValue;
+
+/// One metric in the list.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MetricRow {
+    pub metric: String,
+    pub group: String,
+    pub kind: BlockKind,
+    pub unit: String,
+    pub description: String,
+    pub formula: String,
+    /// The events and registers it counts, as `stat -e` specs.
+    pub events: Vec<String>,
+    /// Counters it needs on each block of its kind (0 for registers).
+    pub counters_per_block: usize,
+    pub compat: String,
+    /// `built-in ...` or the file it comes from.
+    pub source: String,
+}
+
+/// `bfperf metrics`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MetricsReport {
+    pub metrics: Vec<MetricRow>,
+    /// Metrics that could not be loaded, and why.
+    pub broken: Vec<String>,
+}
+
+impl Report for MetricsReport {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn document(&self) -> Document {
+        let mut t = Table::new(&["METRIC", "GROUP", "KIND", "UNIT", "DESCRIPTION", "FORMULA"]);
+        for m in &self.metrics {
+            t.row(vec![
+                Cell::text(&m.metric),
+                Cell::text(&m.group),
+                Cell::text(m.kind.as_str()),
+                Cell::text(&m.unit),
+                Cell::text(&m.description),
+                Cell::text(&m.formula),
+            ]);
+        }
+        let mut d = Document::default();
+        d.table(t);
+        for b in &self.broken {
+            d.line(format!("not loaded: {b}"));
+        }
+        d
+    }
+
+    fn records(&self) -> Option<Table> {
+        let mut t = Table::new(&[
+            "metric",
+            "group",
+            "kind",
+            "unit",
+            "description",
+            "formula",
+            "events",
+            "counters_per_block",
+            "compat",
+            "source",
+        ]);
+        for m in &self.metrics {
+            t.row(vec![
+                Cell::text(&m.metric),
+                Cell::text(&m.group),
+                Cell::text(m.kind.as_str()),
+                Cell::text(&m.unit),
+                Cell::text(&m.description),
+                Cell::text(&m.formula),
+                Cell::text(m.events.join(" ")),
+                Cell::Int(m.counters_per_block as u64),
+                Cell::text(&m.compat),
+                Cell::text(&m.source),
+            ]);
+        }
+        Some(t)
+    }
+}
+
+/// Metric values as a table for people.
+pub fn metric_table(values: &[MetricValue]) -> Table {
+    let mut t = Table::new(&["METRIC", "BLOCK", "VALUE", "UNIT"]);
+    for v in values {
+        t.row(vec![
+            Cell::text(&v.metric),
+            Cell::text(&v.block),
+            Cell::opt_float(v.value),
+            Cell::text(&v.unit),
+        ]);
+    }
+    t
+}
