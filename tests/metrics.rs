@@ -397,7 +397,7 @@ fn user_metrics_add_reuse_and_bad_files_are_explained() {
             .stderr(predicate::str::contains(says));
     }
     // The user metric reuses built-ins and is computed.
-    let set = MetricSet::load(&[Generation::Bf2], &[good.clone()]);
+    let set = MetricSet::load(&[Generation::Bf2], std::slice::from_ref(&good));
     let chosen = set.select(&["memory_read_share".to_string()]).unwrap();
     assert_eq!(
         chosen
