@@ -11,22 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bfperf::ops::metrics::{self, MetricSet, MetricValue};
-use bfperf::ops::stat::{self, Pacer, StatRequest, Timing, Until};
-use bfperf::sim::{Clock, Kernel, ManualClock, Sim};
+use bfperf::ops::stat::{self, StatRequest, Timing, Until};
+use bfperf::sim::{Kernel, ManualClock, Sim};
 use bfperf::{Device, Generation, Sysfs};
 use common::*;
 use predicates::prelude::*;
-
-struct Manual(Arc<ManualClock>);
-
-impl Pacer for Manual {
-    fn now_ns(&self) -> u64 {
-        self.0.now_ns()
-    }
-    fn sleep(&self, d: Duration) {
-        self.0.advance_ns(d.as_nanos() as u64)
-    }
-}
 
 /// What the simulator has programmed: (block, event number) → counter, read from
 /// its files once the measurement has started.

@@ -8,22 +8,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bfperf::ops::stat::{self, Count, For, Pacer, StatRequest, Timing, Until};
-use bfperf::sim::{Clock, Kernel, ManualClock, Sim};
+use bfperf::ops::stat::{self, Count, For, StatRequest, Timing, Until};
+use bfperf::sim::{Kernel, ManualClock, Sim};
 use bfperf::{Device, Generation, Sysfs};
 use common::*;
 use predicates::prelude::*;
-
-struct Manual(Arc<ManualClock>);
-
-impl Pacer for Manual {
-    fn now_ns(&self) -> u64 {
-        self.0.now_ns()
-    }
-    fn sleep(&self, d: Duration) {
-        self.0.advance_ns(d.as_nanos() as u64)
-    }
-}
 
 struct Rig {
     sim: Arc<Sim>,

@@ -420,6 +420,17 @@ pub fn suggest<'a>(input: &str, candidates: impl Iterator<Item = &'a str>) -> Ve
     scored.into_iter().take(5).map(|(_, c)| c).collect()
 }
 
+/// "BLOCK has no register 'X'; did you mean Y?" (or the list of its registers).
+pub fn no_register(block: &str, registers: &[String], typed: &str) -> String {
+    let sugg = suggest(typed, registers.iter().map(String::as_str));
+    let hint = if sugg.is_empty() {
+        format!("; it has {}", registers.join(", "))
+    } else {
+        did_you_mean(&sugg)
+    };
+    format!("{block} has no register '{typed}'{hint}")
+}
+
 /// Formats suggestions as "; did you mean X, Y?" (empty when there are none).
 pub fn did_you_mean(suggestions: &[String]) -> String {
     match suggestions {

@@ -5,7 +5,6 @@ use serde::Serialize;
 use super::plan::Plan;
 use super::read::{read_blocks, BlockReading};
 use crate::block::{Block, Mechanism};
-use crate::catalog::did_you_mean;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::kinds::{Role, STOP_EVENT};
@@ -184,18 +183,9 @@ fn named_register(device: &Device, block: &Block, typed: &str) -> Result<String>
             return Ok(e.name.clone());
         }
     }
-    let sugg = crate::catalog::suggest(typed, block.registers.iter().map(|s| s.as_str()));
     Err(Error::BadEvent {
         block: block.name.clone(),
-        problem: format!(
-            "{} has no register '{typed}'{}",
-            block.name,
-            if sugg.is_empty() {
-                format!("; it has {}", block.registers.join(" "))
-            } else {
-                did_you_mean(&sugg)
-            }
-        ),
+        problem: crate::catalog::no_register(&block.name, &block.registers, typed),
     })
 }
 

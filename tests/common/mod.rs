@@ -266,3 +266,16 @@ impl Drop for Mount {
             .status();
     }
 }
+
+/// A pacer on the simulator's manual clock: sleeping advances it.
+pub struct Manual(pub std::sync::Arc<bfperf::sim::ManualClock>);
+
+impl bfperf::ops::stat::Pacer for Manual {
+    fn now_ns(&self) -> u64 {
+        use bfperf::sim::Clock;
+        self.0.now_ns()
+    }
+    fn sleep(&self, d: std::time::Duration) {
+        self.0.advance_ns(d.as_nanos() as u64)
+    }
+}

@@ -28,7 +28,43 @@ struct Value<'a> {
     enabled: Option<bool>,
 }
 
-impl Value<'_> {
+impl<'a> Value<'a> {
+    fn counter(
+        block: &'a str,
+        enabled: Option<bool>,
+        (counter, event, event_name, counts_clock, value): (
+            u32,
+            Option<u32>,
+            Option<&'a str>,
+            bool,
+            u64,
+        ),
+    ) -> Value<'a> {
+        Value {
+            block,
+            counter: Some(counter),
+            register: None,
+            event,
+            event_name,
+            counts_clock,
+            value,
+            enabled,
+        }
+    }
+
+    fn register(block: &'a str, register: &'a str, value: u64) -> Value<'a> {
+        Value {
+            block,
+            counter: None,
+            register: Some(register),
+            event: None,
+            event_name: None,
+            counts_clock: false,
+            value,
+            enabled: None,
+        }
+    }
+
     fn item(&self) -> String {
         match (self.counter, self.register) {
             (Some(c), _) => format!("counter{c}"),
@@ -104,30 +140,24 @@ impl ReadReport {
     fn values(&self) -> Vec<Value<'_>> {
         let mut out = Vec::new();
         for b in &self.blocks {
-            for c in &b.counters {
-                out.push(Value {
-                    block: &b.block,
-                    counter: Some(c.counter),
-                    register: None,
-                    event: c.event,
-                    event_name: c.event_name.as_deref(),
-                    counts_clock: c.counts_clock,
-                    value: c.value,
-                    enabled: b.enabled,
-                });
-            }
-            for r in &b.registers {
-                out.push(Value {
-                    block: &b.block,
-                    counter: None,
-                    register: Some(&r.register),
-                    event: None,
-                    event_name: None,
-                    counts_clock: false,
-                    value: r.value,
-                    enabled: None,
-                });
-            }
+            out.extend(b.counters.iter().map(|c| {
+                Value::counter(
+                    &b.block,
+                    b.enabled,
+                    (
+                        c.counter,
+                        c.event,
+                        c.event_name.as_deref(),
+                        c.counts_clock,
+                        c.value,
+                    ),
+                )
+            }));
+            out.extend(
+                b.registers
+                    .iter()
+                    .map(|r| Value::register(&b.block, &r.register, r.value)),
+            );
         }
         out
     }
@@ -154,30 +184,24 @@ impl SnapshotReport {
     fn values(&self) -> Vec<Value<'_>> {
         let mut out = Vec::new();
         for b in &self.0.blocks {
-            for c in &b.counters {
-                out.push(Value {
-                    block: &b.block,
-                    counter: Some(c.counter),
-                    register: None,
-                    event: c.event,
-                    event_name: c.event_name.as_deref(),
-                    counts_clock: c.counts_clock,
-                    value: c.value,
-                    enabled: b.enabled,
-                });
-            }
-            for r in &b.registers {
-                out.push(Value {
-                    block: &b.block,
-                    counter: None,
-                    register: Some(&r.register),
-                    event: None,
-                    event_name: None,
-                    counts_clock: false,
-                    value: r.value,
-                    enabled: None,
-                });
-            }
+            out.extend(b.counters.iter().map(|c| {
+                Value::counter(
+                    &b.block,
+                    b.enabled,
+                    (
+                        c.counter,
+                        c.event,
+                        c.event_name.as_deref(),
+                        c.counts_clock,
+                        c.value,
+                    ),
+                )
+            }));
+            out.extend(
+                b.registers
+                    .iter()
+                    .map(|r| Value::register(&b.block, &r.register, r.value)),
+            );
         }
         out
     }

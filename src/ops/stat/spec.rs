@@ -5,7 +5,7 @@
 //! written; an error names the spec and the part that is wrong.
 
 use crate::block::{Block, Mechanism};
-use crate::catalog::{did_you_mean, suggest, Catalog, DISABLE};
+use crate::catalog::{Catalog, DISABLE};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ops::resolve::resolve_event;
@@ -130,21 +130,10 @@ fn register_items(spec: &str, block: &Block, catalog: &Catalog, typed: &str) -> 
         Ok(e) if block.registers.contains(&e.name) => Ok(vec![Item::Register {
             name: e.name.clone(),
         }]),
-        _ => {
-            let sugg = suggest(typed, block.registers.iter().map(String::as_str));
-            Err(bad(
-                spec,
-                format!(
-                    "{} has no register '{typed}'{}",
-                    block.name,
-                    if sugg.is_empty() {
-                        format!("; it has {}", block.registers.join(", "))
-                    } else {
-                        did_you_mean(&sugg)
-                    }
-                ),
-            ))
-        }
+        _ => Err(bad(
+            spec,
+            crate::catalog::no_register(&block.name, &block.registers, typed),
+        )),
     }
 }
 
