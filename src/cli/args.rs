@@ -160,6 +160,8 @@ pub enum Command {
         after_help = "Examples:\n  bfperf stat -e 'l3cache/HITS_BANK0,HITS_BANK1,MISSES_BANK0,MISSES_BANK1/' -A --duration 5s\n  bfperf stat -e 'tile/MEMORY_READS,MEMORY_WRITES/' -I 1000 --format json -- sleep 3\n  bfperf stat -e 'pcie/*_BYTE_CNT/' -e 'llt*/cycles,GDC_BANK0_RD_REQ/' --duration 10s"
     )]
     Stat(StatArgs),
+    /// Export the counters to Prometheus: serve /metrics, or write a node_exporter textfile
+    Exporter(ExporterArgs),
     /// List the metrics available on this device: name, group, unit, formula, events
     Metrics {
         /// Only metrics whose name, group or description contains this (any case)
@@ -238,6 +240,24 @@ pub struct StatArgs {
     /// The command to measure, after `--`
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `bfperf exporter`.
+#[derive(Debug, Args, Clone)]
+pub struct ExporterArgs {
+    /// The config (TOML): events and metrics to export, as stat -e and -M take them
+    /// [default: /etc/bfperf/exporter.toml; without it, the registers only]
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where to serve /metrics [default: 127.0.0.1:9839]; any other address is your explicit choice
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile")]
+    pub listen: Option<String>,
+    /// Write the exposition to this file atomically instead of serving it (node_exporter's textfile collector)
+    #[arg(long, value_name = "FILE")]
+    pub textfile: Option<PathBuf>,
+    /// How often to write the textfile
+    #[arg(long, value_name = "TIME", default_value = "15s", value_parser = parse_duration, requires = "textfile")]
+    pub interval: std::time::Duration,
 }
 
 /// `5s`, `500ms`, `2m`, `1.5s`, `3` (seconds).

@@ -4,11 +4,12 @@
 mod args;
 pub mod complete;
 pub mod exit;
+mod exporter;
 pub mod output;
 pub mod report;
 mod stat;
 
-pub use args::{Cli, Command, FormatOpts, Global, Shell, SimCommand, StatArgs};
+pub use args::{Cli, Command, ExporterArgs, FormatOpts, Global, Shell, SimCommand, StatArgs};
 pub use exit::ExitCode;
 pub use output::{group, group_f};
 
@@ -183,6 +184,7 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
     let g = &cli.global;
     match cli.command {
         Command::Stat(_) => Ok(()),
+        Command::Exporter(a) => Ok(exporter::run(g, a)?),
         Command::Info(f) => out.emit(f.or(Format::Table), &info(&open_device(g)?)),
         Command::Blocks(f) => out.emit(f.or(Format::Table), &blocks(&open_device(g)?)?),
         Command::Events {

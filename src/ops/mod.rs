@@ -4,6 +4,7 @@
 
 pub mod control;
 pub mod diff;
+pub mod export;
 pub mod lock;
 pub mod metrics;
 pub mod outfile;

@@ -277,6 +277,27 @@ impl<'d> Sampler<'d> {
         Ok(())
     }
 
+    /// Programs block `index`'s current group again (someone else wrote its
+    /// counters) and starts a new window: counts since the last tick are lost, the
+    /// totals never go backwards.
+    pub fn reassert(&mut self, index: usize, now: u64) -> Result<()> {
+        let (p, st) = (&self.plans[index], &mut self.states[index]);
+        program_group(self.device, p, st.group, st.saved_mask)?;
+        st.last_ns = now;
+        match p.block.mechanism {
+            Mechanism::AllAtOnce => {
+                st.enable(false)?;
+                st.enable(true)?;
+            }
+            _ => {
+                for s in &p.groups[st.group] {
+                    st.last[s.counter as usize] = 0;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// What every item has counted so far, by block.
     pub fn totals(&self) -> Vec<Vec<Acc>> {
         self.states.iter().map(|s| s.accs.clone()).collect()

@@ -1,0 +1,307 @@
+//! `bfperf exporter`: serves `/metrics` over HTTP (tiny_http, one request at a time
+//! from the main loop, so a slow client never holds a scrape), or writes the
+//! exposition to a textfile for node_exporter; reloads its config on SIGHUP and
+//! restores the device on SIGTERM and SIGINT.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use super::args::ExporterArgs;
+use super::exit::diag;
+use super::{load_metrics, lock_device, metric_params, open_device, Global};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ops::export::{self, ExportConfig, Exporter};
+use crate::ops::read::monotonic_ns;
+
+/// The default config file; its absence means registers only.
+pub const DEFAULT_CONFIG: &str = "/etc/bfperf/exporter.toml";
+/// The default address: loopback, a fixed port so that `instance` stays stable.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9839";
+/// The longest time between two sweeps (windows must not wrap).
+const SWEEP: Duration = Duration::from_secs(1);
+
+/// The config file, as TOML.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    /// `stat -e` specs.
+    #[serde(default)]
+    events: Vec<String>,
+    /// `stat -M` metric names or groups.
+    #[serde(default)]
+    metrics: Vec<String>,
+    /// The PCIe link for utilisation metrics (`gen4x16`).
+    pcie_link: Option<String>,
+}
+
+fn read_config(path: Option<&Path>, global: &Global) -> Result<ExportConfig> {
+    let (path, explicit) = match path {
+        Some(p) => (p.to_path_buf(), true),
+        None => (PathBuf::from(DEFAULT_CONFIG), false),
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+            diag(&format!(
+                "no {DEFAULT_CONFIG}: exporting the statistics registers only"
+            ));
+            String::new()
+        }
+        Err(e) => {
+            return Err(Error::File {
+                what: "cannot read the exporter config",
+                path,
+                source: e,
+            })
+        }
+    };
+    let file: ConfigFile = toml::from_str(&text).map_err(|e| Error::BadMetric {
+        metric: "(config)".into(),
+        source_file: path.display().to_string(),
+        problem: format!("not an exporter config: {}", e.message()),
+    })?;
+    let mut g = global.clone();
+    if g.pcie_link.is_none() {
+        g.pcie_link = file.pcie_link.clone();
+    }
+    Ok(ExportConfig {
+        events: file.events,
+        metrics: file.metrics,
+        params: metric_params(&g)?,
+    })
+}
+
+struct Signals {
+    stop: Arc<AtomicBool>,
+    reload: Arc<AtomicBool>,
+}
+
+fn signals() -> Signals {
+    let s = Signals {
+        stop: Arc::new(AtomicBool::new(false)),
+        reload: Arc::new(AtomicBool::new(false)),
+    };
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, s.stop.clone());
+    }
+    let _ = signal_hook::flag::register(libc::SIGHUP, s.reload.clone());
+    s
+}
+
+/// Loads a new config on SIGHUP: checked in full first; a bad one keeps the old
+/// programming and says why.
+fn reload<'d>(
+    device: &'d Device,
+    global: &Global,
+    args: &ExporterArgs,
+    current: Exporter<'d>,
+) -> Result<Exporter<'d>> {
+    let checked = read_config(args.config.as_deref(), global).and_then(|c| {
+        let set = load_metrics(global, &[device.generation()])?;
+        export::check(device, &c, &set)?;
+        Ok((c, set))
+    });
+    match checked {
+        Err(e) => {
+            diag(&format!(
+                "reload refused, the old configuration keeps running: {e}"
+            ));
+            Ok(current)
+        }
+        Ok((config, set)) => {
+            current.stop()?;
+            let e = Exporter::start(device, &config, set, monotonic_ns())?;
+            diag("configuration reloaded");
+            Ok(e)
+        }
+    }
+}
+
+fn log_events(e: &mut Exporter) {
+    for ev in e.events.drain(..) {
+        diag(&ev);
+    }
+}
+
+/// Runs the exporter until SIGTERM or SIGINT; restores the device then.
+pub fn run(global: &Global, args: ExporterArgs) -> Result<()> {
+    let device = open_device(global)?;
+    let config = read_config(args.config.as_deref(), global)?;
+    let set = load_metrics(global, &[device.generation()])?;
+    export::check(&device, &config, &set)?;
+    let _lock = lock_device(global, &device)?;
+    let sig = signals();
+    let mut running = Running {
+        device: &device,
+        global,
+        args: &args,
+        exporter: Some(Exporter::start(&device, &config, set, monotonic_ns())?),
+        last_sweep: Instant::now(),
+    };
+    let result = match &args.textfile {
+        Some(path) => textfile_loop(&mut running, path, &sig),
+        None => http_loop(&mut running, &sig),
+    };
+    let restored = match running.exporter.take() {
+        Some(e) => e.stop(),
+        None => Ok(()),
+    };
+    diag("stopped; the counters are as they were");
+    result.and(restored)
+}
+
+/// One scrape: a sweep and the exposition, OpenMetrics or text 0.0.4.
+fn exposition(e: &mut Exporter, openmetrics: bool) -> String {
+    let start = Instant::now();
+    let up = match e.scrape(monotonic_ns()) {
+        Ok(()) => true,
+        Err(err) => {
+            diag(&format!("sweep failed: {err}"));
+            false
+        }
+    };
+    log_events(e);
+    let text = e.openmetrics(up, start.elapsed().as_secs_f64());
+    if openmetrics {
+        text
+    } else {
+        export::text_004(&text)
+    }
+}
+
+/// The running exporter and what a reload needs.
+struct Running<'d, 'a> {
+    device: &'d Device,
+    global: &'a Global,
+    args: &'a ExporterArgs,
+    exporter: Option<Exporter<'d>>,
+    last_sweep: Instant,
+}
+
+impl<'d> Running<'d, '_> {
+    fn exporter(&mut self) -> &mut Exporter<'d> {
+        self.exporter
+            .as_mut()
+            .expect("an exporter is always running")
+    }
+
+    /// Keeps the windows short between scrapes and handles the signals. Returns
+    /// true to stop.
+    fn between(&mut self, sig: &Signals) -> Result<bool> {
+        if sig.stop.load(Ordering::SeqCst) {
+            return Ok(true);
+        }
+        if sig.reload.swap(false, Ordering::SeqCst) {
+            let old = self.exporter.take().expect("an exporter is always running");
+            self.exporter = Some(reload(self.device, self.global, self.args, old)?);
+        }
+        if self.last_sweep.elapsed() >= SWEEP {
+            let e = self.exporter();
+            if let Err(err) = e.sweep(monotonic_ns()) {
+                diag(&format!("sweep failed: {err}"));
+            }
+            log_events(e);
+            self.last_sweep = Instant::now();
+        }
+        Ok(false)
+    }
+}
+
+const INDEX: &str = "<html><head><title>bfperf exporter</title></head><body><h1>bfperf exporter</h1><p><a href=\"/metrics\">/metrics</a>: the BlueField performance counters.</p></body></html>\n";
+
+fn http_loop(r: &mut Running, sig: &Signals) -> Result<()> {
+    let addr = r
+        .args
+        .listen
+        .clone()
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+    let parsed: std::net::SocketAddr = addr.parse().map_err(|_| Error::BadAssignment {
+        problem: format!("--listen takes ADDRESS:PORT such as {DEFAULT_LISTEN}, not '{addr}'"),
+    })?;
+    if !parsed.ip().is_loopback() {
+        diag(&format!(
+            "listening on {addr}, beyond this machine, as --listen asks"
+        ));
+    }
+    let server = tiny_http::Server::http(parsed).map_err(|err| Error::File {
+        what: "cannot listen on",
+        path: addr.clone().into(),
+        source: std::io::Error::other(err.to_string()),
+    })?;
+    diag(&format!("serving http://{addr}/metrics"));
+    loop {
+        if r.between(sig)? {
+            return Ok(());
+        }
+        let req = match server.recv_timeout(Duration::from_millis(100)) {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(err) => {
+                diag(&format!("http: {err}"));
+                continue;
+            }
+        };
+        respond(r.exporter(), req);
+        r.last_sweep = Instant::now();
+    }
+}
+
+fn header(name: &str, value: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("static header")
+}
+
+fn respond(e: &mut Exporter, req: tiny_http::Request) {
+    use tiny_http::{Method, Response};
+    let path = req.url().split('?').next().unwrap_or("").to_string();
+    let get = matches!(req.method(), Method::Get | Method::Head);
+    let reply = match (get, path.as_str()) {
+        (true, "/metrics") => {
+            let om = req.headers().iter().any(|h| {
+                h.field.equiv("Accept") && h.value.as_str().contains("application/openmetrics-text")
+            });
+            let body = exposition(e, om);
+            let ct = if om {
+                "application/openmetrics-text; version=1.0.0; charset=utf-8"
+            } else {
+                "text/plain; version=0.0.4; charset=utf-8"
+            };
+            Response::from_string(body).with_header(header("Content-Type", ct))
+        }
+        (true, "/") => Response::from_string(INDEX)
+            .with_header(header("Content-Type", "text/html; charset=utf-8")),
+        (true, _) => Response::from_string("not found: try /metrics\n").with_status_code(404),
+        (false, "/" | "/metrics") => Response::from_string("only GET\n")
+            .with_status_code(405)
+            .with_header(header("Allow", "GET, HEAD")),
+        (false, _) => Response::from_string("not found\n").with_status_code(404),
+    };
+    let _ = req.respond(reply);
+}
+
+fn textfile_loop(r: &mut Running, path: &Path, sig: &Signals) -> Result<()> {
+    let every = r.args.interval;
+    diag(&format!(
+        "writing {} every {:.1} s",
+        path.display(),
+        every.as_secs_f64()
+    ));
+    let mut next_write = Instant::now();
+    loop {
+        if r.between(sig)? {
+            return Ok(());
+        }
+        if Instant::now() >= next_write {
+            let text = exposition(r.exporter(), false);
+            // Atomically: a temporary file in the same directory, fsync, rename.
+            crate::ops::outfile::replace(path, false, &mut |w| w.write_all(text.as_bytes()))?;
+            r.last_sweep = Instant::now();
+            next_write += every;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
