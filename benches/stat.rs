@@ -135,5 +135,58 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// The exporter's server-side cost of a scrape of the whole bf2 fixture (registers
+/// and every counter programmed), and its memory over 100,000 scrapes.
+fn exporter(c: &mut Criterion) {
+    use bfperf::ops::export::{text_004, ExportConfig, Exporter};
+    let (_keep, dir) = tmpfs_copy();
+    let device = Device::open_dir(&dir).unwrap();
+    let config = ExportConfig {
+        events: every_value(&device)
+            .into_iter()
+            .filter(|s| !s.starts_with("pcie") && !s.starts_with("ecc"))
+            .collect(),
+        ..Default::default()
+    };
+    let set = bfperf::ops::metrics::MetricSet::load(&[device.generation()], &[]);
+    let mut e = Exporter::start(&device, &config, set, 0).unwrap();
+    let mut now = 0u64;
+    let mut scrape = |e: &mut Exporter| {
+        now += 1_000_000_000;
+        e.scrape(now).unwrap();
+        text_004(&e.openmetrics(true, 0.0))
+    };
+    for _ in 0..1000 {
+        scrape(&mut e);
+    }
+    let before = rss_kib();
+    for _ in 0..100_000 {
+        scrape(&mut e);
+    }
+    let after = rss_kib();
+    eprintln!("exporter RSS after 1,000 scrapes: {before} KiB; after 100,000 more: {after} KiB");
+    let mut group = c.benchmark_group("bf2 exporter (tmpfs)");
+    group.sample_size(30);
+    group.bench_function("scrape: sweep + metrics + text 0.0.4", |b| {
+        b.iter(|| scrape(&mut e))
+    });
+    group.finish();
+    e.stop().unwrap();
+}
+
+criterion_group!(benches, bench, exporter);
 criterion_main!(benches);

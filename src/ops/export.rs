@@ -118,7 +118,7 @@ impl<'d> Exporter<'d> {
                 return Err(e);
             }
         };
-        Ok(Exporter {
+        let mut e = Exporter {
             device,
             sampler,
             saved,
@@ -130,7 +130,10 @@ impl<'d> Exporter<'d> {
             values: Vec::new(),
             reprogrammed: 0,
             events: Vec::new(),
-        })
+        };
+        // The first scrape's metrics cover the time since the start.
+        e.last_counts = e.counts(&e.sampler.totals());
+        Ok(e)
     }
 
     fn counts(&self, accs: &[Vec<Acc>]) -> Vec<Count> {
@@ -185,7 +188,7 @@ impl<'d> Exporter<'d> {
         self.sweep(now)?;
         let counts = self.counts(&self.sampler.totals());
         let span_s = now.saturating_sub(self.last_ns) as f64 / 1e9;
-        if !self.last_counts.is_empty() && span_s > 0.0 {
+        if span_s > 0.0 {
             let delta: Vec<Count> = counts
                 .iter()
                 .zip(&self.last_counts)

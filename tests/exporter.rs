@@ -1,0 +1,444 @@
+//! The exporter: its exposition passes promtool; a real Prometheus on loopback
+//! scrapes it and computes the simulator's rates; textfile mode is atomic and leaves
+//! no temporary file; the writer lock, the restore and the re-programming; running
+//! totals that never go backwards across wraps and window resets.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as Process, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bfperf::ops::export::{self, ExportConfig, Exporter};
+use bfperf::ops::metrics::MetricSet;
+use bfperf::sim::{Kernel, Sim};
+use bfperf::{Device, Generation};
+use common::*;
+use predicates::prelude::*;
+
+/// promtool and prometheus, or None (after saying why) where they are missing; with
+/// BFPERF_REQUIRE_PROMETHEUS set (CI), missing is a failure.
+fn prometheus_tools() -> Option<(PathBuf, PathBuf)> {
+    let find = |name: &str| {
+        ["/usr/bin", "/usr/local/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(name))
+            .find(|p| p.exists())
+    };
+    match (find("promtool"), find("prometheus")) {
+        (Some(a), Some(b)) => Some((a, b)),
+        _ => {
+            if std::env::var_os("BFPERF_REQUIRE_PROMETHEUS").is_some() {
+                panic!(
+                    "promtool and prometheus are required (BFPERF_REQUIRE_PROMETHEUS) but missing"
+                );
+            }
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: skipping Prometheus tests: promtool/prometheus not installed"
+            );
+            None
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A plain HTTP/1.0 GET on loopback; returns (status line, body).
+fn get(port: u16, path: &str, accept: &str) -> (String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: {accept}\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+fn wait_port(port: u16) {
+    for _ in 0..200 {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("nothing listens on {port}");
+}
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+    }
+}
+
+fn exporter(m: &Mount, lock: &Path, args: &[&str]) -> Running {
+    Running(
+        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg("--sysfs-root")
+            .arg(m.root())
+            .arg("--lock-file")
+            .arg(lock)
+            .arg("exporter")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn config(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("exporter.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+        .find(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} {labels:?} in\n{text}"))
+}
+
+#[test]
+fn the_exposition_passes_promtool_and_serves_only_metrics() {
+    let Some((promtool, _)) = prometheus_tools() else {
+        return;
+    };
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"llt0/cycles,GDC_BANK0_RD_REQ/\", \"mss0/SKYLIB_DDN_TX_FLITS/\"]\nmetrics = [\"ddr\", \"clocks\"]\n");
+    let port = free_port();
+    let _e = exporter(
+        &m,
+        &dir.path().join("lock"),
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ],
+    );
+    wait_port(port);
+    let (status, text) = get(port, "/metrics", "text/plain");
+    assert!(status.contains("200"), "{status}");
+    let mut check = Process::new(&promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool: {}{}\n{text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(sample(&text, "bfperf_up", &[]), 1.0);
+    assert_eq!(
+        sample(
+            &text,
+            "bfperf_metric_clock_t1_mhz",
+            &[("block", "clock_measure")]
+        ),
+        2000.0
+    );
+    let (_, om) = get(
+        port,
+        "/metrics",
+        "application/openmetrics-text; version=1.0.0",
+    );
+    assert!(
+        om.ends_with("# EOF\n") && om.contains("# TYPE bfperf_cycles counter"),
+        "{om}"
+    );
+    assert!(get(port, "/", "*/*").1.contains("/metrics"));
+    assert!(get(port, "/other", "*/*").0.contains("404"));
+}
+
+fn prometheus_query(port: u16, query: &str) -> Option<f64> {
+    let q: String = query
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let (_, body) = get(
+        port,
+        &format!("/api/v1/query?query={q}"),
+        "application/json",
+    );
+    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+    v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+}
+
+#[test]
+fn a_real_prometheus_scrapes_it_and_computes_the_simulators_rates() {
+    let Some((_, prometheus)) = prometheus_tools() else {
+        return;
+    };
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"tile2/MEMORY_READS/\"]\n");
+    let port = free_port();
+    let _e = exporter(
+        &m,
+        &dir.path().join("lock"),
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ],
+    );
+    wait_port(port);
+    let prom_port = free_port();
+    let prom_cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &prom_cfg,
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: bfperf\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"),
+    )
+    .unwrap();
+    let _p = Running(
+        Process::new(prometheus)
+            .arg(format!("--config.file={}", prom_cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(prom_port);
+    // The simulator's rates: a register's from two reads a second apart; the tile's
+    // from the same simulator model in process (same generation, kernel, layout).
+    let reg = m.device().join("pcie0/IN_P_BYTE_CNT");
+    let read = || {
+        u64::from_str_radix(
+            std::fs::read_to_string(&reg)
+                .unwrap()
+                .trim()
+                .trim_start_matches("0x"),
+            16,
+        )
+        .unwrap()
+    };
+    let (a, t0) = (read(), Instant::now());
+    std::thread::sleep(Duration::from_secs(1));
+    let bytes_rate = (read() - a) as f64 / t0.elapsed().as_secs_f64();
+    let counter: usize = (0..4)
+        .find(|i| {
+            std::fs::read_to_string(m.device().join(format!("tile2/event{i}")))
+                .unwrap()
+                .starts_with("0x4c")
+        })
+        .expect("MEMORY_READS programmed");
+    let (model, _) = Sim::with_manual_clock(Generation::Bf2, Kernel::V6_16);
+    let reads_rate = model.event_rate("tile2", 0x4c, counter).unwrap() as f64;
+    let series = [
+        (
+            "bfperf_register_bytes_total{block=\"pcie0\",register=\"IN_P_BYTE_CNT\"}",
+            bytes_rate,
+        ),
+        (
+            "bfperf_events_total{block=\"tile2\",event=\"MEMORY_READS\"}",
+            reads_rate,
+        ),
+    ];
+    // rate() is only right once its window is full of scrapes (at its start a series
+    // is extrapolated towards zero): wait for six scrapes in the last six seconds.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let full = |s: &str| {
+        prometheus_query(prom_port, &format!("count_over_time({s}[6s])")).is_some_and(|n| n >= 6.0)
+    };
+    while !series.iter().all(|(s, _)| full(s)) {
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus did not scrape the exporter six times"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let queries: Vec<(String, f64)> = series
+        .iter()
+        .map(|(s, r)| (format!("rate({s}[4s])"), *r))
+        .collect();
+    let last: Vec<Option<f64>> = queries
+        .iter()
+        .map(|(q, _)| prometheus_query(prom_port, q))
+        .collect();
+    for ((q, want), got) in queries.iter().zip(&last) {
+        let got = got.unwrap_or_else(|| panic!("Prometheus has no value for {q}"));
+        assert!(((got - want) / want).abs() < 0.05, "{q}: {got} vs {want}");
+    }
+}
+
+#[test]
+fn the_lock_the_restore_and_re_programming() {
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("lock");
+    let before = m.config("tile2");
+    let cfg = config(
+        dir.path(),
+        "events = [\"tile2/MEMORY_READS,MEMORY_WRITES/\"]\n",
+    );
+    let port = free_port();
+    let mut e = exporter(
+        &m,
+        &lock,
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ],
+    );
+    wait_port(port);
+    bfperf()
+        .arg("--sysfs-root")
+        .arg(m.root())
+        .arg("--lock-file")
+        .arg(&lock)
+        .args(["program", "tile2", "0", "HNF_REQUESTS"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("exporter"))
+        .stderr(predicate::str::contains(format!("pid {}", e.0.id())));
+    // Someone writes a counter anyway: the exporter puts its event back and counts it.
+    let event0 = m.device().join("tile2/event0");
+    let programmed = std::fs::read_to_string(&event0).unwrap();
+    std::fs::write(&event0, "0x45").unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(std::fs::read_to_string(&event0).unwrap(), programmed);
+    let (_, text) = get(port, "/metrics", "text/plain");
+    assert!(
+        sample(&text, "bfperf_reprogrammed_total", &[]) >= 1.0,
+        "{text}"
+    );
+    // SIGTERM restores the device.
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
+    let status = e.0.wait().unwrap();
+    assert!(status.success());
+    let mut err = String::new();
+    e.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(err.contains("re-programmed by another program"), "{err}");
+    assert_eq!(m.config("tile2"), before);
+}
+
+#[test]
+fn textfiles_are_atomic_and_sigterm_leaves_no_temporary_file() {
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("textfiles");
+    std::fs::create_dir(&out_dir).unwrap();
+    let file = out_dir.join("bfperf.prom");
+    let mut e = exporter(
+        &m,
+        &dir.path().join("lock"),
+        &["--textfile", file.to_str().unwrap(), "--interval", "50ms"],
+    );
+    let start = Instant::now();
+    while !file.exists() {
+        assert!(start.elapsed() < Duration::from_secs(10), "no textfile");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let first = std::fs::read_to_string(&file).unwrap();
+    let lines = first.lines().count();
+    for i in 0..1000 {
+        let t = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            t.ends_with('\n') && t.lines().count() == lines && t.contains("\nbfperf_up 1"),
+            "read {i}: a partial file\n{t}"
+        );
+    }
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
+    assert!(e.0.wait().unwrap().success());
+    let names: Vec<String> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|d| d.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["bfperf.prom"]);
+}
+
+#[test]
+fn running_totals_never_go_backwards_across_wraps_and_window_resets() {
+    let (sim, clock) = Sim::with_manual_clock(Generation::Bf3, Kernel::V6_16);
+    let sim = Arc::new(sim);
+    let device = Device::open(Box::new(sim.clone())).unwrap();
+    let config = ExportConfig {
+        events: vec!["llt0/cycles,GDC_BANK0_RD_REQ/".into()],
+        ..Default::default()
+    };
+    let set = MetricSet::load(&[Generation::Bf3], &[]);
+    let mut e = Exporter::start(&device, &config, set, 0).unwrap();
+    let hz = sim.clock_hz("llt0").unwrap();
+    let mut previous = 0.0;
+    for s in 1..=10u64 {
+        clock.advance_secs(1);
+        e.scrape(s * 1_000_000_000).unwrap();
+        let text = export::text_004(&e.openmetrics(true, 0.0));
+        let cycles = sample(&text, "bfperf_cycles_total", &[("block", "llt0")]);
+        assert!(cycles > previous, "went backwards at {s} s");
+        assert_eq!(cycles, (hz * s) as f64, "at {s} s");
+        previous = cycles;
+    }
+    assert!(
+        previous > u32::MAX as f64 * 4.0,
+        "wrapped a 32-bit counter several times"
+    );
+    e.stop().unwrap();
+}
