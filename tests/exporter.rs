@@ -442,3 +442,63 @@ fn running_totals_never_go_backwards_across_wraps_and_window_resets() {
     );
     e.stop().unwrap();
 }
+
+#[test]
+fn the_example_config_serves_what_promtool_accepts() {
+    let Some((promtool, _)) = prometheus_tools() else {
+        return;
+    };
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exporter.example.toml");
+    let port = free_port();
+    let _e = exporter(
+        &m,
+        &dir.path().join("lock"),
+        &[
+            "--config",
+            example.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ],
+    );
+    wait_port(port);
+    let (_, text) = get(port, "/metrics", "text/plain");
+    let mut check = Process::new(&promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(sample(&text, "bfperf_metric_l3_hit_rate", &[("block", "l3cache")]) > 0.0);
+    assert!(
+        sample(
+            &text,
+            "bfperf_metric_pcie_in_utilisation",
+            &[("block", "pcie0")]
+        ) > 0.0
+    );
+    assert!(
+        sample(
+            &text,
+            "bfperf_events_total",
+            &[("block", "tile1"), ("event", "MEMORY_WRITES")]
+        ) > 0.0
+    );
+}
