@@ -45,6 +45,47 @@ fn prometheus_tools() -> Option<(PathBuf, PathBuf)> {
     }
 }
 
+/// Asserts that promtool accepts an exposition.
+fn promtool_accepts(promtool: &Path, text: &str) {
+    let mut check = Process::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool: {}{}\n{text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// An exporter on a mount with a config, serving on a free port.
+fn serve(m: &Mount, dir: &Path, config: &Path) -> (Running, u16) {
+    let port = free_port();
+    let e = exporter(
+        m,
+        &dir.join("lock"),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ],
+    );
+    wait_port(port);
+    (e, port)
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -142,40 +183,10 @@ fn the_exposition_passes_promtool_and_serves_only_metrics() {
     };
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "events = [\"llt0/cycles,GDC_BANK0_RD_REQ/\", \"mss0/SKYLIB_DDN_TX_FLITS/\"]\nmetrics = [\"ddr\", \"clocks\"]\n");
-    let port = free_port();
-    let _e = exporter(
-        &m,
-        &dir.path().join("lock"),
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ],
-    );
-    wait_port(port);
+    let (_e, port) = serve(&m, dir.path(), &cfg);
     let (status, text) = get(port, "/metrics", "text/plain");
     assert!(status.contains("200"), "{status}");
-    let mut check = Process::new(&promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    check
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = check.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool: {}{}\n{text}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    promtool_accepts(&promtool, &text);
     assert_eq!(sample(&text, "bfperf_up", &[]), 1.0);
     assert_eq!(
         sample(
@@ -225,18 +236,7 @@ fn a_real_prometheus_scrapes_it_and_computes_the_simulators_rates() {
     };
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "events = [\"tile2/MEMORY_READS/\"]\n");
-    let port = free_port();
-    let _e = exporter(
-        &m,
-        &dir.path().join("lock"),
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ],
-    );
-    wait_port(port);
+    let (_e, port) = serve(&m, dir.path(), &cfg);
     let prom_port = free_port();
     let prom_cfg = dir.path().join("prometheus.yml");
     std::fs::write(
@@ -453,39 +453,9 @@ fn the_example_config_serves_what_promtool_accepts() {
     };
     let dir = tempfile::tempdir().unwrap();
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exporter.example.toml");
-    let port = free_port();
-    let _e = exporter(
-        &m,
-        &dir.path().join("lock"),
-        &[
-            "--config",
-            example.to_str().unwrap(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ],
-    );
-    wait_port(port);
+    let (_e, port) = serve(&m, dir.path(), &example);
     let (_, text) = get(port, "/metrics", "text/plain");
-    let mut check = Process::new(&promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    check
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = check.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    promtool_accepts(&promtool, &text);
     assert!(sample(&text, "bfperf_metric_l3_hit_rate", &[("block", "l3cache")]) > 0.0);
     assert!(
         sample(

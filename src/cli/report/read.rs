@@ -181,29 +181,46 @@ impl Report for ReadReport {
 pub struct SnapshotReport(pub Snapshot);
 
 impl SnapshotReport {
-    fn values(&self) -> Vec<Value<'_>> {
-        let mut out = Vec::new();
-        for b in &self.0.blocks {
-            out.extend(b.counters.iter().map(|c| {
-                Value::counter(
-                    &b.block,
-                    b.enabled,
-                    (
-                        c.counter,
-                        c.event,
-                        c.event_name.as_deref(),
-                        c.counts_clock,
-                        c.value,
-                    ),
-                )
-            }));
-            out.extend(
-                b.registers
+    /// The snapshot's values as `read` shows them.
+    fn as_read(&self) -> ReadReport {
+        use crate::ops::read::{BlockReading, CounterReading, RegisterReading};
+        let blocks = self
+            .0
+            .blocks
+            .iter()
+            .map(|b| BlockReading {
+                block: b.block.clone(),
+                kind: b.kind,
+                mechanism: b.mechanism,
+                enabled: b.enabled,
+                count_clock: None,
+                width_bits: b.counters.first().map_or(64, |c| c.width_bits),
+                counters: b
+                    .counters
                     .iter()
-                    .map(|r| Value::register(&b.block, &r.register, r.value)),
-            );
+                    .map(|c| CounterReading {
+                        counter: c.counter,
+                        event: c.event,
+                        event_name: c.event_name.clone(),
+                        counts_clock: c.counts_clock,
+                        value: c.value,
+                    })
+                    .collect(),
+                registers: b
+                    .registers
+                    .iter()
+                    .map(|r| RegisterReading {
+                        register: r.register.clone(),
+                        value: r.value,
+                    })
+                    .collect(),
+            })
+            .collect();
+        ReadReport {
+            device: self.0.device.clone(),
+            timestamp: self.0.timestamp.clone(),
+            blocks,
         }
-        out
     }
 }
 
@@ -213,10 +230,10 @@ impl Report for SnapshotReport {
     }
 
     fn document(&self) -> Document {
-        human(&self.values())
+        self.as_read().document()
     }
 
     fn records(&self) -> Option<Table> {
-        Some(records(&self.values()))
+        self.as_read().records()
     }
 }
