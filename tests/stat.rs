@@ -458,3 +458,27 @@ fn signals_restore_the_device_and_a_second_writer_is_refused() {
         assert_eq!(after, before, "after {sig}");
     }
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_measurement_quietly_and_restores() {
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let before = m.config("tile0");
+    let lock = tempfile::tempdir().unwrap();
+    let script = r#""$0" --sysfs-root "$1" --lock-file "$2" stat -e tile/MEMORY_READS/ -I 100 --duration 30s | head -1 > /dev/null; exit ${PIPESTATUS[0]}"#;
+    let start = std::time::Instant::now();
+    let status = std::process::Command::new("bash")
+        .args(["-c", script])
+        .arg(assert_cmd::cargo::cargo_bin!("bfperf"))
+        .arg(m.root())
+        .arg(lock.path().join("lock"))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "it went on counting"
+    );
+    assert_eq!(m.config("tile0"), before);
+}

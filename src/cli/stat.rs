@@ -205,10 +205,14 @@ pub fn run(
     };
     let mut writer = StatWriter::new(&mut out, format, !a.no_aggr, width);
     let mut output_error: Option<std::io::Error> = None;
+    let stop_on_output = stop.clone();
     let result = stat::measure(&device, &req, &RealPacer, &stop, &mut until, &mut |i| {
         if output_error.is_none() {
             if let Err(e) = writer.interval(i, &evaluate(&i.counts, i.span_s)) {
+                // Nobody reads on (`| head`) or the disk is full: end the
+                // measurement now, restore, and say so.
                 output_error = Some(e);
+                stop_on_output.store(true, Ordering::SeqCst);
             }
         }
         Ok(())
