@@ -364,3 +364,22 @@ fn descriptions_for_zsh_and_fish_and_any_case_events() {
         "l3cachehalf0\tl3cache block, all-at-once\nl3cachehalf1\tl3cache block, all-at-once\n"
     );
 }
+
+#[test]
+fn stat_specs_and_metrics_complete() {
+    assert_eq!(
+        complete_on("bf2", &["stat", "-e", "l3"]),
+        ["l3cache/", "l3cachehalf0/", "l3cachehalf1/"]
+    );
+    assert_eq!(
+        complete_on("bf2", &["stat", "-e", "tile/MEMORY_READS,MEMORY_W"]),
+        ["tile/MEMORY_READS,MEMORY_WRITES"]
+    );
+    assert_eq!(
+        complete_on("bf3", &["stat", "-e", "llt0/cyc"]),
+        ["llt0/cycles"]
+    );
+    assert_eq!(complete_on("bf2", &["stat", "-M", "l3_h"]), ["l3_hit_rate"]);
+    // Other options still complete file names (the shell's own).
+    assert!(complete_on("bf2", &["stat", "-o", ""]).is_empty());
+}

@@ -173,8 +173,10 @@ pub fn described(words: &[String], index: usize) -> Vec<Candidate> {
     let after_equals = before.last().is_some_and(|w| w == "=");
     let before: Vec<String> = join_equals(&before);
     let line = parse_line(&root, &before);
-    if line.pending_option.is_some() {
-        return Vec::new(); // a path: the shell's own file completion
+    if let Some(option) = &line.pending_option {
+        let mut out = option_values(&line, option, &current);
+        out.retain(|c| starts_with_ci(&c.value, &current));
+        return out; // empty: a path, the shell's own file completion
     }
     let cmd = find_subcommand(&root, &line.command);
     let mut out: Vec<Candidate> = if current.starts_with('-') {
@@ -187,6 +189,81 @@ pub fn described(words: &[String], index: usize) -> Vec<Candidate> {
     out.retain(|c| starts_with_ci(&c.value, &current));
     out.dedup_by(|a, b| a.value == b.value);
     out
+}
+
+/// Values of an option: `stat -e` specs (blocks and kinds, then after the `/` the
+/// events of the first block chosen), `stat -M` metrics and groups.
+fn option_values(line: &Line, option: &str, current: &str) -> Vec<Candidate> {
+    let stat = line.command.first().is_some_and(|c| c == "stat");
+    if !stat {
+        return Vec::new();
+    }
+    let Some(device) = open(&line.global) else {
+        return Vec::new();
+    };
+    match option {
+        "-e" | "--event" => spec_values(&device, current),
+        "-M" | "--metric" => {
+            let set = crate::ops::metrics::MetricSet::load(
+                &[device.generation()],
+                &line.global.metric_files,
+            );
+            let mut out: Vec<Candidate> = set
+                .metrics
+                .iter()
+                .map(|m| Candidate::new(m.def.name.clone(), m.def.description.clone()))
+                .collect();
+            let groups: std::collections::BTreeSet<&str> =
+                set.metrics.iter().map(|m| m.def.group.as_str()).collect();
+            out.extend(
+                groups
+                    .into_iter()
+                    .map(|g| Candidate::new(g, "metric group")),
+            );
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn spec_values(device: &Device, current: &str) -> Vec<Candidate> {
+    let Some((blocks, events)) = current.split_once('/') else {
+        let mut out: Vec<Candidate> = device
+            .kinds()
+            .into_iter()
+            .map(|k| Candidate::new(format!("{k}/"), format!("every {k} block")))
+            .collect();
+        out.extend(
+            block_names(device, |_| true)
+                .into_iter()
+                .map(|c| Candidate::new(format!("{}/", c.value), c.description)),
+        );
+        return out;
+    };
+    let Some(block) = device
+        .select(&[blocks.to_string()])
+        .ok()
+        .and_then(|b| b.first().copied())
+    else {
+        return Vec::new();
+    };
+    let done = events.rfind(',').map_or("", |i| &events[..=i]);
+    let mut names: Vec<Candidate> = device
+        .catalog(block)
+        .map(|c| {
+            c.events
+                .into_iter()
+                .map(|e| Candidate::new(e.name, e.description.unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    if block.has_count_clock {
+        names.push(Candidate::new("cycles", "clock cycles (count_clock)"));
+    }
+    names
+        .into_iter()
+        .map(|c| Candidate::new(format!("{blocks}/{done}{}", c.value), c.description))
+        .collect()
 }
 
 /// Rejoins `N`, `=`, `EVENT` that bash split apart.
