@@ -95,6 +95,10 @@ pub enum Error {
         expected: &'static str,
     },
 
+    /// A configuration file that cannot be used.
+    #[error("{path}: {problem}", path = path.display())]
+    BadConfig { path: PathBuf, problem: String },
+
     /// A snapshot file that cannot be used.
     #[error("{path}: {problem}", path = path.display())]
     BadSnapshot { path: PathBuf, problem: String },

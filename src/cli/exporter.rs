@@ -60,9 +60,8 @@ fn read_config(path: Option<&Path>, global: &Global) -> Result<ExportConfig> {
             })
         }
     };
-    let file: ConfigFile = toml::from_str(&text).map_err(|e| Error::BadMetric {
-        metric: "(config)".into(),
-        source_file: path.display().to_string(),
+    let file: ConfigFile = toml::from_str(&text).map_err(|e| Error::BadConfig {
+        path: path.clone(),
         problem: format!("not an exporter config: {}", e.message()),
     })?;
     let mut g = global.clone();

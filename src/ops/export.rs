@@ -18,7 +18,7 @@ use super::stat::plan::BlockPlan;
 use super::stat::sampler::{Acc, Sampler};
 use super::stat::session::{self, Saved};
 use super::stat::spec::Item;
-use super::stat::{metric_inputs, prepare, Count, StatRequest, Timing};
+use super::stat::{counts, metric_inputs, prepare, Count, StatRequest, Timing};
 use crate::block::{BlockKind, Mechanism};
 use crate::device::Device;
 use crate::error::Result;
@@ -137,25 +137,8 @@ impl<'d> Exporter<'d> {
     }
 
     fn counts(&self, accs: &[Vec<Acc>]) -> Vec<Count> {
-        let mut out = Vec::new();
-        for (p, accs) in self.sampler.plans.iter().zip(accs) {
-            for (item, acc) in p.items.iter().zip(accs) {
-                out.push(Count {
-                    block: p.block.name.clone(),
-                    kind: p.block.kind,
-                    blocks: 1,
-                    counter: None,
-                    event: item.label().to_string(),
-                    event_number: item.number(),
-                    value: acc.total,
-                    raw: acc.total,
-                    unit: "",
-                    coverage: 1.0,
-                    valid: true,
-                });
-            }
-        }
-        out
+        // Running totals, unscaled: the exporter never multiplexes a span.
+        counts(&self.sampler.plans, accs, 0)
     }
 
     /// One sweep at `now`: reads every value and re-asserts counters someone else

@@ -133,15 +133,10 @@ pub fn metric_inputs(counts: &[Count], span_s: f64) -> crate::ops::metrics::Inpu
     inputs
 }
 
-/// Counts of every item of every block over a span of `span_ns`.
-fn counts(
-    plans: &[BlockPlan],
-    accs: &[Vec<Acc>],
-    span_ns: u64,
-    invalid: &[(usize, usize)],
-) -> Vec<Count> {
+/// Counts of every item of every block over a span of `span_ns` (0: unscaled).
+pub fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Vec<Count> {
     let mut out = Vec::new();
-    for (bi, (p, accs)) in plans.iter().zip(accs).enumerate() {
+    for (p, accs) in plans.iter().zip(accs) {
         for (ii, (item, acc)) in p.items.iter().zip(accs).enumerate() {
             let coverage = if span_ns == 0 {
                 1.0
@@ -172,7 +167,7 @@ fn counts(
                 raw: acc.total,
                 unit: unit(item),
                 coverage,
-                valid: !acc.reset && !invalid.contains(&(bi, ii)),
+                valid: !acc.reset,
             });
         }
     }
@@ -300,7 +295,7 @@ impl<'d> Measurement<'d> {
                         run: number,
                         time_s: (now - start) as f64 / 1e9,
                         span_s: (now - previous_ns) as f64 / 1e9,
-                        counts: counts(self.plans(), &delta, now - previous_ns, &[]),
+                        counts: counts(self.plans(), &delta, now - previous_ns),
                     })?;
                     previous = totals;
                     previous_ns = now;
@@ -314,7 +309,7 @@ impl<'d> Measurement<'d> {
                 return Ok(Run {
                     run: number,
                     elapsed_s: elapsed_ns as f64 / 1e9,
-                    counts: counts(self.plans(), &self.sampler.totals(), elapsed_ns, &[]),
+                    counts: counts(self.plans(), &self.sampler.totals(), elapsed_ns),
                 });
             }
             let wake = next_interval.map_or(next_tick, |i| i.min(next_tick));

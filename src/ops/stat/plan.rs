@@ -73,8 +73,8 @@ fn place_block(r: BlockRequest<'_>, allow_multiplex: bool) -> Result<BlockPlan<'
         })
         .collect();
     if groups.len() > 1 && !allow_multiplex {
-        return Err(Error::BadSpec {
-            spec: block.name.clone(),
+        return Err(Error::NotSupported {
+            block: block.name.clone(),
             problem: format!(
                 "{} events on {} need {} counters and it has {n}; drop events, or leave out --no-multiplex to let them take turns",
                 r.items.len(),
