@@ -169,22 +169,22 @@ impl<'d> Exporter<'d> {
     /// Sweeps, then computes the metrics over the time since the previous scrape.
     pub fn scrape(&mut self, now: u64) -> Result<()> {
         self.sweep(now)?;
-        let counts = self.counts(&self.sampler.totals());
+        let totals = self.sampler.totals();
+        let counts = self.counts(&totals);
         let span_s = now.saturating_sub(self.last_ns) as f64 / 1e9;
         if span_s > 0.0 {
+            // Counts over the span; levels as they are now.
             let delta: Vec<Count> = counts
                 .iter()
                 .zip(&self.last_counts)
-                .map(|(c, p)| {
-                    let level = self.role(c) == Some(Role::Level);
-                    Count {
-                        value: if level {
-                            c.value
-                        } else {
-                            c.value.saturating_sub(p.value)
-                        },
-                        ..c.clone()
-                    }
+                .zip(totals.iter().flatten())
+                .map(|((c, p), acc)| Count {
+                    value: if acc.level {
+                        c.value
+                    } else {
+                        c.value.saturating_sub(p.value)
+                    },
+                    ..c.clone()
                 })
                 .collect();
             let mut inputs = metric_inputs(&delta, span_s);
@@ -199,11 +199,6 @@ impl<'d> Exporter<'d> {
         self.last_counts = counts;
         self.last_ns = now;
         Ok(())
-    }
-
-    fn role(&self, c: &Count) -> Option<Role> {
-        let b = self.device.blocks().iter().find(|b| b.name == c.block)?;
-        (b.mechanism == Mechanism::Registers).then(|| b.def().role(&c.event))
     }
 
     /// The exposition in the OpenMetrics text format.

@@ -71,6 +71,8 @@ struct BlockState<'d> {
     /// Readers by counter number (counter blocks).
     counters: Vec<Option<Reader<'d>>>,
     registers: Vec<Reader<'d>>,
+    /// Which registers are levels (latest value, not a count), decided once.
+    levels: Vec<bool>,
     enable: Option<Switch<'d>>,
     last_ns: u64,
     width_mask: u64,
@@ -152,6 +154,11 @@ impl<'d> Sampler<'d> {
             } else {
                 Vec::new()
             };
+            let levels = p
+                .items
+                .iter()
+                .map(|i| b.def().role(i.label()) == Role::Level)
+                .collect();
             let enable = if b.mechanism == Mechanism::AllAtOnce {
                 let rel = layout::enable(&b.name);
                 let file = fs
@@ -167,6 +174,7 @@ impl<'d> Sampler<'d> {
                 last: vec![0; slots.max(registers.len())],
                 counters,
                 registers,
+                levels,
                 enable,
                 last_ns: 0,
                 width_mask: mask(b.width_bits),
@@ -235,7 +243,7 @@ impl<'d> Sampler<'d> {
                     for i in 0..st.registers.len() {
                         let v = st.registers[i].value()?;
                         let last = std::mem::replace(&mut st.last[i], v);
-                        if p.block.def().role(p.items[i].label()) == Role::Level {
+                        if st.levels[i] {
                             // A level (a clock monitor's count): its latest value.
                             st.accs[i].total = v;
                             st.accs[i].level = true;
