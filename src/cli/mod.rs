@@ -332,33 +332,7 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
             }
             let d = diff::diff(&a, &b);
             let set = load_metrics(g, &[Generation::from_label(&b.generation)])?;
-            let mut inputs = metrics::Inputs {
-                duration_s: d.interval_s,
-                params: metric_params(g)?,
-                ..Default::default()
-            };
-            let kinds: std::collections::HashMap<&str, crate::block::BlockKind> = b
-                .blocks
-                .iter()
-                .map(|x| (x.block.as_str(), x.kind))
-                .collect();
-            for v in &d.values {
-                let kind = kinds.get(v.block.as_str()).copied().unwrap_or_default();
-                let name = v.register.as_deref().or(v.event_name.as_deref());
-                // Levels count as their latest value; counts as their delta.
-                let value = match v.flag {
-                    Some(diff::Flag::Level) => Some(v.new),
-                    _ => v.delta,
-                };
-                if let (Some(name), Some(value)) = (name, value) {
-                    inputs.add(&v.block, kind, name, value as f64);
-                }
-            }
-            let all: Vec<&metrics::Metric> = set.metrics.iter().collect();
-            let values = metrics::evaluate(&set, &all, &inputs, true)
-                .into_iter()
-                .filter(|m| m.value.is_some())
-                .collect();
+            let values = diff::metrics(&d, &b, &set, metric_params(g)?);
             out.emit(
                 format.or(Format::Table),
                 &DiffReport {

@@ -281,3 +281,41 @@ fn pcie_summaries(new: &Snapshot, values: &[ValueDiff]) -> Vec<PcieSummary> {
     }
     out
 }
+
+/// Every metric of `set` that the differences allow (levels count as their latest
+/// value, counts as their delta), per block and per kind; those without a value are
+/// left out.
+pub fn metrics(
+    d: &Diff,
+    new: &Snapshot,
+    set: &crate::ops::metrics::MetricSet,
+    params: HashMap<String, f64>,
+) -> Vec<crate::ops::metrics::MetricValue> {
+    use crate::ops::metrics::{evaluate, Inputs, Metric};
+    let mut inputs = Inputs {
+        duration_s: d.interval_s,
+        params,
+        ..Default::default()
+    };
+    let kinds: HashMap<&str, BlockKind> = new
+        .blocks
+        .iter()
+        .map(|b| (b.block.as_str(), b.kind))
+        .collect();
+    for v in &d.values {
+        let kind = kinds.get(v.block.as_str()).copied().unwrap_or_default();
+        let name = v.register.as_deref().or(v.event_name.as_deref());
+        let value = match v.flag {
+            Some(Flag::Level) => Some(v.new),
+            _ => v.delta,
+        };
+        if let (Some(name), Some(value)) = (name, value) {
+            inputs.add(&v.block, kind, name, value as f64);
+        }
+    }
+    let all: Vec<&Metric> = set.metrics.iter().collect();
+    evaluate(set, &all, &inputs, true)
+        .into_iter()
+        .filter(|m| m.value.is_some())
+        .collect()
+}
