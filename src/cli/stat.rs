@@ -141,8 +141,8 @@ pub fn run(
         multiplex: !a.no_multiplex,
     };
     // Everything is checked before the first write.
-    let (_, warnings) = stat::prepare(&device, &req)?;
-    for w in &warnings {
+    let (_, said) = stat::prepare(&device, &req)?;
+    for w in &said {
         diag(&format!("warning: {w}"));
     }
     if let Some(program) = a.command.first() {
@@ -155,6 +155,7 @@ pub fn run(
             .into());
         }
     }
+    let _lock = lock_device(global, &device)?;
     // Buffered: each interval is flushed whole, one write.
     let mut file;
     let mut out = std::io::BufWriter::new(match &a.output {
@@ -168,7 +169,6 @@ pub fn run(
         }
         None => stdout,
     });
-    let _lock = lock_device(global, &device)?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let which = Arc::new(AtomicUsize::new(0));
@@ -224,7 +224,8 @@ pub fn run(
         if sig == 0 { libc::SIGTERM } else { sig as i32 },
     );
     let outcome = result?;
-    for w in &outcome.warnings {
+    // Those said before the measurement are not said twice.
+    for w in outcome.warnings.iter().filter(|w| !said.contains(w)) {
         diag(&format!("warning: {w}"));
     }
     let ending = Ending {
