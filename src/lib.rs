@@ -24,7 +24,7 @@
 //! let readings = read::read_blocks(&device, &[tile2])?;
 //! let counter = &readings.blocks[0].counters[3];
 //! assert_eq!(counter.event_name.as_deref(), Some("HNF_REQUESTS"));
-//! assert_eq!(counter.value, 1_986_381);
+//! assert_eq!(counter.value, 46_875_000);
 //! # Ok::<(), bfperf::Error>(())
 //! ```
 

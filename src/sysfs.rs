@@ -362,3 +362,42 @@ impl Sysfs for RealFs {
         self.dir.display().to_string()
     }
 }
+
+/// The most a configuration file (exporter config, workload, metric file) may hold.
+pub const MAX_CONFIG: u64 = 4 * 1024 * 1024;
+
+/// Reads a configuration file a user named: opened without blocking (a FIFO cannot
+/// hang bfperf), a regular file only (a link the user gave is followed), at most
+/// [`MAX_CONFIG`] bytes of UTF-8.
+pub fn read_config(path: &Path) -> crate::Result<String> {
+    let fail = |source: io::Error| crate::Error::File {
+        what: "cannot read the configuration file",
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(fail)?;
+    let kind = file.metadata().map_err(fail)?.file_type();
+    if !kind.is_file() {
+        return Err(fail(not_regular(kind)));
+    }
+    let mut out = Vec::new();
+    file.take(MAX_CONFIG + 1)
+        .read_to_end(&mut out)
+        .map_err(fail)?;
+    if out.len() as u64 > MAX_CONFIG {
+        return Err(fail(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("it holds more than {} MiB", MAX_CONFIG >> 20),
+        )));
+    }
+    String::from_utf8(out).map_err(|_| {
+        fail(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "it is not UTF-8 text",
+        ))
+    })
+}

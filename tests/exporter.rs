@@ -274,15 +274,8 @@ fn a_real_prometheus_scrapes_it_and_computes_the_simulators_rates() {
     let (a, t0) = (read(), Instant::now());
     std::thread::sleep(Duration::from_secs(1));
     let bytes_rate = (read() - a) as f64 / t0.elapsed().as_secs_f64();
-    let counter: usize = (0..4)
-        .find(|i| {
-            std::fs::read_to_string(m.device().join(format!("tile2/event{i}")))
-                .unwrap()
-                .starts_with("0x4c")
-        })
-        .expect("MEMORY_READS programmed");
     let (model, _) = Sim::with_manual_clock(Generation::Bf2, Kernel::V6_16);
-    let reads_rate = model.event_rate("tile2", 0x4c, counter).unwrap() as f64;
+    let reads_rate = model.event_rate("tile2", 0x4c).unwrap() as f64;
     let series = [
         (
             "bfperf_register_bytes_total{block=\"pcie0\",register=\"IN_P_BYTE_CNT\"}",

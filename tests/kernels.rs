@@ -75,7 +75,7 @@ fn programming_by_name_and_number_counts_at_the_hardware_rate() {
         }
         r.clock.advance_secs(2);
         for i in 1..=3u32 {
-            let rate = r.sim.event_rate("tile2", 0x45, i as usize).unwrap();
+            let rate = r.sim.event_rate("tile2", 0x45).unwrap();
             let c = r.counter("tile2", i);
             assert_eq!(c.value, 2 * rate, "{kernel:?} counter {i}");
             assert_eq!(c.event_name.as_deref(), Some("HNF_REQUESTS"));
@@ -93,7 +93,7 @@ fn stopping_uses_disable_where_the_kernel_has_it_and_0xff_elsewhere() {
         let plan = control::plan_stop(&r.device, "tile2", Some("0")).unwrap();
         let done = control::apply(&r.device, plan).unwrap();
         let before = done.final_values.unwrap().counters[0].value;
-        assert_eq!(before, r.sim.event_rate("tile2", 0x45, 0).unwrap());
+        assert_eq!(before, r.sim.event_rate("tile2", 0x45).unwrap());
         let written = &done.written[0];
         let c = r.counter("tile2", 0);
         if def.disable_entries {
@@ -139,7 +139,7 @@ fn clearing_restarts_a_counter_from_zero() {
         control::apply(&r.device, plan).unwrap();
         assert_eq!(r.counter("tile1", 2).value, 0, "{kernel:?}");
         r.clock.advance_secs(1);
-        let rate = r.sim.event_rate("tile1", 0x4c, 2).unwrap();
+        let rate = r.sim.event_rate("tile1", 0x4c).unwrap();
         assert_eq!(r.counter("tile1", 2).value, rate, "{kernel:?}");
     }
 }

@@ -7,59 +7,26 @@ mod common;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bfperf::ops::metrics::{self, MetricSet, MetricValue};
-use bfperf::ops::stat::{self, StatRequest, Timing, Until};
+use bfperf::ops::stat::{self, For, StatRequest, Timing, Until};
 use bfperf::sim::{Kernel, ManualClock, Sim};
 use bfperf::{Device, Generation, Sysfs};
 use common::*;
 use predicates::prelude::*;
 
-/// What the simulator has programmed: (block, event number) → counter, read from
-/// its files once the measurement has started.
-type Placement = Arc<Mutex<HashMap<(String, u32), usize>>>;
-
-struct Watch {
-    sim: Arc<Sim>,
-    blocks: Vec<String>,
-    seen: Placement,
-    secs: u64,
-}
-
-impl Until for Watch {
-    fn done(&mut self, elapsed: Duration) -> bool {
-        let mut seen = self.seen.lock().unwrap();
-        if seen.is_empty() {
-            for b in &self.blocks {
-                for i in 0..16 {
-                    if let Ok(t) = self.sim.read(&format!("{b}/event{i}")) {
-                        if let Some((n, _)) = t.split_once(':') {
-                            let n = u32::from_str_radix(n.trim_start_matches("0x"), 16).unwrap();
-                            // Counters left alone read event 0 too: the first holds it.
-                            seen.entry((b.clone(), n)).or_insert(i);
-                        }
-                    }
-                }
-            }
-        }
-        elapsed >= Duration::from_secs(self.secs)
-    }
-}
-
 struct Run {
     sim: Arc<Sim>,
     values: Vec<MetricValue>,
-    placement: HashMap<(String, u32), usize>,
     secs: f64,
 }
 
 impl Run {
-    /// The simulator's rate of an event on the counter it was placed on.
+    /// The simulator's rate of an event (whichever counter counts it).
     fn rate(&self, block: &str, event: u32) -> f64 {
-        let counter = self.placement[&(block.to_string(), event)];
-        self.sim.event_rate(block, event, counter).unwrap() as f64
+        self.sim.event_rate(block, event).unwrap() as f64
     }
 
     fn value(&self, metric: &str, block: &str) -> f64 {
@@ -99,17 +66,8 @@ fn measure(
         restore: true,
         multiplex: true,
     };
-    let seen: Placement = Arc::default();
-    let blocks: Vec<String> = device.blocks().iter().map(|b| b.name.clone()).collect();
-    let (sim2, seen2) = (sim.clone(), seen.clone());
-    let mut until = move |_| -> bfperf::Result<Box<dyn Until>> {
-        Ok(Box::new(Watch {
-            sim: sim2.clone(),
-            blocks: blocks.clone(),
-            seen: seen2.clone(),
-            secs,
-        }))
-    };
+    let mut until =
+        move |_| -> bfperf::Result<Box<dyn Until>> { Ok(Box::new(For(Duration::from_secs(secs)))) };
     let out = stat::measure(
         &device,
         &req,
@@ -123,12 +81,10 @@ fn measure(
     let mut inputs = stat::metric_inputs(&run.counts, run.elapsed_s);
     inputs.params = params;
     let values = metrics::evaluate(&set, &chosen, &inputs, true);
-    let placement = seen.lock().unwrap().clone();
     (
         Run {
             sim,
             values,
-            placement,
             secs: run.elapsed_s,
         },
         clock,

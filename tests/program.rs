@@ -18,9 +18,10 @@ fn program_by_name_writes_hex_and_reads_back() {
     let out = c.run(&["read", "tile2"]);
     let r = rows(&out);
     assert_eq!(r[2], ["tile2", "counter1", "0x45", "HNF_REQUESTS", "0"]);
+    // The fixture's traffic: (8 + 4) GB/s / 64 B over 4 tiles, for 2 s.
     assert_eq!(
         r[4],
-        ["tile2", "counter3", "0x45", "HNF_REQUESTS", "3,972,762"]
+        ["tile2", "counter3", "0x45", "HNF_REQUESTS", "93,750,000"]
     );
 }
 
@@ -33,7 +34,7 @@ fn the_issue_example() {
     let c3 = &v["blocks"][0]["counters"][3];
     assert_eq!(c3["event"], 0x45);
     assert_eq!(c3["event_name"], "HNF_REQUESTS");
-    assert_eq!(c3["value"], 3_972_762);
+    assert_eq!(c3["value"], 12_000_000_000u64 / 64 / 4 * 2);
 }
 
 #[test]
@@ -128,7 +129,7 @@ fn stop_on_each_kind() {
     let out = c.run(&["stop", "tile2", "3"]);
     assert_eq!(
         out,
-        "tile2 counter 3 before the stop: 3,972,762 (HNF_REQUESTS)\ntile2/event3: wrote 0x0\nnote: stopping re-programs a counter, which resets it to 0: the values before the stop are shown\n"
+        "tile2 counter 3 before the stop: 93,750,000 (HNF_REQUESTS)\ntile2/event3: wrote 0x0\nnote: stopping re-programs a counter, which resets it to 0: the values before the stop are shown\n"
     );
     assert_eq!(c.read("tile2/event3"), "0x0");
     // SMGEN has no DISABLE: 0xff.
@@ -296,7 +297,8 @@ fn read_selectors_and_formats() {
         lines[0],
         "block,counter,register,event,event_name,counts_clock,value"
     );
-    assert_eq!(lines[1], "l3cachehalf0,0,,23,HITS_BANK0,false,2760904");
+    // 12 GB/s / 64 B, 75 % hits, one bank of two, one half of two, 2 s.
+    assert_eq!(lines[1], "l3cachehalf0,0,,23,HITS_BANK0,false,70312500");
     assert_eq!(lines.len(), 11);
     let out = stdout_of(on_fixture("bf2").args(["read", "pcie1", "tile2", "pcie1"]));
     assert_eq!(rows(&out).len(), 1 + 12 + 4);

@@ -33,8 +33,8 @@ fn programming_resets_and_starts_a_normal_counter() {
         assert_eq!(s.read("tile2/event3").unwrap(), "0x45: HNF_REQUESTS\n");
         clock.advance_secs(1);
         let one = value(&s, "tile2/counter3");
-        // The model's rate for HNF_REQUESTS on tile2 counter 3 (pinned: fixtures use it).
-        assert_eq!(one, 1_986_381);
+        // The default traffic: (8 + 4) GB/s / 64 B of requests over 4 tiles.
+        assert_eq!(one, 46_875_000);
         clock.advance_secs(1);
         assert_eq!(value(&s, "tile2/counter3"), 2 * one);
         // Writing 0 restarts from 0, same event.
@@ -330,7 +330,7 @@ fn every_command_works_on_the_in_process_simulator() {
     clock.advance_secs(1);
     let tile2 = device.block("tile2").unwrap();
     let r = read::read_blocks(&device, &[tile2]).unwrap();
-    assert_eq!(r.blocks[0].counters[3].value, 1_986_381);
+    assert_eq!(r.blocks[0].counters[3].value, 46_875_000);
     assert_eq!(
         r.blocks[0].counters[3].event_name.as_deref(),
         Some("HNF_REQUESTS")
@@ -338,5 +338,5 @@ fn every_command_works_on_the_in_process_simulator() {
     let stop = control::plan_stop(&device, "tile2", Some("3")).unwrap();
     let done = control::apply(&device, stop).unwrap();
     assert_eq!(done.written, ["0x0"]);
-    assert_eq!(done.final_values.unwrap().counters[0].value, 1_986_381);
+    assert_eq!(done.final_values.unwrap().counters[0].value, 46_875_000);
 }

@@ -92,8 +92,8 @@ fn tile_counts_are_exact_per_block_and_summed() {
     let counts = &out.runs[0].counts;
     let mut sum = 0;
     for t in ["tile0", "tile1", "tile2", "tile3"] {
-        let reads = r.sim.event_rate(t, 0x4c, 0).unwrap() * 5;
-        let writes = r.sim.event_rate(t, 0x4d, 1).unwrap() * 5;
+        let reads = r.sim.event_rate(t, 0x4c).unwrap() * 5;
+        let writes = r.sim.event_rate(t, 0x4d).unwrap() * 5;
         assert_eq!(find(counts, t, "MEMORY_READS").value, reads, "{t}");
         assert_eq!(find(counts, t, "MEMORY_WRITES").value, writes, "{t}");
         assert_eq!(find(counts, t, "MEMORY_READS").coverage, 1.0);
@@ -119,16 +119,13 @@ fn both_l3_halves_in_one_command_with_windows() {
     );
     let counts = &out.runs[0].counts;
     for half in ["l3cachehalf0", "l3cachehalf1"] {
-        for (i, (ev, n)) in [
+        for (ev, n) in [
             ("HITS_BANK0", 0x17),
             ("HITS_BANK1", 0x18),
             ("MISSES_BANK0", 0x19),
             ("MISSES_BANK1", 0x1a),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let expected = r.sim.event_rate(half, n, i).unwrap() * 5;
+        ] {
+            let expected = r.sim.event_rate(half, n).unwrap() * 5;
             assert_eq!(find(counts, half, ev).value, expected, "{half} {ev}");
         }
     }
@@ -147,7 +144,7 @@ fn a_crspace_cycle_counter_wrapping_many_times_totals_right() {
     assert_eq!(find(counts, "llt0", "cycles").unit, "cycles");
     assert_eq!(
         find(counts, "llt0", "GDC_BANK0_RD_REQ").value,
-        r.sim.event_rate("llt0", 0x54, 1).unwrap() * 10
+        r.sim.event_rate("llt0", 0x54).unwrap() * 10
     );
     assert_eq!(config(&r.sim), before);
 }
@@ -183,7 +180,7 @@ fn eight_events_on_four_counters_take_turns_and_scale() {
     for (i, c) in counts.iter().enumerate() {
         assert!((c.coverage - 0.5).abs() < 0.01, "{c:?}");
         // Counted on counter i % 4 half the time; the estimate is the whole.
-        let truth = r.sim.event_rate("tile2", numbers[i], i % 4).unwrap() * 10;
+        let truth = r.sim.event_rate("tile2", numbers[i]).unwrap() * 10;
         let err = (c.value as f64 - truth as f64).abs() / truth as f64;
         assert!(err < 0.02, "{c:?} vs {truth}");
     }
@@ -252,7 +249,7 @@ fn intervals_add_up_to_the_total() {
         seen.iter().map(|s| s.0).collect::<Vec<_>>(),
         [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
     );
-    let rate = r.sim.event_rate("tile0", 0x4c, 0).unwrap();
+    let rate = r.sim.event_rate("tile0", 0x4c).unwrap();
     assert_eq!(seen.iter().map(|s| s.1).sum::<u64>(), rate * 3);
     assert_eq!(out.runs[0].counts[0].value, rate * 3);
 }

@@ -51,6 +51,20 @@ pub struct Global {
     /// The PCIe link, for utilisation metrics: gen1..gen5 × x1..x16, e.g. gen4x16
     #[arg(long, global = true, value_name = "LINK")]
     pub pcie_link: Option<String>,
+    /// Run against an in-process simulated device instead of /sys: bf1, bf2 or bf3,
+    /// optionally @KERNEL (bf3@6.14). It counts in real time for this one process; no
+    /// root, no FUSE (`bfperf sim mount` serves one to several commands)
+    #[arg(
+        long,
+        global = true,
+        value_name = "GEN[@KERNEL]",
+        conflicts_with = "device"
+    )]
+    pub sim: Option<String>,
+    /// The simulated traffic over time (TOML phases, see docs/simulator.md), for
+    /// --sim and `sim mount`; default: one steady phase
+    #[arg(long, global = true, value_name = "FILE")]
+    pub workload: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -316,6 +330,16 @@ pub struct SimOpts {
     /// Counters per block of a kind, as firmware may set them (e.g. llt=16); repeatable
     #[arg(long = "counters", value_name = "KIND=N")]
     pub counters: Vec<String>,
+}
+
+impl Default for SimOpts {
+    fn default() -> SimOpts {
+        SimOpts {
+            generation: "2".into(),
+            kernel: "6.16".into(),
+            counters: Vec::new(),
+        }
+    }
 }
 
 /// The output format switch of every command that prints data.

@@ -31,9 +31,19 @@ use report::*;
 
 /// Opens the device the global options name, and says on stderr what was skipped.
 pub fn open_device(global: &Global) -> Result<Device> {
-    let device = match &global.device {
-        Some(dir) => Device::open_dir(dir)?,
-        None => Device::discover(&global.sysfs_root)?,
+    let device = match (&global.sim, &global.device) {
+        (Some(spec), _) => {
+            let c = sim_choice(spec, &args::SimOpts::default(), global)?;
+            let sim = sim::Sim::with_options(
+                c.gen,
+                c.kernel,
+                Arc::new(sim::SystemClock::new()),
+                &c.options,
+            );
+            Device::open(Box::new(Arc::new(sim)))?
+        }
+        (None, Some(dir)) => Device::open_dir(dir)?,
+        (None, None) => Device::discover(&global.sysfs_root)?,
     };
     for w in device.warnings() {
         diag(&format!("warning: {w}"));
@@ -42,12 +52,19 @@ pub fn open_device(global: &Global) -> Result<Device> {
 }
 
 /// Takes the writer lock of the device (writing commands hold it while they run).
-pub fn lock_device(global: &Global, device: &Device) -> Result<crate::ops::lock::WriterLock> {
+/// An in-process simulator (`--sim`) belongs to this process alone: no lock.
+pub fn lock_device(
+    global: &Global,
+    device: &Device,
+) -> Result<Option<crate::ops::lock::WriterLock>> {
+    if global.sim.is_some() {
+        return Ok(None);
+    }
     let path = global
         .lock_file
         .clone()
         .unwrap_or_else(|| crate::ops::lock::default_path(&device.location()));
-    crate::ops::lock::WriterLock::acquire(&path, global.wait)
+    crate::ops::lock::WriterLock::acquire(&path, global.wait).map(Some)
 }
 
 /// The metrics of these generations: built-ins and the user's files (a broken file
@@ -358,7 +375,7 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
             )
         }
         Command::Completions { shell } => out.raw(&complete::script(shell)),
-        Command::Sim(cmd) => Ok(sim_cmd(cmd)?),
+        Command::Sim(cmd) => Ok(sim_cmd(cmd, g)?),
         Command::Complete {
             index,
             descriptions,
@@ -397,7 +414,28 @@ fn bad_sim(problem: String) -> Error {
     Error::BadAssignment { problem }
 }
 
-fn parse_sim_opts(o: &args::SimOpts) -> Result<SimChoice> {
+/// `--sim bf3@6.14`: the generation and kernel, with the other choices of `o`.
+fn sim_choice(spec: &str, o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
+    let (gen, kernel) = spec.split_once('@').unwrap_or((spec, &o.kernel));
+    let gen = match gen.to_ascii_lowercase().trim_start_matches("bf") {
+        g @ ("1" | "2" | "3") => g.to_string(),
+        _ => {
+            return Err(bad_sim(format!(
+                "--sim takes bf1, bf2 or bf3, optionally @KERNEL (e.g. bf3@6.14), not '{spec}'"
+            )))
+        }
+    };
+    parse_sim_opts(
+        &args::SimOpts {
+            generation: gen,
+            kernel: kernel.to_string(),
+            counters: o.counters.clone(),
+        },
+        global,
+    )
+}
+
+fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
     let gen = match o.generation.as_str() {
         "1" => Generation::Bf1,
         "3" => Generation::Bf3,
@@ -418,6 +456,9 @@ fn parse_sim_opts(o: &args::SimOpts) -> Result<SimChoice> {
         )));
     }
     let mut options = sim::SimOptions::default();
+    if let Some(path) = &global.workload {
+        options.workload = sim::Workload::load(path)?;
+    }
     for c in &o.counters {
         let parsed = c.split_once('=').and_then(|(k, n)| {
             Some((crate::block::BlockKind::parse(k)?, n.parse::<usize>().ok()?))
@@ -438,10 +479,10 @@ fn parse_sim_opts(o: &args::SimOpts) -> Result<SimChoice> {
     })
 }
 
-fn sim_cmd(cmd: SimCommand) -> Result<()> {
+fn sim_cmd(cmd: SimCommand, global: &Global) -> Result<()> {
     match cmd {
         SimCommand::Mount { dir, sim: o } => {
-            let c = parse_sim_opts(&o)?;
+            let c = parse_sim_opts(&o, global)?;
             let device = Arc::new(sim::Sim::with_options(
                 c.gen,
                 c.kernel,
@@ -455,7 +496,7 @@ fn sim_cmd(cmd: SimCommand) -> Result<()> {
             sim: o,
             fixture,
         } => {
-            let c = parse_sim_opts(&o)?;
+            let c = parse_sim_opts(&o, global)?;
             if dir.exists()
                 && std::fs::read_dir(&dir)
                     .map(|mut d| d.next().is_some())

@@ -15,20 +15,22 @@ mod layout;
 pub mod mount;
 mod parse;
 mod state;
+pub mod traffic;
 mod tree;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use export::{export_tree, SysfsRootLayout};
 pub use kernel::{Kernel, KernelDef};
 pub use parse::{kstrtobool, kstrtouint};
-pub use state::{block_seed, event_rate, pll_hz, CLOCK_HZ, REFERENCE_WINDOW};
+pub use state::{block_seed, pll_hz, CLOCK_HZ, REFERENCE_WINDOW};
+pub use traffic::{Flows, Phase, Workload};
 
 use std::io;
 use std::sync::{Arc, Mutex};
 
 use crate::block::{BlockKind, Generation};
 use crate::error::errno;
-use state::{build_block, SimBlock};
+use state::{build_block, Place, SimBlock};
 
 pub(crate) struct State {
     blocks: Vec<SimBlock>,
@@ -39,6 +41,8 @@ pub(crate) struct State {
 pub struct SimOptions {
     /// Counters per block of a kind, overriding the layout (firmware decides on a DPU).
     pub counters: Vec<(BlockKind, usize)>,
+    /// The traffic over time (default: one steady phase).
+    pub workload: Workload,
 }
 
 /// The simulated device. Cheap to share: clone the `Arc`.
@@ -63,10 +67,22 @@ impl Sim {
     ) -> Sim {
         let kernel = kernel.def();
         let now = clock.now_ns();
-        let blocks = layout::blocks(generation, kernel, &options.counters)
+        let specs = layout::blocks(generation, kernel, &options.counters);
+        let kinds: Vec<BlockKind> = specs
+            .iter()
+            .map(|s| BlockKind::from_block_name(s.name))
+            .collect();
+        let workload = Arc::new(options.workload.clone());
+        let blocks = specs
             .into_iter()
             .enumerate()
-            .map(|(i, spec)| build_block(generation, kernel, i as u64, spec, now))
+            .map(|(i, spec)| {
+                let place = Place {
+                    index: i as u64,
+                    of_kind: kinds.iter().filter(|k| **k == kinds[i]).count(),
+                };
+                build_block(generation, kernel, place, spec, &workload, now)
+            })
             .collect();
         Sim {
             generation,
@@ -90,12 +106,46 @@ impl Sim {
         self.kernel.kernel
     }
 
-    /// Events per second the simulated hardware counts for `event` on counter
-    /// `counter` of `block` (what tests compute their expectations from).
-    pub fn event_rate(&self, block: &str, event: u32, counter: usize) -> Option<u64> {
+    /// The simulator's clock now, ns.
+    pub fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
+    /// The ground truth: events per second the simulated hardware counts for event
+    /// number `event` of `block` now, on whichever counter counts it.
+    pub fn event_rate(&self, block: &str, event: u32) -> Option<u64> {
         let state = self.lock();
         let b = state.blocks.iter().find(|b| b.name == block)?;
-        Some(event_rate(b.seed, event, counter as u64))
+        Some(
+            b.event_drive(event)
+                .rate(b.workload.flows_at(self.clock.now_ns())),
+        )
+    }
+
+    /// The ground truth: events `event` of `block` counts over `[t0, t1)` of the
+    /// simulator's clock (ns), following the workload's phases.
+    pub fn expected_count(&self, block: &str, event: u32, t0: u64, t1: u64) -> Option<u64> {
+        let state = self.lock();
+        let b = state.blocks.iter().find(|b| b.name == block)?;
+        Some(b.workload.count(&b.event_drive(event), t0, t1))
+    }
+
+    /// The ground truth of a statistics register: what it adds per second now.
+    pub fn register_rate(&self, block: &str, register: &str) -> Option<u64> {
+        let state = self.lock();
+        let b = state.blocks.iter().find(|b| b.name == block)?;
+        let r = b.registers.iter().find(|r| r.def.name == register)?;
+        Some(r.drive.rate(b.workload.flows_at(self.clock.now_ns())))
+    }
+
+    /// The device-wide flows of the workload now.
+    pub fn flows(&self) -> Flows {
+        let state = self.lock();
+        state
+            .blocks
+            .first()
+            .map(|b| *b.workload.flows_at(self.clock.now_ns()))
+            .unwrap_or_default()
     }
 
     /// Cycles per second a `count_clock` counter of `block` counts.

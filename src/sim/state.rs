@@ -5,8 +5,11 @@ use crate::block::{BlockKind, Generation, Mechanism};
 use crate::catalog::{EventDef, DISABLE};
 use crate::kinds::{KindDef, Role};
 
+use std::sync::Arc;
+
 use super::kernel::{served_table, KernelDef};
 use super::layout::Spec;
+use super::traffic::{drive, Drive, Workload};
 
 /// How a simulated block counts (from its kind's facts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +51,7 @@ pub(super) struct SimRegister {
     pub role: Role,
     pub acc: u64,
     pub since: u64,
-    pub rate: u64,
+    pub drive: Drive,
 }
 
 #[derive(Debug, Clone)]
@@ -57,7 +60,9 @@ pub(super) struct SimBlock {
     pub kind: BlockKind,
     pub mech: Mech,
     pub table: Vec<EventDef>,
-    pub seed: u64,
+    /// How each event of `table` counts, in the same order.
+    pub drives: Vec<Drive>,
+    pub workload: Arc<Workload>,
     pub counters: Vec<SimCounter>,
     pub registers: Vec<SimRegister>,
     pub enabled: bool,
@@ -70,7 +75,6 @@ pub(super) struct SimBlock {
 
 /// Cycles per second of a block whose PLL is not known.
 pub const CLOCK_HZ: u64 = 1_000_000_000;
-const NS: u128 = 1_000_000_000;
 
 /// The simulated PLL frequencies in kHz; others run at 1 GHz.
 const PLL_KHZ: &[(&str, u64)] = &[
@@ -108,26 +112,30 @@ impl SimBlock {
             .map(|d| d.name)
     }
 
-    /// Events per second counted by counter `i` with its current event.
-    fn rate(&self, i: usize) -> u64 {
+    /// How counter `i` counts with its current event and mode.
+    fn drive(&self, i: usize) -> Drive {
         let c = &self.counters[i];
         if self.mech == Mech::Crspace && i < 32 && self.count_clock & (1 << i) != 0 {
-            return self.clock_hz;
+            return Drive::Steady(self.clock_hz);
         }
-        match self.name_of(c.event) {
-            None => 0,
-            Some(n) if n == DISABLE => 0,
-            Some(_) => event_rate(self.seed, c.event, i as u64),
+        self.event_drive(c.event)
+    }
+
+    /// How event `number` counts in this block (never on which counter).
+    pub fn event_drive(&self, number: u32) -> Drive {
+        match self.table.iter().position(|d| d.number == number) {
+            Some(i) if self.table[i].name != DISABLE => self.drives[i],
+            _ => Drive::Still,
         }
     }
 
     pub fn counter_value(&self, i: usize, now: u64) -> u64 {
         let c = &self.counters[i];
-        let mut v = c.acc as u128;
+        let mut v = c.acc;
         if c.running {
-            v += self.rate(i) as u128 * (now.saturating_sub(c.since)) as u128 / NS;
+            v = v.wrapping_add(self.workload.count(&self.drive(i), c.since, now));
         }
-        (v as u64) & self.width_mask
+        v & self.width_mask
     }
 
     /// Folds the running count into `acc`, so that the rate or state can change now.
@@ -145,37 +153,43 @@ impl SimBlock {
     }
 
     pub fn register_value(&self, r: &SimRegister, now: u64) -> u64 {
-        let v = r.acc as u128 + r.rate as u128 * now.saturating_sub(r.since) as u128 / NS;
-        (v as u64) & self.width_mask
+        let v = r
+            .acc
+            .wrapping_add(self.workload.count(&r.drive, r.since, now));
+        v & self.width_mask
     }
 }
 
-/// A deterministic, plausible rate for an event (events per second).
-pub fn event_rate(seed: u64, event: u32, counter: u64) -> u64 {
-    let mut x = seed ^ (event as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (counter << 17);
-    x ^= x >> 31;
-    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x ^= x >> 29;
-    100_000 + x % 9_900_000
-}
-
-/// The seed of the block at `index` of the layout (rates depend on it).
+/// The seed of the block at `index` of the layout (background rates depend on it).
 pub fn block_seed(index: u64) -> u64 {
     0x5EED_0000 + index * 7919
+}
+
+/// Where a block stands in the layout: its index, and how many blocks of its kind
+/// share the kind's traffic.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Place {
+    pub index: u64,
+    pub of_kind: usize,
 }
 
 pub(super) fn build_block(
     gen: Generation,
     kernel: &KernelDef,
-    index: u64,
+    place: Place,
     spec: Spec,
+    workload: &Arc<Workload>,
     now: u64,
 ) -> SimBlock {
     let kind = BlockKind::from_block_name(spec.name);
     let def = kind.def();
     let table = served_table(kernel, kind, gen);
     let mech = Mech::of(def, gen);
-    let seed = block_seed(index);
+    let seed = block_seed(place.index);
+    let drives: Vec<Drive> = table
+        .iter()
+        .map(|d| drive(kind, d.name, d.number, seed, place.of_kind))
+        .collect();
     let counters = (0..spec.counters)
         .map(|_| SimCounter {
             event: 0,
@@ -187,12 +201,18 @@ pub(super) fn build_block(
     let registers = if mech == Mech::Register {
         table
             .iter()
-            .map(|d| SimRegister {
+            .zip(&drives)
+            .map(|(d, drive)| SimRegister {
                 def: *d,
                 role: def.role(d.name),
-                acc: register_start(kind, seed, d),
+                acc: register_start(d, drive, workload),
                 since: now,
-                rate: register_rate(kind, seed, d),
+                // Statistics registers the flows do not drive (ECC errors,
+                // clock monitors) hold still.
+                drive: match drive {
+                    Drive::Flow { .. } => *drive,
+                    _ => Drive::Still,
+                },
             })
             .collect()
     } else {
@@ -204,7 +224,8 @@ pub(super) fn build_block(
         kind,
         mech,
         table,
-        seed,
+        drives,
+        workload: workload.clone(),
         counters,
         registers,
         enabled: false,
@@ -219,29 +240,17 @@ pub(super) fn build_block(
     }
 }
 
-/// PCIe traffic: bytes in the GB/s range, packets at bytes/256. Other registers hold
-/// still.
-fn register_rate(kind: BlockKind, seed: u64, d: &EventDef) -> u64 {
-    if kind != BlockKind::Pcie {
-        return 0;
-    }
-    let bytes = 200_000_000 + event_rate(seed, d.number, 0) * 100;
-    if d.name.contains("PKT") {
-        bytes / 256
-    } else {
-        bytes
-    }
-}
-
-fn register_start(kind: BlockKind, seed: u64, d: &EventDef) -> u64 {
-    if kind == BlockKind::Pcie {
-        return register_rate(kind, seed, d) * 3600;
-    }
+/// Where a register starts: PCIe statistics as after an hour of the first phase's
+/// traffic, clock monitors at their PLL's count, others at 0.
+fn register_start(d: &EventDef, drive: &Drive, workload: &Workload) -> u64 {
     if let Some(pll) = d.name.strip_prefix(LAST_COUNT) {
         return pll_hz(pll) / HZ_PER_COUNT;
     }
     if d.name.starts_with(WINDOW) {
         return REFERENCE_WINDOW;
     }
-    0
+    match drive {
+        Drive::Flow { .. } => drive.rate(workload.flows_at(0)) * 3600,
+        _ => 0,
+    }
 }
