@@ -365,7 +365,10 @@ fn the_lock_the_restore_and_re_programming() {
     assert!(status.success());
     let mut err = String::new();
     e.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    assert!(err.contains("re-programmed by another program"), "{err}");
+    assert!(
+        err.contains("another program programmed event 0x45 on counter 0"),
+        "{err}"
+    );
     assert_eq!(m.config("tile2"), before);
 }
 

@@ -330,7 +330,10 @@ fn user_metrics_add_reuse_and_bad_files_are_explained() {
             "'MEMORY_RAEDS' is no event of tile nor a metric; did you mean MEMORY_READS?",
         ),
         ("broken_syntax", "does not parse"),
-        ("loop_a", "refers to itself through other metrics"),
+        (
+            "loop_a",
+            "refers to itself through loop_a → loop_b → loop_a",
+        ),
         ("selfish", "refers to itself"),
     ] {
         run(&["stat", "-M", name, "--duration", "1s"])
@@ -360,13 +363,19 @@ fn user_metrics_add_reuse_and_bad_files_are_explained() {
         duration_s: 2.0,
         ..Default::default()
     };
-    inputs.add("tile0", bfperf::BlockKind::Tile, "MEMORY_READS", 300.0);
-    inputs.add("tile0", bfperf::BlockKind::Tile, "MEMORY_WRITES", 100.0);
+    inputs.add("tile0", bfperf::BlockKind::Tile, "MEMORY_READS", 300.0, 1.0);
+    inputs.add(
+        "tile0",
+        bfperf::BlockKind::Tile,
+        "MEMORY_WRITES",
+        100.0,
+        1.0,
+    );
     let v = metrics::evaluate(&set, &chosen, &inputs, false);
     assert_eq!(v.last().unwrap().value, Some(75.0));
     // Division by zero gives no value, never inf or NaN.
-    inputs.add("tile0", bfperf::BlockKind::Tile, "MEMORY_READS", 0.0);
-    inputs.add("tile0", bfperf::BlockKind::Tile, "MEMORY_WRITES", 0.0);
+    inputs.add("tile0", bfperf::BlockKind::Tile, "MEMORY_READS", 0.0, 1.0);
+    inputs.add("tile0", bfperf::BlockKind::Tile, "MEMORY_WRITES", 0.0, 1.0);
     assert_eq!(
         metrics::evaluate(&set, &chosen, &inputs, false)
             .last()

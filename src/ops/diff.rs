@@ -310,7 +310,7 @@ pub fn metrics(
             _ => v.delta,
         };
         if let (Some(name), Some(value)) = (name, value) {
-            inputs.add(&v.block, kind, name, value as f64);
+            inputs.add(&v.block, kind, name, value as f64, 1.0);
         }
     }
     let all: Vec<&Metric> = set.metrics.iter().collect();

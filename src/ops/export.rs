@@ -46,6 +46,7 @@ pub struct Exporter<'d> {
     params: HashMap<String, f64>,
     last_ns: u64,
     last_counts: Vec<Count>,
+    last_accs: Vec<Vec<Acc>>,
     values: Vec<MetricValue>,
     reprogrammed: u64,
     /// Things to log once: re-programmed counters by block.
@@ -127,41 +128,42 @@ impl<'d> Exporter<'d> {
             params: config.params.clone(),
             last_ns: now,
             last_counts: Vec::new(),
+            last_accs: Vec::new(),
             values: Vec::new(),
             reprogrammed: 0,
             events: Vec::new(),
         };
         // The first scrape's metrics cover the time since the start.
-        e.last_counts = e.counts(&e.sampler.totals());
+        e.last_accs = e.sampler.totals();
+        e.last_counts = e.counts(&e.last_accs);
         Ok(e)
     }
 
+    /// Running counts: multiplexed events as their running estimates (scaled the
+    /// way `stat` scales), events that never had a turn as not counted.
     fn counts(&self, accs: &[Vec<Acc>]) -> Vec<Count> {
-        // Running totals, unscaled: the exporter never multiplexes a span.
-        counts(&self.sampler.plans, accs, 0)
+        let mut out = counts(&self.sampler.plans, accs, 0);
+        for (c, acc) in out.iter_mut().zip(accs.iter().flatten()) {
+            c.counted = acc.active_ns > 0 || acc.level;
+            c.value = c.counted.then_some(acc.estimate);
+        }
+        out
     }
 
-    /// One sweep at `now`: reads every value and re-asserts counters someone else
-    /// re-programmed. The exporter sweeps at least every second, so that windows
-    /// never wrap, whatever the scrape interval.
+    /// One sweep at `now`: reads every value; the sampler programs again what
+    /// another program changed, and the exporter counts and logs it. The exporter
+    /// sweeps at least every second, so that windows never wrap, whatever the
+    /// scrape interval.
     pub fn sweep(&mut self, now: u64) -> Result<()> {
         self.sampler.tick(now)?;
-        let groups = self.sampler.groups();
-        for (bi, g) in groups.into_iter().enumerate() {
-            let p = &self.sampler.plans[bi];
-            if p.groups.is_empty() {
-                continue;
-            }
-            let changed = session::foreign_changes(self.device, p, g)?;
-            if !changed.is_empty() {
-                self.reprogrammed += changed.len() as u64;
-                self.events.push(format!(
-                    "{} counter(s) of {} were re-programmed by another program; programming them again",
-                    changed.len(),
-                    p.block.name
-                ));
-                self.sampler.reassert(bi, now)?;
-            }
+        for d in self.sampler.take_log() {
+            self.reprogrammed += d.items.len() as u64;
+            self.events.push(format!(
+                "{} of {}: {}; programming it again",
+                d.items.join(", "),
+                d.block,
+                d.why.describe()
+            ));
         }
         Ok(())
     }
@@ -174,17 +176,24 @@ impl<'d> Exporter<'d> {
         let span_s = now.saturating_sub(self.last_ns) as f64 / 1e9;
         if span_s > 0.0 {
             // Counts over the span; levels as they are now.
+            // Invalid when another program touched it since the last scrape.
             let delta: Vec<Count> = counts
                 .iter()
                 .zip(&self.last_counts)
-                .zip(totals.iter().flatten())
-                .map(|((c, p), acc)| Count {
-                    value: if acc.level {
-                        c.value
-                    } else {
-                        c.value.saturating_sub(p.value)
-                    },
-                    ..c.clone()
+                .zip(totals.iter().flatten().zip(self.last_accs.iter().flatten()))
+                .map(|((c, p), (acc, before))| {
+                    let touched = acc.foreign > before.foreign;
+                    Count {
+                        // Not counted at the last scrape: its estimate started at 0.
+                        value: if acc.level {
+                            c.value
+                        } else {
+                            c.value.map(|a| a.saturating_sub(p.value.unwrap_or(0)))
+                        },
+                        valid: !touched,
+                        invalid: touched.then(|| acc.why.map(|w| w.describe())).flatten(),
+                        ..c.clone()
+                    }
                 })
                 .collect();
             let mut inputs = metric_inputs(&delta, span_s);
@@ -197,6 +206,7 @@ impl<'d> Exporter<'d> {
             self.values = metrics::evaluate(&self.set, &chosen, &inputs, true);
         }
         self.last_counts = counts;
+        self.last_accs = totals;
         self.last_ns = now;
         Ok(())
     }
@@ -351,6 +361,10 @@ impl<'d> Exporter<'d> {
             ]
         };
         for (i, (item, acc)) in p.items.iter().zip(accs).enumerate() {
+            // A multiplexed event before its first turn has no value yet.
+            if acc.active_ns == 0 && !acc.level {
+                continue;
+            }
             let mut labels = base();
             match item {
                 Item::Register { name } => {
@@ -371,12 +385,12 @@ impl<'d> Exporter<'d> {
                 }
                 Item::Cycles => {
                     labels.push(("counter".into(), counter_of(p, i)));
-                    cycles.get_or_create(&labels).inc_by(acc.total);
+                    cycles.get_or_create(&labels).inc_by(acc.estimate);
                 }
                 Item::Event { name, .. } => {
                     labels.push(("counter".into(), counter_of(p, i)));
                     labels.push(("event".into(), name.clone()));
-                    events.get_or_create(&labels).inc_by(acc.total);
+                    events.get_or_create(&labels).inc_by(acc.estimate);
                 }
             }
         }

@@ -102,6 +102,15 @@ pub fn read_event(
     }
 }
 
+/// The number an `event<N>` file's text names; None when it names nothing.
+pub fn event_number(text: &str) -> Option<u32> {
+    let t = text.trim();
+    match parse_event_line(t) {
+        Some((n, _)) => Some(n),
+        None => parse_value(t).and_then(|n| u32::try_from(n).ok()),
+    }
+}
+
 /// Monotonic nanoseconds (CLOCK_MONOTONIC), comparable between processes on one boot.
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {

@@ -16,7 +16,7 @@ use std::io::{self, Write};
 
 use clap::ValueEnum;
 
-pub use text::{escape, group, group_f};
+pub use text::{escape, group, group_f, readable};
 
 /// The output formats every data-printing command takes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]

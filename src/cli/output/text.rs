@@ -54,9 +54,52 @@ pub fn group_f(x: f64) -> String {
     format!("{sign}{}.{frac:02}", group(whole))
 }
 
+/// A value with its unit as a person reads it, as perf prints rates: scaled to an
+/// SI prefix where the unit takes one (`1.11 GB/s`, `11.48 M/sec`, `2.00 GHz`);
+/// other units (`%`, ratios) as they are, with two decimals.
+pub fn readable(x: f64, unit: &str) -> (String, String) {
+    const PREFIXES: [(&str, f64); 5] = [("", 1.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)];
+    let (base, factor) = match unit {
+        "/s" => ("/sec", 1.0),
+        u => PREFIXES
+            .iter()
+            .rev()
+            .find_map(|(p, f)| {
+                let rest = u.strip_prefix(p)?;
+                ["B/s", "b/s", "Hz", "B"]
+                    .contains(&rest)
+                    .then_some((rest, *f))
+            })
+            .unwrap_or(("", 0.0)),
+    };
+    if factor == 0.0 || !x.is_finite() {
+        return (group_f(x), unit.to_string());
+    }
+    let v = x * factor;
+    let (p, f) = PREFIXES
+        .iter()
+        .rev()
+        .find(|(_, f)| v.abs() >= *f)
+        .unwrap_or(&PREFIXES[0]);
+    (format!("{:.2}", v / f), format!("{p}{base}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_read_like_perf() {
+        assert_eq!(readable(1.11, "GB/s"), ("1.11".into(), "GB/s".into()));
+        assert_eq!(readable(0.0023, "GB/s"), ("2.30".into(), "MB/s".into()));
+        assert_eq!(
+            readable(11_480_000.0, "/s"),
+            ("11.48".into(), "M/sec".into())
+        );
+        assert_eq!(readable(2000.0, "MHz"), ("2.00".into(), "GHz".into()));
+        assert_eq!(readable(75.0, "%"), ("75.00".into(), "%".into()));
+        assert_eq!(readable(256.0, "B"), ("256.00".into(), "B".into()));
+    }
 
     #[test]
     fn escapes_controls() {

@@ -91,14 +91,33 @@ impl Report for MetricsReport {
 
 /// Metric values as a table for people.
 pub fn metric_table(values: &[MetricValue]) -> Table {
-    let mut t = Table::new(&["METRIC", "BLOCK", "VALUE", "UNIT"]);
+    let mut t = Table::new(&["METRIC", "BLOCK", "VALUE", "UNIT", "NOTE"]);
     for v in values {
+        let (value, unit) = match v.value {
+            Some(x) => crate::cli::output::readable(x, &v.unit),
+            None => ("-".to_string(), v.unit.clone()),
+        };
         t.row(vec![
             Cell::text(&v.metric),
             Cell::text(&v.block),
-            Cell::opt_float(v.value),
-            Cell::text(&v.unit),
+            Cell::text(value),
+            Cell::text(unit),
+            Cell::text(metric_note(v)),
         ]);
     }
     t
+}
+
+/// Why a metric has no value, or that it is an estimate and from how much counting.
+pub fn metric_note(v: &MetricValue) -> String {
+    match (&v.reason, v.value) {
+        (Some(why), _) => format!("no value: {why}"),
+        (None, Some(_)) if v.coverage < 1.0 => {
+            format!(
+                "estimate: inputs counted {:.1}% of the time",
+                v.coverage * 100.0
+            )
+        }
+        _ => String::new(),
+    }
 }

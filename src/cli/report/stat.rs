@@ -40,7 +40,7 @@ pub struct StatWriter<'w> {
     header_done: bool,
 }
 
-const COLUMNS: [&str; 15] = [
+const COLUMNS: [&str; 17] = [
     "record",
     "run",
     "time_s",
@@ -54,7 +54,9 @@ const COLUMNS: [&str; 15] = [
     "raw",
     "unit",
     "coverage",
+    "counted",
     "valid",
+    "reason",
     "stddev_pct",
 ];
 
@@ -79,6 +81,32 @@ struct MetricLine<'a> {
 
 fn coverage_text(c: &Count) -> String {
     format!("{:.1}%", c.coverage * 100.0)
+}
+
+/// What a table shows for a count's value: perf's `<not counted>` when it never
+/// got a turn.
+fn value_text(c: &Count) -> String {
+    match c.value {
+        Some(v) => group(v),
+        None => "<not counted>".into(),
+    }
+}
+
+/// The note of a count: why it is invalid, or that it is an estimate.
+fn note_text(c: &Count) -> String {
+    if !c.valid {
+        return format!(
+            "invalid: {}",
+            c.invalid.as_deref().unwrap_or("touched by another program")
+        );
+    }
+    if !c.counted {
+        return "its turn never came: count longer, or fewer events".into();
+    }
+    if c.coverage < 1.0 {
+        return format!("estimate: counted {}", coverage_text(c));
+    }
+    String::new()
 }
 
 impl<'w> StatWriter<'w> {
@@ -132,11 +160,13 @@ impl<'w> StatWriter<'w> {
                 opt(c.counter.map(|x| x.to_string())),
                 c.event.clone(),
                 opt(c.event_number.map(|x| x.to_string())),
-                c.value.to_string(),
+                opt(c.value.map(|x| x.to_string())),
                 c.raw.to_string(),
                 c.unit.to_string(),
                 format!("{:.4}", c.coverage),
+                c.counted.to_string(),
                 c.valid.to_string(),
+                opt(c.invalid.clone()),
                 opt(l.stddev_pct.map(|s| format!("{s:.2}"))),
             ])
             .map_err(to_io)?;
@@ -173,8 +203,10 @@ impl<'w> StatWriter<'w> {
                 v.value.map(|x| x.to_string()).unwrap_or_default(),
                 String::new(),
                 v.unit.clone(),
-                String::new(),
+                format!("{:.4}", v.coverage),
                 v.value.is_some().to_string(),
+                v.value.is_some().to_string(),
+                v.reason.clone().unwrap_or_default(),
                 String::new(),
             ])
             .map_err(to_io)?;
@@ -204,15 +236,18 @@ impl<'w> StatWriter<'w> {
             StatFormat::Csv(_) => self.csv_metrics(run, time_s, values),
             StatFormat::Table => {
                 for v in values {
+                    let (value, unit) = match v.value {
+                        Some(x) => crate::cli::output::readable(x, &v.unit),
+                        None => ("-".into(), v.unit.clone()),
+                    };
                     let line = format!(
-                        "{:>10}  {:<14} {:<34} {:>18} {}",
+                        "{:>10}  {:<14} {:<34} {:>18} {:<8} {}",
                         time_s.map(|t| format!("{t:.3}")).unwrap_or_default(),
                         escape(&v.block),
                         escape(&v.metric),
-                        v.value
-                            .map(crate::cli::output::group_f)
-                            .unwrap_or_else(|| "-".into()),
-                        v.unit
+                        value,
+                        unit,
+                        super::metrics::metric_note(v),
                     );
                     writeln!(self.w, "{}", line.trim_end())?;
                 }
@@ -253,13 +288,9 @@ impl<'w> StatWriter<'w> {
                         i.time_s,
                         escape(&c.block),
                         escape(&c.event),
-                        group(c.value),
+                        value_text(c),
                         c.unit,
-                        if c.coverage < 1.0 {
-                            coverage_text(c)
-                        } else {
-                            String::new()
-                        }
+                        note_text(c),
                     );
                     writeln!(self.w, "{}", line.trim_end())?;
                 }
@@ -375,8 +406,10 @@ fn mean_counts(per_run: &[Vec<Count>]) -> Vec<(Count, Option<f64>)> {
             let values: Vec<u64> = per_run
                 .iter()
                 .filter_map(|r| r.get(i))
-                .map(|c| c.value)
+                .filter_map(|c| c.value)
                 .collect();
+            // Not counted in some run: no mean.
+            let counted = values.len() == per_run.len();
             let (m, sd) = spread(&values);
             let raws: Vec<u64> = per_run
                 .iter()
@@ -386,12 +419,17 @@ fn mean_counts(per_run: &[Vec<Count>]) -> Vec<(Count, Option<f64>)> {
             let (raw, _) = spread(&raws);
             (
                 Count {
-                    value: m.round() as u64,
+                    value: counted.then(|| m.round() as u64),
+                    counted,
                     raw: raw.round() as u64,
                     valid: per_run.iter().filter_map(|r| r.get(i)).all(|c| c.valid),
+                    invalid: per_run
+                        .iter()
+                        .filter_map(|r| r.get(i)?.invalid.clone())
+                        .next(),
                     ..c.clone()
                 },
-                sd,
+                sd.filter(|_| counted),
             )
         })
         .collect()
@@ -456,7 +494,10 @@ impl Report for SummaryTable<'_> {
                     c.block.clone()
                 }),
                 Cell::text(&c.event),
-                Cell::Int(c.value),
+                match c.value {
+                    Some(v) => Cell::Int(v),
+                    None => Cell::text("<not counted>"),
+                },
                 Cell::text(c.unit),
                 Cell::text(coverage_text(c)),
             ];
@@ -465,11 +506,7 @@ impl Report for SummaryTable<'_> {
                     sd.map(|s| format!("{s:.2}%")).unwrap_or_default(),
                 ));
             }
-            row.push(Cell::text(if c.valid {
-                ""
-            } else {
-                "invalid: re-programmed by another program"
-            }));
+            row.push(Cell::text(note_text(c)));
             t.row(row);
         }
         d.table(t);
@@ -477,7 +514,7 @@ impl Report for SummaryTable<'_> {
             d.table(super::metric_table(self.metrics));
         }
         if self.mean.iter().any(|(c, _)| c.coverage < 1.0) {
-            d.line("coverage below 100%: more events than counters took turns; values are scaled estimates");
+            d.line("coverage below 100%: more events than counters took turns; values are scaled estimates, and <not counted> never got a turn");
         }
         if let Some(sig) = &self.ending.interrupted_by {
             d.line(format!(

@@ -30,8 +30,8 @@ pub enum Var {
     Duration,
     /// `blocks`: how many blocks the value covers (1 per block).
     Blocks,
-    /// Another metric, by name.
-    Metric(String),
+    /// Another metric, by name, and its kind.
+    Metric(String, BlockKind),
     /// A value given on the command line (`pcie_link_bytes_per_s`).
     Param(String),
 }
@@ -70,6 +70,8 @@ pub struct Broken {
 #[derive(Debug, Clone, Default)]
 pub struct MetricSet {
     pub metrics: Vec<Metric>,
+    /// Where each metric is in `metrics`, by name.
+    index: HashMap<String, usize>,
     pub broken: Vec<Broken>,
     /// Files that could not be read at all (warned, not fatal).
     pub warnings: Vec<String>,
@@ -108,7 +110,7 @@ fn classify(
     kind: BlockKind,
     gens: &[Generation],
     names: &[String],
-    metrics: &BTreeSet<String>,
+    metrics: &BTreeMap<String, BlockKind>,
 ) -> std::result::Result<Vec<Var>, String> {
     let mut vars = Vec::new();
     for n in names {
@@ -138,8 +140,8 @@ fn classify(
             Var::Param(n.clone())
         } else if n == &def.name {
             return Err("the metric refers to itself".into());
-        } else if metrics.contains(n) {
-            Var::Metric(n.clone())
+        } else if let Some(k) = metrics.get(n) {
+            Var::Metric(n.clone(), *k)
         } else if table_has(kind, gens, n) {
             Var::Event(n.clone())
         } else {
@@ -162,7 +164,7 @@ fn compile(
     def: MetricDef,
     source: &str,
     gens: &[Generation],
-    metrics: &BTreeSet<String>,
+    metrics: &BTreeMap<String, BlockKind>,
 ) -> std::result::Result<Metric, String> {
     let kind = def
         .block_kind()
@@ -213,15 +215,26 @@ impl MetricSet {
             }
         }
         for f in &files {
-            match std::fs::read_to_string(f)
+            match crate::sysfs::read_config(f)
                 .map_err(|e| e.to_string())
                 .and_then(|t| read_file(&t))
             {
                 Ok(list) => {
+                    let mut at: HashMap<String, usize> = defs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (d, _))| (d.name.clone(), i))
+                        .collect();
                     for d in list {
                         // A user metric replaces a built-in of the same name.
-                        defs.retain(|(o, _)| o.name != d.name);
-                        defs.push((d, f.display().to_string()));
+                        let entry = (d, f.display().to_string());
+                        match at.get(&entry.0.name) {
+                            Some(&i) => defs[i] = entry,
+                            None => {
+                                at.insert(entry.0.name.clone(), defs.len());
+                                defs.push(entry);
+                            }
+                        }
                     }
                 }
                 Err(e) => set.warnings.push(format!(
@@ -231,7 +244,10 @@ impl MetricSet {
             }
         }
         defs.retain(|(d, _)| gens.iter().any(|g| d.applies_to(*g)));
-        let names: BTreeSet<String> = defs.iter().map(|(d, _)| d.name.clone()).collect();
+        let names: BTreeMap<String, BlockKind> = defs
+            .iter()
+            .map(|(d, _)| (d.name.clone(), d.block_kind().unwrap_or_default()))
+            .collect();
         for (d, source) in defs {
             let name = d.name.clone();
             match compile(d, &source, gens, &names) {
@@ -247,51 +263,107 @@ impl MetricSet {
         set
     }
 
-    /// Metrics that refer to one another in a circle cannot be evaluated.
+    /// Metrics that refer to one another in a circle cannot be evaluated, nor can
+    /// those that use them. Found without recursion, in time linear in the metrics
+    /// and their references; each is reported with its chain.
     fn drop_cycles(&mut self) {
-        let deps: HashMap<String, Vec<String>> = self
+        self.reindex();
+        let n = self.metrics.len();
+        let deps: Vec<Vec<usize>> = self
             .metrics
             .iter()
             .map(|m| {
-                let d = m.vars.iter().filter_map(|v| match v {
-                    Var::Metric(n) => Some(n.clone()),
-                    _ => None,
-                });
-                (m.def.name.clone(), d.collect())
+                m.vars
+                    .iter()
+                    .filter_map(|v| match v {
+                        Var::Metric(name, _) => self.index.get(name).copied(),
+                        _ => None,
+                    })
+                    .collect()
             })
             .collect();
-        fn reaches(
-            deps: &HashMap<String, Vec<String>>,
-            from: &str,
-            target: &str,
-            seen: &mut BTreeSet<String>,
-        ) -> bool {
-            for d in deps.get(from).into_iter().flatten() {
-                if d == target || (seen.insert(d.clone()) && reaches(deps, d, target, seen)) {
-                    return true;
+        // Resolvable: every reference resolvable (Kahn's algorithm).
+        let mut waiting: Vec<usize> = deps.iter().map(Vec::len).collect();
+        let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, d) in deps.iter().enumerate() {
+            for &j in d {
+                users[j].push(i);
+            }
+        }
+        let mut ready: Vec<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+        let mut resolved = vec![false; n];
+        while let Some(i) = ready.pop() {
+            resolved[i] = true;
+            for &u in &users[i] {
+                waiting[u] -= 1;
+                if waiting[u] == 0 {
+                    ready.push(u);
                 }
             }
-            false
         }
-        let cyclic: Vec<String> = deps
-            .keys()
-            .filter(|n| reaches(&deps, n, n, &mut BTreeSet::new()))
-            .cloned()
-            .collect();
-        for name in cyclic {
-            if let Some(i) = self.metrics.iter().position(|m| m.def.name == name) {
-                let m = self.metrics.remove(i);
-                self.broken.push(Broken {
-                    name,
-                    source: m.source,
-                    problem: "it refers to itself through other metrics".into(),
-                });
+        // Each unresolved metric: follow unresolved references to a cycle.
+        let mut problem: Vec<Option<String>> = vec![None; n];
+        for start in 0..n {
+            if resolved[start] || problem[start].is_some() {
+                continue;
+            }
+            let mut path = vec![start];
+            let mut on_path: HashMap<usize, usize> = HashMap::from([(start, 0)]);
+            let verdict = loop {
+                let at = *path.last().expect("never empty");
+                let next = deps[at]
+                    .iter()
+                    .copied()
+                    .find(|&d| !resolved[d])
+                    .expect("an unresolved metric has an unresolved reference");
+                if let Some(p) = &problem[next] {
+                    break format!("uses {}, which {p}", self.metrics[next].def.name);
+                }
+                if let Some(&k) = on_path.get(&next) {
+                    let chain = chain_text(path[k..].iter().map(|&i| &self.metrics[i].def.name));
+                    break format!("refers to itself through {chain}");
+                }
+                on_path.insert(next, path.len());
+                path.push(next);
+            };
+            for &i in &path {
+                problem[i] = Some(verdict.clone());
             }
         }
+        let metrics = std::mem::take(&mut self.metrics);
+        for (m, p) in metrics.into_iter().zip(problem) {
+            match p {
+                None => self.metrics.push(m),
+                Some(problem) => self.broken.push(Broken {
+                    name: m.def.name,
+                    source: m.source,
+                    problem: format!("it cannot be evaluated: it {problem}"),
+                }),
+            }
+        }
+        self.reindex();
+    }
+
+    fn reindex(&mut self) {
+        self.index = self
+            .metrics
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.def.name.clone(), i))
+            .collect();
     }
 
     pub fn get(&self, name: &str) -> Option<&Metric> {
-        self.metrics.iter().find(|m| m.def.name == name)
+        self.index.get(name).map(|&i| &self.metrics[i])
+    }
+
+    /// The metrics and everything they use, each once, dependencies first.
+    pub fn in_order<'a>(&'a self, chosen: &[&'a Metric]) -> Vec<&'a Metric> {
+        let mut out = Vec::new();
+        for m in chosen {
+            self.with_dependencies(m, &mut out);
+        }
+        out
     }
 
     /// Metrics chosen by names or groups (comma lists), with the metrics they use.
@@ -339,24 +411,56 @@ impl MetricSet {
         Ok(out)
     }
 
+    /// Adds `m` after the metrics it uses (depth-first, with a stack of our own:
+    /// any depth of references is fine).
     fn with_dependencies<'a>(&'a self, m: &'a Metric, out: &mut Vec<&'a Metric>) {
-        for v in &m.vars {
-            if let Var::Metric(n) = v {
-                if let Some(d) = self.get(n) {
-                    self.with_dependencies(d, out);
+        let mut placed: BTreeSet<&str> = out.iter().map(|o| o.def.name.as_str()).collect();
+        let mut stack: Vec<(&Metric, usize)> = vec![(m, 0)];
+        while let Some((at, next)) = stack.pop() {
+            if placed.contains(at.def.name.as_str()) {
+                continue;
+            }
+            let dep = at.vars[next..]
+                .iter()
+                .enumerate()
+                .find_map(|(k, v)| match v {
+                    Var::Metric(n, _) => self
+                        .get(n)
+                        .filter(|d| !placed.contains(d.def.name.as_str()))
+                        .map(|d| (k, d)),
+                    _ => None,
+                });
+            match dep {
+                Some((k, d)) => {
+                    stack.push((at, next + k + 1));
+                    stack.push((d, 0));
+                }
+                None => {
+                    placed.insert(at.def.name.as_str());
+                    out.push(at);
                 }
             }
-        }
-        if !out.iter().any(|o| o.def.name == m.def.name) {
-            out.push(m);
         }
     }
 }
 
-/// The events each kind must count for these metrics: `KIND/EVENT,.../` specs.
+/// `a → b → c → a`, at most eight names.
+fn chain_text<'a>(names: impl Iterator<Item = &'a String>) -> String {
+    let names: Vec<&String> = names.collect();
+    let mut shown: Vec<&str> = names.iter().take(8).map(|s| s.as_str()).collect();
+    if names.len() > 8 {
+        shown.push("…");
+    }
+    shown.push(names[0]);
+    format!("{} ({} metrics)", shown.join(" → "), names.len())
+}
+
+/// The events each kind must count for these metrics: `KIND/EVENT,.../` specs, one
+/// per metric and kind, so that multiplexing keeps a metric's events in one turn.
 pub fn specs_for(metrics: &[&Metric]) -> Vec<String> {
-    let mut by_kind: BTreeMap<BlockKind, Vec<String>> = BTreeMap::new();
+    let mut out: Vec<String> = Vec::new();
     for m in metrics {
+        let mut by_kind: BTreeMap<BlockKind, Vec<String>> = BTreeMap::new();
         for v in &m.vars {
             let (k, e) = match v {
                 Var::Event(e) => (m.kind, e.clone()),
@@ -369,11 +473,14 @@ pub fn specs_for(metrics: &[&Metric]) -> Vec<String> {
                 list.push(e);
             }
         }
+        for (k, events) in by_kind {
+            let spec = format!("{}/{}/", k.as_str(), events.join(","));
+            if !out.contains(&spec) {
+                out.push(spec);
+            }
+        }
     }
-    by_kind
-        .into_iter()
-        .map(|(k, events)| format!("{}/{}/", k.as_str(), events.join(",")))
-        .collect()
+    out
 }
 
 /// Counters per block a metric needs (its own kind's events and cycles; registers
@@ -389,33 +496,78 @@ pub fn counters_needed(m: &Metric, gen: Generation) -> usize {
         .len()
 }
 
+/// One input of a formula: its value and the share of the span it was counted
+/// (below 1 when multiplexed: the value is a scaled estimate), or why there is none.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    Value { value: f64, coverage: f64 },
+    Missing(String),
+}
+
 /// What metrics are evaluated on: per block, the count of each event (by name;
 /// `cycles` for count_clock), the span, and the command line's values.
 #[derive(Debug, Clone, Default)]
 pub struct Inputs {
-    /// block → (kind, event → count).
-    pub blocks: BTreeMap<String, (BlockKind, HashMap<String, f64>)>,
+    /// block → (kind, event → input).
+    pub blocks: BTreeMap<String, (BlockKind, HashMap<String, Input>)>,
     pub duration_s: f64,
     pub params: HashMap<String, f64>,
 }
 
+/// A value computed from inputs, and the least coverage among them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Eval {
+    value: f64,
+    coverage: f64,
+}
+
 impl Inputs {
-    pub fn add(&mut self, block: &str, kind: BlockKind, event: &str, value: f64) {
+    fn put(&mut self, block: &str, kind: BlockKind, event: &str, input: Input) {
         let entry = self
             .blocks
             .entry(block.to_string())
             .or_insert_with(|| (kind, HashMap::new()));
-        entry.1.insert(event.to_string(), value);
+        entry.1.insert(event.to_string(), input);
     }
 
-    fn sum(&self, kind: BlockKind, event: &str) -> Option<f64> {
-        let values: Vec<f64> = self
-            .blocks
-            .values()
-            .filter(|(k, _)| *k == kind)
-            .filter_map(|(_, e)| e.get(event).copied())
-            .collect();
-        (!values.is_empty()).then(|| values.iter().sum())
+    /// A counted value (coverage 1 unless multiplexed).
+    pub fn add(&mut self, block: &str, kind: BlockKind, event: &str, value: f64, coverage: f64) {
+        self.put(block, kind, event, Input::Value { value, coverage });
+    }
+
+    /// An event that was asked for but has no usable value, and why.
+    pub fn missing(&mut self, block: &str, kind: BlockKind, event: &str, why: String) {
+        self.put(block, kind, event, Input::Missing(why));
+    }
+
+    fn one(&self, block: &str, event: &str) -> std::result::Result<Eval, String> {
+        match self.blocks.get(block).and_then(|(_, e)| e.get(event)) {
+            Some(Input::Value { value, coverage }) => Ok(Eval {
+                value: *value,
+                coverage: *coverage,
+            }),
+            Some(Input::Missing(why)) => Err(why.clone()),
+            None => Err(format!("{event} of {block} was not measured")),
+        }
+    }
+
+    /// The sum over a kind's blocks: missing when any block's value is.
+    fn sum(&self, kind: BlockKind, event: &str) -> std::result::Result<Eval, String> {
+        let mut total: Option<Eval> = None;
+        for (block, (k, _)) in &self.blocks {
+            if *k != kind {
+                continue;
+            }
+            let e = self.one(block, event)?;
+            total = Some(match total {
+                None => e,
+                Some(t) => Eval {
+                    value: t.value + e.value,
+                    coverage: t.coverage.min(e.coverage),
+                },
+            });
+        }
+        total.ok_or_else(|| format!("no {} block counted {event}", kind.as_str()))
     }
 
     fn count(&self, kind: BlockKind) -> usize {
@@ -435,88 +587,136 @@ pub struct MetricValue {
     pub unit: String,
     pub group: String,
     pub description: String,
+    /// The least share of the span its inputs were counted: below 1, the value is
+    /// an estimate from multiplexed (scaled) counts.
+    pub coverage: f64,
+    /// Why there is no value.
+    pub reason: Option<String>,
 }
 
 /// Evaluates the chosen metrics per block (when `per_block`) and for each kind's sum.
+/// Metrics are evaluated once each, dependencies first (no recursion: any depth of
+/// references costs the same per metric).
 pub fn evaluate(
     set: &MetricSet,
     chosen: &[&Metric],
     inputs: &Inputs,
     per_block: bool,
 ) -> Vec<MetricValue> {
+    type Memo<'a> = HashMap<(&'a str, Option<&'a str>), std::result::Result<Eval, String>>;
+    let mut memo: Memo = HashMap::new();
+    let scopes_of = |m: &Metric| -> Vec<Option<&str>> {
+        let mut v: Vec<Option<&str>> = inputs
+            .blocks
+            .iter()
+            .filter(|(_, (k, _))| *k == m.kind)
+            .map(|(b, _)| Some(b.as_str()))
+            .collect();
+        v.push(None);
+        v
+    };
+    for m in set.in_order(chosen) {
+        for scope in scopes_of(m) {
+            let v = value_of(m, inputs, scope, &|name, scope| {
+                memo.get(&(name, scope))
+                    .cloned()
+                    .unwrap_or_else(|| Err(format!("metric {name} was not evaluated")))
+            });
+            memo.insert((m.def.name.as_str(), scope), v);
+        }
+    }
     let mut out = Vec::new();
     for m in chosen {
+        let blocks = inputs.count(m.kind);
         let mut scopes: Vec<Option<&str>> = Vec::new();
         if per_block {
-            scopes.extend(
-                inputs
-                    .blocks
-                    .iter()
-                    .filter(|(_, (k, _))| *k == m.kind)
-                    .map(|(b, _)| Some(b.as_str())),
-            );
+            scopes.extend(scopes_of(m).into_iter().flatten().map(Some));
         }
-        if inputs.count(m.kind) > 0 && (!per_block || inputs.count(m.kind) > 1 || scopes.is_empty())
-        {
+        if blocks > 0 && (!per_block || blocks > 1 || scopes.is_empty()) {
             scopes.push(None);
         }
         for scope in scopes {
-            let raw = value_of(set, m, inputs, scope, 0);
+            let r = memo
+                .get(&(m.def.name.as_str(), scope))
+                .cloned()
+                .unwrap_or_else(|| Err("not evaluated".into()));
+            let (value, coverage, reason) = match r {
+                Ok(e) => (Some(e.value * m.scale), e.coverage, None),
+                Err(why) => (None, 0.0, Some(why)),
+            };
             out.push(MetricValue {
                 metric: m.def.name.clone(),
                 block: scope.map_or_else(|| m.kind.as_str().to_string(), str::to_string),
                 kind: m.kind,
-                value: raw.map(|v| v * m.scale).filter(|v| v.is_finite()),
+                value: value.filter(|v| v.is_finite()),
                 unit: m.unit.clone(),
                 group: m.def.group.clone(),
                 description: m.def.description.clone(),
+                coverage,
+                reason,
             });
         }
     }
     out
 }
 
-/// The unscaled value of a metric on a block (Some) or a kind's sum (None).
-fn value_of(
-    set: &MetricSet,
+/// The value of an evaluated metric, by name and scope.
+type Lookup<'a> = dyn Fn(&str, Option<&'a str>) -> std::result::Result<Eval, String> + 'a;
+
+/// The unscaled value of a metric on a block (Some) or a kind's sum (None);
+/// `metric` gives the value of another metric already evaluated.
+fn value_of<'a>(
     m: &Metric,
     inputs: &Inputs,
-    block: Option<&str>,
-    depth: usize,
-) -> Option<f64> {
-    if depth > 16 {
-        return None;
-    }
-    let own = |event: &str| -> Option<f64> {
-        match block {
-            Some(b) => inputs
-                .blocks
-                .get(b)
-                .and_then(|(_, e)| e.get(event).copied()),
-            None => inputs.sum(m.kind, event),
-        }
+    block: Option<&'a str>,
+    metric: &Lookup<'a>,
+) -> std::result::Result<Eval, String> {
+    let own = |event: &str| match block {
+        Some(b) => inputs.one(b, event),
+        None => inputs.sum(m.kind, event),
+    };
+    let exact = |value: f64| Eval {
+        value,
+        coverage: 1.0,
     };
     let mut values = Vec::with_capacity(m.vars.len());
+    let mut coverage: f64 = 1.0;
     for v in &m.vars {
-        values.push(match v {
+        let e = match v {
             Var::Event(e) => own(e)?,
             Var::Cycles => own("cycles")?,
             Var::Other(k, e) => inputs.sum(*k, e)?,
-            Var::Duration => inputs.duration_s,
-            Var::Blocks => match block {
+            Var::Duration => exact(inputs.duration_s),
+            Var::Blocks => exact(match block {
                 Some(_) => 1.0,
                 None => inputs.count(m.kind) as f64,
-            },
-            Var::Param(p) => *inputs.params.get(p)?,
-            Var::Metric(n) => {
-                let d = set.get(n)?;
-                let scope = if d.kind == m.kind { block } else { None };
-                // Unscaled, as perf does: ScaleUnit applies when a value is shown.
-                value_of(set, d, inputs, scope, depth + 1)?
-            }
-        });
+            }),
+            Var::Param(p) => exact(*inputs.params.get(p).ok_or_else(|| {
+                format!("{p} is not given (for PCIe: --pcie-link, e.g. gen4x16)")
+            })?),
+            // Unscaled, as perf does: ScaleUnit applies when a value is shown.
+            Var::Metric(n, kind) => metric(n, scope_of(*kind, m, block))?,
+        };
+        coverage = coverage.min(e.coverage);
+        values.push(e.value);
     }
-    m.expr.eval(&values).ok().filter(|v| v.is_finite())
+    let value = m
+        .expr
+        .eval(&values)
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| "division by zero (nothing counted)".to_string())?;
+    Ok(Eval { value, coverage })
+}
+
+/// A referenced metric is taken per block when it is of the same kind, otherwise
+/// for its kind's sum.
+fn scope_of<'a>(kind: BlockKind, m: &Metric, block: Option<&'a str>) -> Option<&'a str> {
+    if kind == m.kind {
+        block
+    } else {
+        None
+    }
 }
 
 /// Known PCIe links: `gen4x16` and the like; bytes per second in each direction

@@ -24,6 +24,10 @@ use plan::BlockPlan;
 use sampler::{Acc, Sampler};
 use spec::Item;
 
+/// How often multiplexed groups take turns: short enough that every group counts
+/// several times in a second, so a short measurement still covers them all.
+pub const MULTIPLEX_TICK: Duration = Duration::from_millis(100);
+
 /// Time for a measurement: the monotonic clock and sleeping, or a manual clock in
 /// tests.
 pub trait Pacer {
@@ -103,14 +107,26 @@ pub struct Count {
     /// The event number; null for cycles and registers.
     pub event_number: Option<u32>,
     /// The estimate: what was counted, scaled up by the share of time counted.
-    pub value: u64,
+    /// Null when it was not counted at all (its turn never came).
+    pub value: Option<u64>,
     /// What the counters counted.
     pub raw: u64,
     pub unit: &'static str,
     /// The share of the span its counter counted it (1 unless multiplexed).
     pub coverage: f64,
-    /// False when another program re-programmed or reset the counter meanwhile.
+    /// False when it never got a turn: `<not counted>`, never a 0.
+    pub counted: bool,
+    /// False when another program re-programmed, reset, stopped or cleared it meanwhile.
     pub valid: bool,
+    /// Why it is not valid.
+    pub invalid: Option<String>,
+}
+
+impl Count {
+    /// The value, if it can be used: counted and valid.
+    pub fn usable(&self) -> Option<u64> {
+        self.value.filter(|_| self.valid)
+    }
 }
 
 fn unit(item: &Item) -> &'static str {
@@ -127,8 +143,28 @@ pub fn metric_inputs(counts: &[Count], span_s: f64) -> crate::ops::metrics::Inpu
         duration_s: span_s,
         ..Default::default()
     };
-    for c in counts.iter().filter(|c| c.valid) {
-        inputs.add(&c.block, c.kind, &c.event, c.value as f64);
+    for c in counts {
+        let why = if !c.counted {
+            Some(format!("{} of {} was not counted", c.event, c.block))
+        } else if !c.valid {
+            Some(format!(
+                "{} of {} is invalid: {}",
+                c.event,
+                c.block,
+                c.invalid.as_deref().unwrap_or("touched by another program")
+            ))
+        } else {
+            None
+        };
+        match (c.usable(), why) {
+            (Some(v), None) => inputs.add(&c.block, c.kind, &c.event, v as f64, c.coverage),
+            (_, why) => inputs.missing(
+                &c.block,
+                c.kind,
+                &c.event,
+                why.unwrap_or_else(|| "no value".into()),
+            ),
+        }
     }
     inputs
 }
@@ -143,10 +179,12 @@ pub fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Vec<Count
             } else {
                 (acc.active_ns as f64 / span_ns as f64).min(1.0)
             };
-            let value = if coverage > 0.0 && coverage < 1.0 {
-                (acc.total as f64 / coverage).round() as u64
+            let value = if coverage <= 0.0 {
+                None
+            } else if coverage < 1.0 {
+                Some((acc.total as f64 / coverage).round() as u64)
             } else {
-                acc.total
+                Some(acc.total)
             };
             let counter = if p.multiplexed() {
                 None
@@ -163,11 +201,13 @@ pub fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Vec<Count
                 counter,
                 event: item.label().to_string(),
                 event_number: item.number(),
+                counted: value.is_some(),
                 value,
                 raw: acc.total,
                 unit: unit(item),
                 coverage,
-                valid: !acc.reset,
+                valid: acc.foreign == 0,
+                invalid: acc.why.map(|w| w.describe()),
             });
         }
     }
@@ -183,15 +223,21 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
             .find(|o| o.kind == c.kind && o.event == c.event)
         {
             Some(o) => {
+                // A sum missing a block's count is no count.
                 o.blocks += 1;
-                o.value += c.value;
+                o.value = o.value.zip(c.value).map(|(a, b)| a + b);
+                o.counted &= c.counted;
                 o.raw += c.raw;
                 o.coverage = o.coverage.min(c.coverage);
                 o.valid &= c.valid;
+                if o.invalid.is_none() {
+                    o.invalid = c.invalid.as_ref().map(|w| format!("{}: {w}", c.block));
+                }
             }
             None => out.push(Count {
                 block: c.kind.as_str().to_string(),
                 counter: None,
+                invalid: c.invalid.as_ref().map(|w| format!("{}: {w}", c.block)),
                 ..c.clone()
             }),
         }
@@ -280,16 +326,7 @@ impl<'d> Measurement<'d> {
                     let delta: Vec<Vec<Acc>> = totals
                         .iter()
                         .zip(&previous)
-                        .map(|(t, p)| {
-                            t.iter()
-                                .zip(p)
-                                .map(|(t, p)| Acc {
-                                    total: if t.level { t.total } else { t.total - p.total },
-                                    active_ns: t.active_ns - p.active_ns,
-                                    ..*t
-                                })
-                                .collect()
-                        })
+                        .map(|(t, p)| t.iter().zip(p).map(|(t, p)| t.since(p)).collect())
                         .collect();
                     on_interval(&Interval {
                         run: number,
@@ -344,8 +381,15 @@ impl<'d> Measurement<'d> {
         for c in &mut run.counts {
             if names.iter().any(|(b, e)| *b == c.block && *e == c.event) {
                 c.valid = false;
+                c.invalid
+                    .get_or_insert_with(|| "another program programmed its counter".into());
             }
         }
+    }
+
+    /// Other programs' writes found during the ticks so far, said once each.
+    pub fn detections(&mut self) -> Vec<sampler::Detection> {
+        self.sampler.take_log()
     }
 }
 
@@ -447,6 +491,9 @@ pub fn measure<'d>(
     let (plans, mut warnings) = prepare(device, req)?;
     let mut timing = req.timing;
     timing.tick = safe_tick(device, &plans, timing.tick);
+    if plans.iter().any(|p| p.multiplexed()) {
+        timing.tick = timing.tick.min(MULTIPLEX_TICK);
+    }
     let saved = session::save(device, &plans)?;
     let outcome = (|| -> Result<StatOutcome> {
         let mut m = Measurement::start(device, plans, &saved, pacer.now_ns())?;
@@ -463,16 +510,31 @@ pub fn measure<'d>(
         for run in &mut runs {
             m.mark_foreign(run, &foreign);
         }
+        let detections = m.detections();
+        let mut said: Vec<String> = Vec::new();
+        for d in &detections {
+            let line = format!(
+                "{} of {}: {}; its count is marked invalid, and bfperf programmed the block again (two tools programming the same counters reset each other)",
+                d.items.join(", "),
+                d.block,
+                d.why.describe()
+            );
+            if !said.contains(&line) {
+                said.push(line);
+            }
+        }
         if !foreign.is_empty() {
-            warnings.push(format!(
-                "{} counter(s) were re-programmed by another program during the measurement; their counts are marked invalid (two tools programming the same counters reset each other)",
+            said.push(format!(
+                "{} counter(s) were found re-programmed by another program at the end of the measurement; their counts are marked invalid",
                 foreign.len()
             ));
         }
+        let touched = !said.is_empty();
+        warnings.extend(said);
         Ok(StatOutcome {
             runs,
             warnings,
-            foreign: !foreign.is_empty(),
+            foreign: touched,
         })
     })();
     if !req.restore {

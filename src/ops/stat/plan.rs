@@ -37,8 +37,62 @@ impl BlockPlan<'_> {
     }
 }
 
-/// Places items on counters. Cycles items go first, on the lowest counters (the
-/// count_clock mask names counters 0 to 31).
+/// Sets that share an item are one set: it is counted once, in one turn.
+fn merged_sets(items: usize, sets: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let mut owner: Vec<usize> = (0..items).collect();
+    fn root(owner: &mut [usize], mut i: usize) -> usize {
+        while owner[i] != i {
+            owner[i] = owner[owner[i]];
+            i = owner[i];
+        }
+        i
+    }
+    for set in sets {
+        for w in set.windows(2) {
+            let (a, b) = (root(&mut owner, w[0]), root(&mut owner, w[1]));
+            owner[b] = a;
+        }
+    }
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut index_of: Vec<Option<usize>> = vec![None; items];
+    for i in 0..items {
+        let r = root(&mut owner, i);
+        match index_of[r] {
+            Some(k) => out[k].push(i),
+            None => {
+                index_of[r] = Some(out.len());
+                out.push(vec![i]);
+            }
+        }
+    }
+    out
+}
+
+/// Groups of at most `n` items that take turns: each set whole in one group where
+/// it fits (largest first, into the first group with room), a set larger than `n`
+/// in chunks of its own.
+fn turns(items: usize, sets: &[Vec<usize>], n: usize) -> Vec<Vec<usize>> {
+    let mut sets = merged_sets(items, sets);
+    sets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for set in sets {
+        if set.len() > n {
+            groups.extend(set.chunks(n).map(<[usize]>::to_vec));
+            continue;
+        }
+        match groups.iter_mut().find(|g| g.len() + set.len() <= n) {
+            Some(g) => g.extend(set),
+            None => groups.push(set),
+        }
+    }
+    for g in &mut groups {
+        g.sort_unstable();
+    }
+    groups
+}
+
+/// Places items on counters. Cycles items go first in each group, on the lowest
+/// counters (the count_clock mask names counters 0 to 31).
 pub fn place<'d>(
     requests: Vec<BlockRequest<'d>>,
     allow_multiplex: bool,
@@ -60,13 +114,11 @@ fn place_block(r: BlockRequest<'_>, allow_multiplex: bool) -> Result<BlockPlan<'
     }
     let counters: Vec<u32> = block.counters.clone();
     let n = counters.len();
-    let mut order: Vec<usize> = (0..r.items.len()).collect();
-    order.sort_by_key(|&i| r.items[i] != Item::Cycles);
-    let groups: Vec<Vec<Slot>> = order
-        .chunks(n.max(1))
-        .map(|chunk| {
-            chunk
-                .iter()
+    let groups: Vec<Vec<Slot>> = turns(r.items.len(), &r.sets, n.max(1))
+        .into_iter()
+        .map(|mut g| {
+            g.sort_by_key(|&i| r.items[i] != Item::Cycles);
+            g.iter()
                 .zip(&counters)
                 .map(|(&item, &counter)| Slot { counter, item })
                 .collect()
@@ -102,4 +154,27 @@ fn place_block(r: BlockRequest<'_>, allow_multiplex: bool) -> Result<BlockPlan<'
         }
     }
     Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::turns;
+
+    #[test]
+    fn sets_stay_in_one_turn_where_they_fit() {
+        // L3's metrics: hit and miss rates need 0..4, evictions 4 and 5; 5 counters.
+        let sets = vec![vec![0, 1, 2, 3], vec![0, 1, 2, 3], vec![4, 5]];
+        assert_eq!(turns(6, &sets, 5), vec![vec![0, 1, 2, 3], vec![4, 5]]);
+        // Sets sharing an item are merged; one too large is cut in chunks.
+        assert_eq!(
+            turns(5, &[vec![0, 1], vec![1, 2], vec![3, 4]], 3),
+            vec![vec![0, 1, 2], vec![3, 4]]
+        );
+        assert_eq!(
+            turns(6, &[(0..6).collect()], 4),
+            vec![vec![0, 1, 2, 3], vec![4, 5]]
+        );
+        // Everything fits: one group.
+        assert_eq!(turns(3, &[vec![0], vec![1, 2]], 4), vec![vec![0, 1, 2]]);
+    }
 }

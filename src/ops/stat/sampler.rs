@@ -4,8 +4,19 @@
 //! (`enable` 0, read, `enable` 1), which also keeps 32-bit crspace counters and L3's
 //! split registers from wrapping or tearing between reads. Groups of a multiplexed
 //! block take turns at each tick.
+//!
+//! Every tick also checks that nobody else changed what the measurement owns, with
+//! the reads that can tell: a 64-bit counter that went backwards was reset or
+//! re-programmed (programming resets it); an all-at-once block's `enable` must
+//! still read 1 and its `count_clock` the mask programmed; where values cannot tell
+//! (all-at-once and multiplexed blocks, whose counters restart each window or
+//! turn), every active `event<N>` is read back. A count so touched is marked
+//! invalid for the interval and the block's counters are programmed again.
 
 use std::collections::HashMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::plan::BlockPlan;
 use super::session::program_group;
@@ -14,7 +25,48 @@ use crate::device::Device;
 use crate::error::{io_error, Error, Result};
 use crate::kinds::Role;
 use crate::ops::parse_value;
+use crate::ops::read::event_number;
 use crate::sysfs::{layout, ControlFile, ValueFile};
+
+/// What another program did to something the measurement owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(tag = "what", rename_all = "snake_case")]
+pub enum Foreign {
+    /// `event<N>` names another event than the one programmed.
+    EventChanged { counter: u32, found: Option<u32> },
+    /// The counter went backwards: it was reset or re-programmed.
+    Reset { counter: u32 },
+    /// The block's `enable` was switched off.
+    Stopped,
+    /// The block's `count_clock` changed.
+    CountClock { found: u32 },
+    /// A statistics register went backwards: it was cleared.
+    Cleared,
+}
+
+impl Foreign {
+    /// What happened, for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Foreign::EventChanged {
+                counter,
+                found: Some(n),
+            } => format!("another program programmed event 0x{n:x} on counter {counter}"),
+            Foreign::EventChanged {
+                counter,
+                found: None,
+            } => format!("another program stopped counter {counter}"),
+            Foreign::Reset { counter } => {
+                format!("counter {counter} was reset or re-programmed by another program")
+            }
+            Foreign::Stopped => "another program switched the block's enable off".into(),
+            Foreign::CountClock { found } => {
+                format!("another program set count_clock to 0x{found:x}")
+            }
+            Foreign::Cleared => "the register was cleared by another program".into(),
+        }
+    }
+}
 
 /// What one item has counted so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -23,10 +75,52 @@ pub struct Acc {
     pub total: u64,
     /// How long its group was active, ns.
     pub active_ns: u64,
-    /// A value went backwards on a 64-bit counter: someone reset it.
-    pub reset: bool,
+    /// A running estimate that never goes backwards: each turn's count scaled to
+    /// the time since the item's previous turn ended (equal to `total` when it is
+    /// never multiplexed). What the exporter exports.
+    pub estimate: u64,
+    /// How many times another program touched its counter (0: the count is valid).
+    pub foreign: u32,
+    /// The last thing another program did to it.
+    pub why: Option<Foreign>,
     /// A level: `total` is its latest value, not a count.
     pub level: bool,
+}
+
+impl Acc {
+    /// What this accumulator gathered since `earlier` (a level keeps its value).
+    pub fn since(&self, earlier: &Acc) -> Acc {
+        let touched = self.foreign > earlier.foreign;
+        Acc {
+            total: if self.level {
+                self.total
+            } else {
+                self.total - earlier.total
+            },
+            active_ns: self.active_ns - earlier.active_ns,
+            estimate: if self.level {
+                self.estimate
+            } else {
+                self.estimate - earlier.estimate
+            },
+            foreign: self.foreign - earlier.foreign,
+            why: if touched { self.why } else { None },
+            level: self.level,
+        }
+    }
+
+    fn touched(&mut self, why: Foreign) {
+        self.foreign += 1;
+        self.why = Some(why);
+    }
+}
+
+/// One detection of another program's write, for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detection {
+    pub block: String,
+    pub items: Vec<String>,
+    pub why: Foreign,
 }
 
 struct Reader<'d> {
@@ -35,6 +129,15 @@ struct Reader<'d> {
 }
 
 impl Reader<'_> {
+    /// The event an `event<N>` file names now (None: nothing nameable).
+    fn event(&mut self) -> Result<Option<u32>> {
+        match self.file.read_now() {
+            Ok(text) => Ok(event_number(text)),
+            Err(e) if e.raw_os_error() == Some(crate::error::errno::EINVAL) => Ok(None),
+            Err(e) => Err(io_error("reading", &self.rel, None, e)),
+        }
+    }
+
     fn value(&mut self) -> Result<u64> {
         let text = self
             .file
@@ -70,11 +173,20 @@ struct BlockState<'d> {
     last: Vec<u64>,
     /// Readers by counter number (counter blocks).
     counters: Vec<Option<Reader<'d>>>,
+    /// `event<N>` readers by counter number, where values cannot reveal a change.
+    events: Vec<Option<Reader<'d>>>,
+    /// `enable` and `count_clock` read back (all-at-once blocks).
+    enable_state: Option<Reader<'d>>,
+    clock_state: Option<Reader<'d>>,
     registers: Vec<Reader<'d>>,
     /// Which registers are levels (latest value, not a count), decided once.
     levels: Vec<bool>,
     enable: Option<Switch<'d>>,
     last_ns: u64,
+    /// When each item's last turn ended (multiplexing), ns.
+    turn_end: Vec<u64>,
+    /// The counters were just programmed: a reset cannot show in their values yet.
+    fresh: bool,
     width_mask: u64,
     saved_mask: u32,
 }
@@ -100,18 +212,28 @@ pub struct Sampler<'d> {
     device: &'d Device,
     pub plans: Vec<BlockPlan<'d>>,
     states: Vec<BlockState<'d>>,
+    /// Other programs' writes found since the log was last taken.
+    log: Vec<Detection>,
 }
 
-/// Adds the count between two readings: wrapped at the counter's width, or, on a
-/// 64-bit counter that went backwards, counted from 0 and flagged (someone reset it).
-fn accumulate(acc: &mut Acc, last: u64, v: u64, width_mask: u64, dt: u64) {
-    if v < last && width_mask == u64::MAX {
-        acc.total += v;
-        acc.reset = true;
+/// Adds the count between two readings, wrapped at the counter's width, over a turn
+/// of `dt` that stands for `span` (longer when other groups had the turns between).
+/// A 64-bit value that went backwards was reset: counted from 0, `false` returned.
+fn accumulate(acc: &mut Acc, last: u64, v: u64, width_mask: u64, dt: u64, span: u64) -> bool {
+    let reset = v < last && width_mask == u64::MAX;
+    let delta = if reset {
+        v
     } else {
-        acc.total += v.wrapping_sub(last) & width_mask;
-    }
+        v.wrapping_sub(last) & width_mask
+    };
     acc.active_ns += dt;
+    acc.total += delta;
+    acc.estimate += if span > dt && dt > 0 {
+        (delta as u128 * span as u128 / dt as u128) as u64
+    } else {
+        delta
+    };
+    !reset
 }
 
 fn mask(width: u32) -> u64 {
@@ -146,6 +268,27 @@ impl<'d> Sampler<'d> {
                     counters[s.counter as usize] = Some(open(layout::counter(&b.name, s.counter))?);
                 }
             }
+            // Read back where values cannot reveal a change: on every tick of
+            // all-at-once and multiplexed blocks, on the first tick of the others.
+            let mut events: Vec<Option<Reader<'d>>> = (0..slots).map(|_| None).collect();
+            {
+                for s in p.groups.iter().flatten() {
+                    if events[s.counter as usize].is_none()
+                        && matches!(p.items[s.item], super::spec::Item::Event { .. })
+                    {
+                        events[s.counter as usize] = Some(open(layout::event(&b.name, s.counter))?);
+                    }
+                }
+            }
+            let all_at_once = b.mechanism == Mechanism::AllAtOnce;
+            let enable_state = match all_at_once && b.has_enable {
+                true => Some(open(layout::enable(&b.name))?),
+                false => None,
+            };
+            let clock_state = match all_at_once && b.has_count_clock {
+                true => Some(open(layout::count_clock(&b.name))?),
+                false => None,
+            };
             let registers = if b.mechanism == Mechanism::Registers {
                 p.items
                     .iter()
@@ -173,10 +316,15 @@ impl<'d> Sampler<'d> {
                 accs: vec![Acc::default(); p.items.len()],
                 last: vec![0; slots.max(registers.len())],
                 counters,
+                events,
+                enable_state,
+                clock_state,
                 registers,
                 levels,
                 enable,
                 last_ns: 0,
+                turn_end: vec![0; p.items.len()],
+                fresh: true,
                 width_mask: mask(b.width_bits),
                 saved_mask: saved_masks.get(&b.name).copied().unwrap_or(0),
             });
@@ -185,6 +333,7 @@ impl<'d> Sampler<'d> {
             device,
             plans,
             states,
+            log: Vec::new(),
         })
     }
 
@@ -205,6 +354,7 @@ impl<'d> Sampler<'d> {
     pub fn rebase(&mut self, now: u64) -> Result<()> {
         for (p, st) in self.plans.iter().zip(&mut self.states) {
             st.last_ns = now;
+            st.turn_end.iter_mut().for_each(|t| *t = now);
             match p.block.mechanism {
                 Mechanism::Registers => {
                     for i in 0..st.registers.len() {
@@ -232,78 +382,169 @@ impl<'d> Sampler<'d> {
         }
     }
 
-    /// One tick at `now`: reads every active value once, accumulates, and moves
+    /// One tick at `now`: reads every active value once, checks for other
+    /// programs' writes (programming the block again where it finds one), and moves
     /// multiplexed blocks to their next group.
     pub fn tick(&mut self, now: u64) -> Result<()> {
-        for (p, st) in self.plans.iter().zip(&mut self.states) {
-            let dt = now.saturating_sub(st.last_ns);
-            st.last_ns = now;
-            match p.block.mechanism {
-                Mechanism::Registers => {
-                    for i in 0..st.registers.len() {
-                        let v = st.registers[i].value()?;
-                        let last = std::mem::replace(&mut st.last[i], v);
-                        if st.levels[i] {
-                            // A level (a clock monitor's count): its latest value.
-                            st.accs[i].total = v;
-                            st.accs[i].level = true;
-                            st.accs[i].active_ns += dt;
-                        } else {
-                            accumulate(&mut st.accs[i], last, v, st.width_mask, dt);
-                        }
-                    }
-                }
-                Mechanism::PerCounter => {
-                    for s in &p.groups[st.group] {
-                        let v = st.counter(s.counter)?;
-                        let last = std::mem::replace(&mut st.last[s.counter as usize], v);
-                        accumulate(&mut st.accs[s.item], last, v, st.width_mask, dt);
-                    }
-                    if p.multiplexed() {
-                        st.group = (st.group + 1) % p.groups.len();
-                        program_group(self.device, p, st.group, st.saved_mask)?;
-                        for s in &p.groups[st.group] {
-                            st.last[s.counter as usize] = 0;
-                        }
-                    }
-                }
-                Mechanism::AllAtOnce => {
-                    st.enable(false)?;
-                    for s in &p.groups[st.group] {
-                        // The window started at 0: the value is the count.
-                        let v = st.counter(s.counter)?;
-                        accumulate(&mut st.accs[s.item], 0, v, st.width_mask, dt);
-                    }
-                    if p.multiplexed() {
-                        st.group = (st.group + 1) % p.groups.len();
-                        program_group(self.device, p, st.group, st.saved_mask)?;
-                    }
-                    st.enable(true)?;
-                }
+        for i in 0..self.plans.len() {
+            let dt = now.saturating_sub(self.states[i].last_ns);
+            self.states[i].last_ns = now;
+            let found = match self.plans[i].block.mechanism {
+                Mechanism::Registers => self.tick_registers(i, dt)?,
+                Mechanism::PerCounter => self.tick_per_counter(i, dt)?,
+                Mechanism::AllAtOnce => self.tick_all_at_once(i, dt)?,
+            };
+            if let Some((items, why)) = found {
+                self.note(i, items, why);
             }
         }
         Ok(())
     }
 
-    /// Programs block `index`'s current group again (someone else wrote its
-    /// counters) and starts a new window: counts since the last tick are lost, the
-    /// totals never go backwards.
-    pub fn reassert(&mut self, index: usize, now: u64) -> Result<()> {
-        let (p, st) = (&self.plans[index], &mut self.states[index]);
-        program_group(self.device, p, st.group, st.saved_mask)?;
-        st.last_ns = now;
-        match p.block.mechanism {
-            Mechanism::AllAtOnce => {
-                st.enable(false)?;
-                st.enable(true)?;
+    fn note(&mut self, block: usize, items: Vec<usize>, why: Foreign) {
+        let p = &self.plans[block];
+        for &i in &items {
+            self.states[block].accs[i].touched(why);
+        }
+        self.log.push(Detection {
+            block: p.block.name.clone(),
+            items: items
+                .iter()
+                .map(|&i| p.items[i].label().to_string())
+                .collect(),
+            why,
+        });
+    }
+
+    /// Other programs' writes found since the last call.
+    pub fn take_log(&mut self) -> Vec<Detection> {
+        std::mem::take(&mut self.log)
+    }
+
+    fn tick_registers(&mut self, i: usize, dt: u64) -> Result<Option<(Vec<usize>, Foreign)>> {
+        let st = &mut self.states[i];
+        let now = st.last_ns;
+        let mut cleared = Vec::new();
+        for r in 0..st.registers.len() {
+            let v = st.registers[r].value()?;
+            let last = std::mem::replace(&mut st.last[r], v);
+            if st.levels[r] {
+                // A level (a clock monitor's count): its latest value.
+                st.accs[r].total = v;
+                st.accs[r].estimate = v;
+                st.accs[r].level = true;
+                st.accs[r].active_ns += dt;
+            } else if !accumulate(&mut st.accs[r], last, v, st.width_mask, dt, dt) {
+                cleared.push(r);
             }
-            _ => {
-                for s in &p.groups[st.group] {
-                    st.last[s.counter as usize] = 0;
-                }
+            st.turn_end[r] = now;
+        }
+        Ok((!cleared.is_empty()).then_some((cleared, Foreign::Cleared)))
+    }
+
+    /// The items of the current group whose `event<N>` no longer reads what was
+    /// programmed (only where it is read back).
+    fn changed_events(&mut self, i: usize) -> Result<Option<(Vec<usize>, Foreign)>> {
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        let mut changed = Vec::new();
+        let mut why = None;
+        for s in &p.groups[st.group] {
+            let Some(reader) = st.events[s.counter as usize].as_mut() else {
+                continue;
+            };
+            let found = reader.event()?;
+            if found != p.items[s.item].number() {
+                changed.push(s.item);
+                why = Some(Foreign::EventChanged {
+                    counter: s.counter,
+                    found,
+                });
             }
         }
-        Ok(())
+        Ok(why.map(|w| (changed, w)))
+    }
+
+    fn tick_per_counter(&mut self, i: usize, dt: u64) -> Result<Option<(Vec<usize>, Foreign)>> {
+        // A counter that keeps counting shows a reset by going backwards, from its
+        // second tick on; before that, and when turns restart it, read events back.
+        let mut found = if self.states[i].fresh || self.plans[i].multiplexed() {
+            self.changed_events(i)?
+        } else {
+            None
+        };
+        self.states[i].fresh = false;
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        let now = st.last_ns;
+        for s in &p.groups[st.group] {
+            let v = st.counter(s.counter)?;
+            let last = std::mem::replace(&mut st.last[s.counter as usize], v);
+            let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
+            let acc = &mut st.accs[s.item];
+            if !accumulate(acc, last, v, st.width_mask, dt, span) && found.is_none() {
+                found = Some((vec![s.item], Foreign::Reset { counter: s.counter }));
+            }
+        }
+        if p.multiplexed() {
+            st.group = (st.group + 1) % p.groups.len();
+        } else if found.is_none() {
+            return Ok(None);
+        }
+        // The next turn, or the same group again over what someone else wrote:
+        // programming resets the counters.
+        program_group(self.device, p, st.group, st.saved_mask)?;
+        st.fresh = true;
+        for s in &p.groups[st.group] {
+            st.last[s.counter as usize] = 0;
+        }
+        Ok(found)
+    }
+
+    fn tick_all_at_once(&mut self, i: usize, dt: u64) -> Result<Option<(Vec<usize>, Foreign)>> {
+        let group_items = |p: &BlockPlan, g: usize| p.groups[g].iter().map(|s| s.item).collect();
+        let mut found = None;
+        {
+            let (p, st) = (&self.plans[i], &mut self.states[i]);
+            if let Some(r) = st.enable_state.as_mut() {
+                if r.value()? == 0 {
+                    found = Some((group_items(p, st.group), Foreign::Stopped));
+                }
+            }
+            if let Some(r) = st.clock_state.as_mut() {
+                let mask = r.value()? as u32;
+                let ours = p
+                    .groups
+                    .iter()
+                    .flatten()
+                    .fold(0u32, |m, s| m | (1 << s.counter));
+                let expected = (st.saved_mask & !ours) | p.clock_mask(st.group);
+                if mask != expected && found.is_none() {
+                    found = Some((
+                        group_items(p, st.group),
+                        Foreign::CountClock { found: mask },
+                    ));
+                }
+            }
+            st.enable(false)?;
+            let now = st.last_ns;
+            for s in &p.groups[st.group] {
+                // The window started at 0: the value is the count.
+                let v = st.counter(s.counter)?;
+                let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
+                accumulate(&mut st.accs[s.item], 0, v, st.width_mask, dt, span);
+            }
+        }
+        if found.is_none() {
+            found = self.changed_events(i)?;
+        }
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        if p.multiplexed() {
+            st.group = (st.group + 1) % p.groups.len();
+        }
+        if p.multiplexed() || found.is_some() {
+            program_group(self.device, p, st.group, st.saved_mask)?;
+        }
+        st.enable(true)?;
+        Ok(found)
     }
 
     /// What every item has counted so far, by block.

@@ -46,6 +46,10 @@ impl Item {
 pub struct BlockRequest<'d> {
     pub block: &'d Block,
     pub items: Vec<Item>,
+    /// Items that one spec named together (indices into `items`): multiplexing
+    /// keeps each set in one turn where it fits, so that a metric is computed from
+    /// events counted over the same time.
+    pub sets: Vec<Vec<usize>>,
 }
 
 /// Specs resolved against a device, with what the user must be told.
@@ -226,15 +230,25 @@ pub fn resolve<'d>(device: &'d Device, specs: &[String]) -> Result<Resolved<'d>>
                     out.push(BlockRequest {
                         block,
                         items: Vec::new(),
+                        sets: Vec::new(),
                     });
                     out.last_mut().expect("just pushed")
                 }
             };
+            let mut set = Vec::new();
             for item in items {
-                if !entry.items.contains(&item) {
-                    entry.items.push(item);
+                let index = match entry.items.iter().position(|i| *i == item) {
+                    Some(i) => i,
+                    None => {
+                        entry.items.push(item);
+                        entry.items.len() - 1
+                    }
+                };
+                if !set.contains(&index) {
+                    set.push(index);
                 }
             }
+            entry.sets.push(set);
         }
     }
     warnings.sort();
