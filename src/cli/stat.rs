@@ -2,7 +2,9 @@
 //! output stream.
 
 use std::cell::RefCell;
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Child, Command as Process};
@@ -18,14 +20,74 @@ use super::report::{Ending, StatFormat, StatWriter};
 use super::{load_metrics, lock_device, metric_params, open_device, Global};
 use crate::error::{Error, Result};
 use crate::ops::metrics;
-use crate::ops::stat::{self, For, Forever, RealPacer, StatRequest, Timing, Until};
+use crate::ops::stat::{self, For, Forever, Pacer, RealPacer, StatRequest, Timing, Until};
 
 /// The measured command, shared between the runs and the end.
 type Slot = Rc<RefCell<Option<Child>>>;
 
+/// What ends a wait early: the signals bfperf handles (their handlers write to a
+/// pipe) and the measured command's exit (a pidfd), so that the window closes
+/// within a poll's wake-up of either, with no polling interval.
+struct Wakeup {
+    signals: UnixStream,
+}
+
+impl Wakeup {
+    fn new(signals: &[i32]) -> std::io::Result<Wakeup> {
+        let (read, write) = UnixStream::pair()?;
+        read.set_nonblocking(true)?;
+        write.set_nonblocking(true)?;
+        for &sig in signals {
+            signal_hook::low_level::pipe::register(sig, write.try_clone()?)?;
+        }
+        Ok(Wakeup { signals: read })
+    }
+
+    /// Sleeps `timeout` at most, or until a signal comes or `pidfd` is readable.
+    fn wait(&self, timeout: Duration, pidfd: Option<&OwnedFd>) {
+        let mut fds = vec![libc::pollfd {
+            fd: self.signals.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        if let Some(fd) = pidfd {
+            fds.push(libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: fds and ts live across the call; no signal mask is changed.
+        unsafe {
+            libc::ppoll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                &ts,
+                std::ptr::null(),
+            )
+        };
+        let mut sink = [0u8; 64];
+        while matches!((&self.signals).read(&mut sink), Ok(n) if n > 0) {}
+    }
+}
+
+/// A file descriptor that becomes readable when the process exits (Linux 5.3+).
+fn pidfd(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    // SAFETY: a non-negative result is a descriptor we now own.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
 struct ChildUntil {
     slot: Slot,
     status: Rc<RefCell<Option<i32>>>,
+    pidfd: Option<OwnedFd>,
+    wakeup: Rc<Wakeup>,
 }
 
 impl Until for ChildUntil {
@@ -44,20 +106,82 @@ impl Until for ChildUntil {
             Err(_) => true,
         }
     }
+
+    fn wait(&mut self, _: &dyn Pacer, timeout: Duration) {
+        // Without a pidfd (an old kernel), look at the command every millisecond.
+        let timeout = match &self.pidfd {
+            Some(_) => timeout,
+            None => timeout.min(Duration::from_millis(1)),
+        };
+        self.wakeup.wait(timeout, self.pidfd.as_ref());
+    }
+}
+
+/// A duration, or until interrupted, woken by signals.
+struct Timed {
+    inner: Box<dyn Until>,
+    wakeup: Rc<Wakeup>,
+}
+
+impl Until for Timed {
+    fn done(&mut self, elapsed: Duration) -> bool {
+        self.inner.done(elapsed)
+    }
+
+    fn deadline(&self) -> Option<Duration> {
+        self.inner.deadline()
+    }
+
+    fn wait(&mut self, _: &dyn Pacer, timeout: Duration) {
+        self.wakeup.wait(timeout, None);
+    }
 }
 
 fn code_of(st: std::process::ExitStatus) -> i32 {
     st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
 }
 
-/// Whether `program` can be run: a path to a file, or a name found in PATH.
-fn runnable(program: &str) -> bool {
+/// Whether `path` is a file this process may execute.
+fn executable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access reads a NUL-terminated path we own.
+    path.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
+}
+
+/// Why `program` cannot be run, if it cannot: a path to an executable file, or a
+/// name of one found in PATH.
+fn not_runnable(program: &str) -> Option<String> {
     if program.contains('/') {
-        return Path::new(program).is_file();
+        let p = Path::new(program);
+        return match (p.is_file(), executable(p)) {
+            (false, _) => Some(format!("cannot run '{program}': no such file")),
+            (true, false) => Some(format!(
+                "cannot run '{program}': it is not executable (permission denied)"
+            )),
+            _ => None,
+        };
     }
-    std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
-        .unwrap_or(false)
+    let found: Vec<std::path::PathBuf> = std::env::var_os("PATH")
+        .map(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(program))
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    if found.iter().any(|p| executable(p)) {
+        return None;
+    }
+    Some(match found.first() {
+        Some(p) => format!(
+            "cannot run '{program}': {} is not executable (permission denied)",
+            p.display()
+        ),
+        None => format!("cannot run '{program}': no such file, nor a program of that name in PATH"),
+    })
 }
 
 fn signal_name(sig: usize) -> String {
@@ -145,15 +269,8 @@ pub fn run(
     for w in &said {
         diag(&format!("warning: {w}"));
     }
-    if let Some(program) = a.command.first() {
-        if !runnable(program) {
-            return Err(Error::BadAssignment {
-                problem: format!(
-                    "cannot run '{program}': no such file, nor a program of that name in PATH"
-                ),
-            }
-            .into());
-        }
+    if let Some(problem) = a.command.first().and_then(|p| not_runnable(p)) {
+        return Err(Error::BadAssignment { problem }.into());
     }
     let _lock = lock_device(global, &device)?;
     // Buffered: each interval is flushed whole, one write.
@@ -172,16 +289,22 @@ pub fn run(
 
     let stop = Arc::new(AtomicBool::new(false));
     let which = Arc::new(AtomicUsize::new(0));
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    let handled = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    for sig in handled {
         let _ = signal_hook::flag::register_usize(sig, which.clone(), sig as usize);
         let _ = signal_hook::flag::register(sig, stop.clone());
     }
+    let wakeup = Rc::new(Wakeup::new(&handled).map_err(|e| Error::File {
+        what: "cannot set up signal handling",
+        path: "(a socket pair)".into(),
+        source: e,
+    })?);
 
     let slot: Slot = Rc::new(RefCell::new(None));
     let status: Rc<RefCell<Option<i32>>> = Rc::new(RefCell::new(None));
     let command = a.command.clone();
     let duration = a.duration;
-    let (slot2, status2) = (slot.clone(), status.clone());
+    let (slot2, status2, wakeup2) = (slot.clone(), status.clone(), wakeup.clone());
     let mut until = move |_run: u32| -> Result<Box<dyn Until>> {
         if let Some((program, args)) = command.split_first() {
             let child = Process::new(program)
@@ -192,27 +315,38 @@ pub fn run(
                     path: program.into(),
                     source: e,
                 })?;
+            let pidfd = pidfd(child.id());
             *slot2.borrow_mut() = Some(child);
             return Ok(Box::new(ChildUntil {
                 slot: slot2.clone(),
                 status: status2.clone(),
+                pidfd,
+                wakeup: wakeup2.clone(),
             }));
         }
-        Ok(match duration {
+        let inner: Box<dyn Until> = match duration {
             Some(d) => Box::new(For(d)),
             None => Box::new(Forever),
-        })
+        };
+        Ok(Box::new(Timed {
+            inner,
+            wakeup: wakeup2.clone(),
+        }))
     };
     let mut writer = StatWriter::new(&mut out, format, !a.no_aggr, width);
     let mut output_error: Option<std::io::Error> = None;
     let stop_on_output = stop.clone();
+    let measuring_a_command = !a.command.is_empty();
     let result = stat::measure(&device, &req, &RealPacer, &stop, &mut until, &mut |i| {
         if output_error.is_none() {
             if let Err(e) = writer.interval(i, &evaluate(&i.counts, i.span_s)) {
-                // Nobody reads on (`| head`) or the disk is full: end the
-                // measurement now, restore, and say so.
+                // Nobody reads on (`| head`) or the disk is full: stop printing.
+                // A command is never the victim: it runs to its end, the device
+                // stays owned until then; a period ends now.
                 output_error = Some(e);
-                stop_on_output.store(true, Ordering::SeqCst);
+                if !measuring_a_command {
+                    stop_on_output.store(true, Ordering::SeqCst);
+                }
             }
         }
         Ok(())
@@ -236,6 +370,16 @@ pub fn run(
         warnings: outcome.warnings.clone(),
     };
     let written = match output_error {
+        // The command's status wins over the output's failure (said on stderr).
+        Some(e) if ending.exit_status.is_some() && sig == 0 => {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                diag(&format!(
+                    "error: the output could not be written ({e}); '{}' ran to its end and the device was restored",
+                    a.command.join(" ")
+                ));
+            }
+            return Ok(ending.exit_status.unwrap_or(0));
+        }
         Some(e) => Err(e),
         None => {
             let values: Vec<_> = outcome

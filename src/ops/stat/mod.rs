@@ -51,6 +51,17 @@ impl Pacer for RealPacer {
 pub trait Until {
     /// True when the measurement should end (the command exited, the time is up).
     fn done(&mut self, elapsed: Duration) -> bool;
+
+    /// When the measurement ends by itself, from its start (a fixed duration).
+    fn deadline(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Waits `timeout` at most, returning early when the measurement may have to
+    /// end (the command exited, a signal came). By default the pacer sleeps.
+    fn wait(&mut self, pacer: &dyn Pacer, timeout: Duration) {
+        pacer.sleep(timeout)
+    }
 }
 
 /// A fixed duration.
@@ -59,6 +70,10 @@ pub struct For(pub Duration);
 impl Until for For {
     fn done(&mut self, elapsed: Duration) -> bool {
         elapsed >= self.0
+    }
+
+    fn deadline(&self) -> Option<Duration> {
+        Some(self.0)
     }
 }
 
@@ -71,15 +86,15 @@ impl Until for Forever {
     }
 }
 
-/// How to sample.
+/// How to sample. Between samples the measurement sleeps until the next tick, the
+/// next interval or the end of its duration, whichever comes first, or until
+/// [`Until::wait`] returns (the command exited, a signal came).
 #[derive(Debug, Clone, Copy)]
 pub struct Timing {
     /// Report every this long (`-I`).
     pub interval: Option<Duration>,
     /// The longest time between two samples of a block.
     pub tick: Duration,
-    /// The longest sleep before looking at the command and signals again.
-    pub poll: Duration,
 }
 
 impl Default for Timing {
@@ -87,7 +102,6 @@ impl Default for Timing {
         Timing {
             interval: None,
             tick: Duration::from_secs(1),
-            poll: Duration::from_millis(50),
         }
     }
 }
@@ -291,20 +305,27 @@ impl<'d> Measurement<'d> {
         &self.sampler.plans
     }
 
-    /// One run: samples until `until` says so or `stop` is set, calling `on_interval`
-    /// at every `-I` boundary. The counts are from the start of the run.
+    /// Starts a run's window now: counts from 0, new baselines. Returns its start.
+    pub fn begin(&mut self, pacer: &dyn Pacer) -> Result<u64> {
+        let start = pacer.now_ns();
+        self.sampler.reset_counts();
+        self.sampler.rebase(start)?;
+        Ok(start)
+    }
+
+    /// One run from `start` (see [`Measurement::begin`]): samples until `until` says
+    /// so or `stop` is set, calling `on_interval` at every `-I` boundary.
+    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &mut self,
         number: u32,
+        start: u64,
         pacer: &dyn Pacer,
         timing: Timing,
         until: &mut dyn Until,
         stop: &AtomicBool,
         on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
     ) -> Result<Run> {
-        let start = pacer.now_ns();
-        self.sampler.reset_counts();
-        self.sampler.rebase(start)?;
         let tick = timing.interval.map_or(timing.tick, |i| i.min(timing.tick));
         let mut next_tick = start + tick.as_nanos() as u64;
         let interval_ns = timing.interval.map(|i| i.as_nanos() as u64);
@@ -349,9 +370,14 @@ impl<'d> Measurement<'d> {
                     counts: counts(self.plans(), &self.sampler.totals(), elapsed_ns),
                 });
             }
-            let wake = next_interval.map_or(next_tick, |i| i.min(next_tick));
-            let nap = Duration::from_nanos(wake.saturating_sub(pacer.now_ns())).min(timing.poll);
-            pacer.sleep(nap.max(Duration::from_micros(100)));
+            let mut wake = next_interval.map_or(next_tick, |i| i.min(next_tick));
+            if let Some(d) = until.deadline() {
+                wake = wake.min(start + d.as_nanos() as u64);
+            }
+            let nap = Duration::from_nanos(wake.saturating_sub(pacer.now_ns()));
+            if !nap.is_zero() {
+                until.wait(pacer, nap);
+            }
         }
     }
 
@@ -499,8 +525,10 @@ pub fn measure<'d>(
         let mut m = Measurement::start(device, plans, &saved, pacer.now_ns())?;
         let mut runs = Vec::new();
         for number in 1..=req.repeat.max(1) {
+            // The window opens before the command starts.
+            let start = m.begin(pacer)?;
             let mut u = until(number)?;
-            let run = m.run(number, pacer, timing, u.as_mut(), stop, on_interval)?;
+            let run = m.run(number, start, pacer, timing, u.as_mut(), stop, on_interval)?;
             runs.push(run);
             if stop.load(Ordering::SeqCst) {
                 break;
