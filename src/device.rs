@@ -50,6 +50,9 @@ pub struct Device {
     generation: Generation,
     blocks: Vec<Block>,
     warnings: Vec<String>,
+    /// Catalogs of counter blocks by kind: the driver prints one table per kind, so
+    /// one block's `event_list` is read and parsed for all of its kind.
+    catalogs: std::sync::Mutex<std::collections::HashMap<BlockKind, std::sync::Arc<Catalog>>>,
 }
 
 impl std::fmt::Debug for Device {
@@ -150,6 +153,7 @@ impl Device {
             generation,
             blocks,
             warnings,
+            catalogs: Default::default(),
         })
     }
 
@@ -306,17 +310,34 @@ impl Device {
     }
 
     /// The event catalog of a block: the device's list merged with the built-in table.
-    pub fn catalog(&self, block: &Block) -> Result<Catalog> {
+    pub fn catalog(&self, block: &Block) -> Result<std::sync::Arc<Catalog>> {
         if block.mechanism == Mechanism::Registers {
-            return Ok(Catalog::registers(
+            return Ok(std::sync::Arc::new(Catalog::registers(
                 block.kind,
                 self.generation,
                 &block.registers,
-            ));
+            )));
         }
         if !block.has_event_list {
-            return Ok(Catalog::builtin(block.kind, self.generation));
+            return Ok(std::sync::Arc::new(Catalog::builtin(
+                block.kind,
+                self.generation,
+            )));
         }
+        // A kind the driver does not know is not cached: its blocks may differ.
+        let cache = block.kind != BlockKind::Unknown;
+        let mut catalogs = self.catalogs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = catalogs.get(&block.kind).filter(|_| cache) {
+            return Ok(c.clone());
+        }
+        let c = std::sync::Arc::new(self.parse_catalog(block)?);
+        if cache {
+            catalogs.insert(block.kind, c.clone());
+        }
+        Ok(c)
+    }
+
+    fn parse_catalog(&self, block: &Block) -> Result<Catalog> {
         let rel = layout::event_list(&block.name);
         match self.fs.read(&rel) {
             Ok(text) => Ok(Catalog::merge(block.kind, self.generation, &text)),

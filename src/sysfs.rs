@@ -283,9 +283,17 @@ fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::Fi
 /// Reads an attribute file: at most [`MAX_ATTRIBUTE`] bytes, a regular file only, so
 /// that no device content can exhaust memory or block bfperf.
 pub fn read_attribute(path: &Path) -> io::Result<String> {
-    let file = open_attribute(path, false, false)?;
-    let mut out = Vec::new();
-    file.take(MAX_ATTRIBUTE as u64 + 1).read_to_end(&mut out)?;
+    let mut file = open_attribute(path, false, false)?;
+    // Open, fstat, one read, close: a sysfs attribute is at most a page, and a read
+    // of a regular file that returns less than asked for has reached its end.
+    let mut page = [0u8; 4097];
+    let n = read_retrying(&mut file, &mut page)?;
+    if n < page.len() {
+        return Ok(String::from_utf8_lossy(&page[..n]).into_owned());
+    }
+    let mut out = page.to_vec();
+    file.take((MAX_ATTRIBUTE + 1 - out.len()) as u64)
+        .read_to_end(&mut out)?;
     if out.len() > MAX_ATTRIBUTE {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -296,6 +304,15 @@ pub fn read_attribute(path: &Path) -> io::Result<String> {
         ));
     }
     Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+fn read_retrying(file: &mut fs::File, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match file.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
 }
 
 impl Sysfs for RealFs {

@@ -252,8 +252,8 @@ fn spec_values(device: &Device, current: &str) -> Vec<Candidate> {
         .catalog(block)
         .map(|c| {
             c.events
-                .into_iter()
-                .map(|e| Candidate::new(e.name, e.description.unwrap_or_default()))
+                .iter()
+                .map(|e| Candidate::new(e.name.clone(), e.description.clone().unwrap_or_default()))
                 .collect()
         })
         .unwrap_or_default();
@@ -381,10 +381,14 @@ fn device_values(
             .catalog(block)
             .map(|c| {
                 c.events
-                    .into_iter()
+                    .iter()
                     .map(|e| {
-                        let d = format!("0x{:x} {}", e.number, e.description.unwrap_or_default());
-                        Candidate::new(e.name, d)
+                        let d = format!(
+                            "0x{:x} {}",
+                            e.number,
+                            e.description.as_deref().unwrap_or_default()
+                        );
+                        Candidate::new(e.name.clone(), d)
                     })
                     .collect()
             })

@@ -177,8 +177,10 @@ pub fn main() -> i32 {
             } as i32;
         }
     };
+    // Buffered: a report goes out in a few large writes, flushed when complete
+    // (and `stat` flushes each interval).
     let stdout = io::stdout();
-    let mut lock = stdout.lock();
+    let mut lock = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     let mut out = Out {
         w: &mut lock,
         width: output::terminal_width(),
@@ -344,7 +346,8 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
         } => {
             let a = snapshot::load(&old)?;
             let b = snapshot::load(&new)?;
-            for w in diff::check(&a, &b, strict)? {
+            let names = (old.display().to_string(), new.display().to_string());
+            for w in diff::check(&a, &b, strict, (&names.0, &names.1))? {
                 diag(&format!("warning: {w}"));
             }
             let d = diff::diff(&a, &b);

@@ -127,9 +127,62 @@ fn origin_differences(old: &Snapshot, new: &Snapshot) -> Vec<String> {
     .collect()
 }
 
-/// Checks that two snapshots can be compared: the older first; from one host, device
-/// and generation (a warning each, or an error with `strict`). Returns the warnings.
-pub fn check(old: &Snapshot, new: &Snapshot, strict: bool) -> Result<Vec<String>> {
+/// A counter or register recorded with a different width in the two snapshots.
+fn width_mismatch(old: &Snapshot, new: &Snapshot) -> Option<String> {
+    let widths = |s: &Snapshot| -> HashMap<(String, String), u32> {
+        s.blocks
+            .iter()
+            .flat_map(|b| {
+                b.counters
+                    .iter()
+                    .map(|c| {
+                        (
+                            (b.block.clone(), format!("counter{}", c.counter)),
+                            c.width_bits,
+                        )
+                    })
+                    .chain(
+                        b.registers
+                            .iter()
+                            .map(|r| ((b.block.clone(), r.register.clone()), r.width_bits)),
+                    )
+            })
+            .collect()
+    };
+    let newer = widths(new);
+    let mut found: Vec<String> = widths(old)
+        .into_iter()
+        .filter_map(|(key, w)| {
+            let n = *newer.get(&key)?;
+            (n != w).then(|| {
+                format!(
+                    "{} {} is {w} bits wide in the first and {n} in the second",
+                    key.0, key.1
+                )
+            })
+        })
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
+/// Checks that two snapshots can be compared: the older first; every value of one
+/// width in both; from one host, device and generation (a warning each, or an error
+/// with `strict`). `names` are the two files, for messages. Returns the warnings.
+pub fn check(
+    old: &Snapshot,
+    new: &Snapshot,
+    strict: bool,
+    names: (&str, &str),
+) -> Result<Vec<String>> {
+    if let Some(problem) = width_mismatch(old, new) {
+        return Err(Error::SnapshotMismatch {
+            problem: format!(
+                "{} and {} disagree: {problem}; a delta across widths means nothing (snapshots of different devices or drivers?)",
+                names.0, names.1
+            ),
+        });
+    }
     let (secs, _) = interval(old, new);
     if secs < 0.0 {
         return Err(Error::SnapshotMismatch {

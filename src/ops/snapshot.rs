@@ -209,16 +209,71 @@ pub fn load(path: &Path) -> Result<Snapshot> {
     let snap: Snapshot = serde_json::from_value(head)
         .map_err(|e| bad(path, format!("is not a usable bfperf snapshot: {e}")))?;
     check_widths(&snap).map_err(|p| bad(path, p))?;
+    check_unique(&snap).map_err(|p| bad(path, p))?;
     Ok(snap)
+}
+
+/// A block, counter or register recorded twice cannot be told apart: refused.
+fn check_unique(snap: &Snapshot) -> std::result::Result<(), String> {
+    let mut blocks = std::collections::HashSet::new();
+    for b in &snap.blocks {
+        if !blocks.insert(b.block.as_str()) {
+            return Err(format!(
+                "block {} is recorded twice: the file was altered or is corrupt",
+                b.block
+            ));
+        }
+        let mut counters = std::collections::HashSet::new();
+        if let Some(c) = b.counters.iter().find(|c| !counters.insert(c.counter)) {
+            return Err(format!(
+                "{} counter{} is recorded twice: the file was altered or is corrupt",
+                b.block, c.counter
+            ));
+        }
+        let mut registers = std::collections::HashSet::new();
+        if let Some(r) = b
+            .registers
+            .iter()
+            .find(|r| !registers.insert(r.register.as_str()))
+        {
+            return Err(format!(
+                "{} {} is recorded twice: the file was altered or is corrupt",
+                b.block, r.register
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn fits(value: u64, width: u32) -> bool {
     width >= 64 || value >> width == 0
 }
 
+/// A counter or register is 1 to 64 bits wide.
+fn plausible_width(width: u32) -> bool {
+    (1..=64).contains(&width)
+}
+
 /// Every value must fit the width its counter or register was recorded with.
 fn check_widths(snap: &Snapshot) -> std::result::Result<(), String> {
     for b in &snap.blocks {
+        let widths = b
+            .counters
+            .iter()
+            .map(|c| (format!("counter{}", c.counter), c.width_bits))
+            .chain(
+                b.registers
+                    .iter()
+                    .map(|r| (r.register.clone(), r.width_bits)),
+            );
+        for (what, w) in widths {
+            if !plausible_width(w) {
+                return Err(format!(
+                    "{} {what} has width_bits {w}; a counter is 1 to 64 bits wide",
+                    b.block
+                ));
+            }
+        }
         if let Some(c) = b.counters.iter().find(|c| !fits(c.value, c.width_bits)) {
             return Err(format!(
                 "{} counter{} holds {}, wider than its {} bits: the file was altered or is corrupt",
