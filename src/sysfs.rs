@@ -381,7 +381,7 @@ impl Sysfs for RealFs {
 }
 
 /// The most a configuration file (exporter config, workload, metric file) may hold.
-pub const MAX_CONFIG: u64 = 4 * 1024 * 1024;
+pub const MAX_CONFIG: u64 = 64 * 1024 * 1024;
 
 /// Reads a configuration file a user named: opened without blocking (a FIFO cannot
 /// hang bfperf), a regular file only (a link the user gave is followed), at most

@@ -110,7 +110,7 @@ fn metrics_report(
         metrics: set
             .metrics
             .iter()
-            .filter(|m| keep(m))
+            .filter(|m| keep(m) && m.problem().is_none())
             .map(|m| MetricRow {
                 metric: m.def.name.clone(),
                 group: m.def.group.clone(),
@@ -128,6 +128,11 @@ fn metrics_report(
             .broken
             .iter()
             .map(|b| format!("{} ({}): {}", b.name, b.source, b.problem))
+            .chain(
+                set.metrics.iter().filter(|m| keep(m)).filter_map(|m| {
+                    Some(format!("{} ({}): {}", m.def.name, m.source, m.problem()?))
+                }),
+            )
             .collect(),
     }
 }

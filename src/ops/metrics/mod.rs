@@ -5,7 +5,7 @@
 
 pub mod def;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use exmex::prelude::*;
@@ -39,7 +39,27 @@ pub enum Var {
 /// Names a formula may use that come from the command line.
 pub const PARAMS: &[&str] = &["pcie_link_bytes_per_s"];
 
-/// A checked metric, ready to evaluate.
+/// The deepest chain of metrics referring to metrics that is evaluated; deeper
+/// ones are refused with their chain (perf's own metrics nest a few levels).
+pub const MAX_DEPTH: usize = 256;
+
+/// What a formula needs to be compiled: the generations and every metric's kind.
+#[derive(Debug, Default)]
+struct Context {
+    gens: Vec<Generation>,
+    kinds: HashMap<String, BlockKind>,
+}
+
+/// A formula parsed and its names classified (boxed: a parsed formula is ~20 KiB,
+/// and every loaded metric holds room for one).
+#[derive(Debug, Clone)]
+struct Compiled {
+    expr: Box<FlatEx<f64>>,
+    vars: Vec<Var>,
+}
+
+/// A loaded metric. Its formula is parsed when it is first used (a parsed formula
+/// is large, and a file may hold many metrics never asked for).
 #[derive(Debug, Clone)]
 pub struct Metric {
     pub def: MetricDef,
@@ -48,14 +68,77 @@ pub struct Metric {
     pub unit: String,
     /// Where it was defined: `built-in` or a file.
     pub source: String,
-    expr: FlatEx<f64>,
-    vars: Vec<Var>,
+    /// Other metrics its formula names.
+    refs: Vec<String>,
+    context: std::sync::Arc<Context>,
+    compiled: std::sync::OnceLock<std::result::Result<Compiled, String>>,
 }
 
 impl Metric {
-    pub fn vars(&self) -> &[Var] {
-        &self.vars
+    fn compiled(&self) -> &std::result::Result<Compiled, String> {
+        self.compiled.get_or_init(|| {
+            let expr = exmex::parse::<f64>(&braced(&self.def.expr))
+                .map_err(|e| format!("MetricExpr does not parse: {e}"))?;
+            let names: Vec<String> = expr.var_names().iter().map(|s| s.to_string()).collect();
+            let c = &self.context;
+            let vars = classify(&self.def, self.kind, &c.gens, &names, &c.kinds)?;
+            Ok(Compiled {
+                expr: Box::new(expr),
+                vars,
+            })
+        })
     }
+
+    /// Why the formula cannot be used, if it cannot.
+    pub fn problem(&self) -> Option<&str> {
+        self.compiled().as_ref().err().map(String::as_str)
+    }
+
+    /// The names its formula uses, classified (none when it does not compile).
+    pub fn vars(&self) -> &[Var] {
+        match self.compiled() {
+            Ok(c) => &c.vars,
+            Err(_) => &[],
+        }
+    }
+}
+
+/// The names in a formula that are other metrics, found by a scan of its
+/// identifiers (`kind@EVENT@` references are events, not metrics).
+fn metric_refs(expr: &str, kinds: &HashMap<String, BlockKind>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let bytes = expr.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            if bytes.get(i) == Some(&b'@') {
+                // kind@EVENT@: skip to the closing '@'.
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'@' {
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            let name = &expr[start..i];
+            if kinds.contains_key(name) && !out.iter().any(|o| o == name) {
+                out.push(name.to_string());
+            }
+        } else if c.is_ascii_digit() || c == b'.' {
+            // A number, with its exponent (1e-9): not a name.
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.') {
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
 }
 
 /// A metric that could not be loaded, kept so that asking for it says why.
@@ -110,7 +193,7 @@ fn classify(
     kind: BlockKind,
     gens: &[Generation],
     names: &[String],
-    metrics: &BTreeMap<String, BlockKind>,
+    metrics: &HashMap<String, BlockKind>,
 ) -> std::result::Result<Vec<Var>, String> {
     let mut vars = Vec::new();
     for n in names {
@@ -160,19 +243,17 @@ fn classify(
     Ok(vars)
 }
 
-fn compile(
+/// A metric of a known kind, its formula not yet parsed.
+fn load_one(
     def: MetricDef,
     source: &str,
-    gens: &[Generation],
-    metrics: &BTreeMap<String, BlockKind>,
+    context: &std::sync::Arc<Context>,
 ) -> std::result::Result<Metric, String> {
     let kind = def
         .block_kind()
         .ok_or_else(|| format!("unknown kind '{}' in Unit", def.kind))?;
-    let expr = exmex::parse::<f64>(&braced(&def.expr))
-        .map_err(|e| format!("MetricExpr does not parse: {e}"))?;
-    let names: Vec<String> = expr.var_names().iter().map(|s| s.to_string()).collect();
-    let vars = classify(&def, kind, gens, &names, metrics)?;
+    let mut refs = metric_refs(&def.expr, &context.kinds);
+    refs.retain(|r| *r != def.name);
     let (scale, unit) = def.scale_and_unit();
     Ok(Metric {
         def,
@@ -180,8 +261,9 @@ fn compile(
         scale,
         unit,
         source: source.to_string(),
-        expr,
-        vars,
+        refs,
+        context: context.clone(),
+        compiled: std::sync::OnceLock::new(),
     })
 }
 
@@ -244,13 +326,16 @@ impl MetricSet {
             }
         }
         defs.retain(|(d, _)| gens.iter().any(|g| d.applies_to(*g)));
-        let names: BTreeMap<String, BlockKind> = defs
-            .iter()
-            .map(|(d, _)| (d.name.clone(), d.block_kind().unwrap_or_default()))
-            .collect();
+        let context = std::sync::Arc::new(Context {
+            gens: gens.to_vec(),
+            kinds: defs
+                .iter()
+                .map(|(d, _)| (d.name.clone(), d.block_kind().unwrap_or_default()))
+                .collect(),
+        });
         for (d, source) in defs {
             let name = d.name.clone();
-            match compile(d, &source, gens, &names) {
+            match load_one(d, &source, &context) {
                 Ok(m) => set.metrics.push(m),
                 Err(problem) => set.broken.push(Broken {
                     name,
@@ -273,12 +358,9 @@ impl MetricSet {
             .metrics
             .iter()
             .map(|m| {
-                m.vars
+                m.refs
                     .iter()
-                    .filter_map(|v| match v {
-                        Var::Metric(name, _) => self.index.get(name).copied(),
-                        _ => None,
-                    })
+                    .filter_map(|name| self.index.get(name).copied())
                     .collect()
             })
             .collect();
@@ -292,8 +374,15 @@ impl MetricSet {
         }
         let mut ready: Vec<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
         let mut resolved = vec![false; n];
+        // How deep each one's references go, and through which.
+        let mut depth = vec![1usize; n];
+        let mut via: Vec<Option<usize>> = vec![None; n];
         while let Some(i) = ready.pop() {
             resolved[i] = true;
+            if let Some(&d) = deps[i].iter().max_by_key(|&&d| depth[d]) {
+                depth[i] = depth[d] + 1;
+                via[i] = Some(d);
+            }
             for &u in &users[i] {
                 waiting[u] -= 1;
                 if waiting[u] == 0 {
@@ -330,6 +419,15 @@ impl MetricSet {
                 problem[i] = Some(verdict.clone());
             }
         }
+        for i in (0..n).filter(|&i| resolved[i] && depth[i] > MAX_DEPTH) {
+            let chain = std::iter::successors(Some(i), |&k| via[k]);
+            let names = chain.map(|k| &self.metrics[k].def.name);
+            problem[i] = Some(format!(
+                "refers to metrics {} deep ({}); bfperf evaluates chains of at most {MAX_DEPTH}",
+                depth[i],
+                path_text(names, depth[i])
+            ));
+        }
         let metrics = std::mem::take(&mut self.metrics);
         for (m, p) in metrics.into_iter().zip(problem) {
             match p {
@@ -360,8 +458,9 @@ impl MetricSet {
     /// The metrics and everything they use, each once, dependencies first.
     pub fn in_order<'a>(&'a self, chosen: &[&'a Metric]) -> Vec<&'a Metric> {
         let mut out = Vec::new();
+        let mut placed = HashSet::new();
         for m in chosen {
-            self.with_dependencies(m, &mut out);
+            self.with_dependencies(m, &mut out, &mut placed);
         }
         out
     }
@@ -369,6 +468,7 @@ impl MetricSet {
     /// Metrics chosen by names or groups (comma lists), with the metrics they use.
     pub fn select(&self, wanted: &[String]) -> Result<Vec<&Metric>> {
         let mut out: Vec<&Metric> = Vec::new();
+        let mut placed = HashSet::new();
         for w in wanted
             .iter()
             .flat_map(|w| w.split(','))
@@ -405,31 +505,38 @@ impl MetricSet {
                 });
             }
             for m in chosen {
-                self.with_dependencies(m, &mut out);
+                self.with_dependencies(m, &mut out, &mut placed);
             }
+        }
+        // Formulas are parsed now, for what was asked and what it uses.
+        if let Some(m) = out.iter().find(|m| m.problem().is_some()) {
+            return Err(Error::BadMetric {
+                metric: m.def.name.clone(),
+                source_file: m.source.clone(),
+                problem: m.problem().unwrap_or_default().to_string(),
+            });
         }
         Ok(out)
     }
 
-    /// Adds `m` after the metrics it uses (depth-first, with a stack of our own:
-    /// any depth of references is fine).
-    fn with_dependencies<'a>(&'a self, m: &'a Metric, out: &mut Vec<&'a Metric>) {
-        let mut placed: BTreeSet<&str> = out.iter().map(|o| o.def.name.as_str()).collect();
+    /// Adds `m` after the metrics it uses, unless `placed` has it (depth-first,
+    /// with a stack of our own: any depth of references is fine).
+    fn with_dependencies<'a>(
+        &'a self,
+        m: &'a Metric,
+        out: &mut Vec<&'a Metric>,
+        placed: &mut HashSet<&'a str>,
+    ) {
         let mut stack: Vec<(&Metric, usize)> = vec![(m, 0)];
         while let Some((at, next)) = stack.pop() {
             if placed.contains(at.def.name.as_str()) {
                 continue;
             }
-            let dep = at.vars[next..]
-                .iter()
-                .enumerate()
-                .find_map(|(k, v)| match v {
-                    Var::Metric(n, _) => self
-                        .get(n)
-                        .filter(|d| !placed.contains(d.def.name.as_str()))
-                        .map(|d| (k, d)),
-                    _ => None,
-                });
+            let dep = at.refs[next..].iter().enumerate().find_map(|(k, n)| {
+                self.get(n)
+                    .filter(|d| !placed.contains(d.def.name.as_str()))
+                    .map(|d| (k, d))
+            });
             match dep {
                 Some((k, d)) => {
                     stack.push((at, next + k + 1));
@@ -442,6 +549,15 @@ impl MetricSet {
             }
         }
     }
+}
+
+/// `a → b → c → …`, at most eight names of `len`.
+fn path_text<'a>(names: impl Iterator<Item = &'a String>, len: usize) -> String {
+    let mut shown: Vec<&str> = names.take(8).map(String::as_str).collect();
+    if len > 8 {
+        shown.push("…");
+    }
+    shown.join(" → ")
 }
 
 /// `a → b → c → a`, at most eight names.
@@ -461,7 +577,7 @@ pub fn specs_for(metrics: &[&Metric]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for m in metrics {
         let mut by_kind: BTreeMap<BlockKind, Vec<String>> = BTreeMap::new();
-        for v in &m.vars {
+        for v in m.vars() {
             let (k, e) = match v {
                 Var::Event(e) => (m.kind, e.clone()),
                 Var::Other(k, e) => (*k, e.clone()),
@@ -489,7 +605,7 @@ pub fn counters_needed(m: &Metric, gen: Generation) -> usize {
     if m.kind.def().mechanism.get(gen) == Mechanism::Registers {
         return 0;
     }
-    m.vars
+    m.vars()
         .iter()
         .filter(|v| matches!(v, Var::Event(_) | Var::Cycles))
         .collect::<BTreeSet<_>>()
@@ -679,9 +795,10 @@ fn value_of<'a>(
         value,
         coverage: 1.0,
     };
-    let mut values = Vec::with_capacity(m.vars.len());
+    let compiled = m.compiled().as_ref().map_err(Clone::clone)?;
+    let mut values = Vec::with_capacity(compiled.vars.len());
     let mut coverage: f64 = 1.0;
-    for v in &m.vars {
+    for v in &compiled.vars {
         let e = match v {
             Var::Event(e) => own(e)?,
             Var::Cycles => own("cycles")?,
@@ -700,7 +817,7 @@ fn value_of<'a>(
         coverage = coverage.min(e.coverage);
         values.push(e.value);
     }
-    let value = m
+    let value = compiled
         .expr
         .eval(&values)
         .ok()
