@@ -45,6 +45,13 @@ fn mounted_files_behave_like_the_driver() {
     );
     let err = fs::write(m.device().join("tile2/event_list"), "x").unwrap_err();
     assert_eq!(err.raw_os_error(), Some(13), "EACCES");
+    // Sysfs has no create: EACCES, as on a DPU (not ENOSYS).
+    let err = fs::write(m.device().join("tile2/newfile"), "x").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(13), "create: EACCES");
+    let err = fs::create_dir(m.device().join("tile2/dir")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(13), "mkdir: EACCES");
+    let err = fs::remove_file(m.device().join("tile2/event3")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(1), "unlink: EPERM");
 }
 
 #[test]
