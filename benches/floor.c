@@ -1,0 +1,67 @@
+/* The floor bfperf is measured against: what a minimal C program pays for the same
+ * sysfs work.
+ *   floor snapshot FILE...        open, read, close each file; print the values
+ *   floor sample MS SECONDS FILE... open each once; every MS milliseconds pread each
+ *                                 one and print one line per interval, sleeping to
+ *                                 absolute deadlines (no polling)
+ * Built by benches/floor.sh with cc -O2. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static unsigned long long parse(const char *b) { return strtoull(b, NULL, 0); }
+
+static int snapshot(int n, char **files) {
+    char buf[4097];
+    unsigned long long sum = 0;
+    for (int i = 0; i < n; i++) {
+        int fd = open(files[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0) { perror(files[i]); return 1; }
+        ssize_t r = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (r < 0) { perror(files[i]); return 1; }
+        buf[r] = 0;
+        printf("%s %llu\n", files[i], parse(buf));
+        sum += parse(buf);
+    }
+    return sum == 0xdeadbeef;
+}
+
+static int sample(long ms, long seconds, int n, char **files) {
+    int *fds = calloc(n, sizeof *fds);
+    unsigned long long *last = calloc(n, sizeof *last);
+    char buf[64];
+    for (int i = 0; i < n; i++) {
+        fds[i] = open(files[i], O_RDONLY);
+        if (fds[i] < 0) { perror(files[i]); return 1; }
+    }
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    long ticks = seconds * 1000 / ms;
+    for (long t = 0; t <= ticks; t++) {
+        for (int i = 0; i < n; i++) {
+            ssize_t r = pread(fds[i], buf, sizeof buf - 1, 0);
+            if (r < 0) { perror(files[i]); return 1; }
+            buf[r] = 0;
+            unsigned long long v = parse(buf);
+            if (t > 0) printf("%ld %d %llu\n", t, i, v - last[i]);
+            last[i] = v;
+        }
+        fflush(stdout);
+        next.tv_nsec += ms * 1000000L;
+        while (next.tv_nsec >= 1000000000L) { next.tv_nsec -= 1000000000L; next.tv_sec++; }
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 2 && !strcmp(argv[1], "snapshot")) return snapshot(argc - 2, argv + 2);
+    if (argc > 4 && !strcmp(argv[1], "sample"))
+        return sample(atol(argv[2]), atol(argv[3]), argc - 4, argv + 4);
+    fprintf(stderr, "usage: floor snapshot FILE... | floor sample MS SECONDS FILE...\n");
+    return 2;
+}
