@@ -165,6 +165,11 @@ impl Device {
         self.fs.location()
     }
 
+    /// The device's one name however its path was spelled (locks, journals).
+    pub fn canonical_location(&self) -> String {
+        self.fs.canonical_location()
+    }
+
     pub fn generation(&self) -> Generation {
         self.generation
     }

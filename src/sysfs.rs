@@ -39,6 +39,12 @@ pub trait Sysfs: Send + Sync {
     /// Where the device is, for people (a path).
     fn location(&self) -> String;
 
+    /// One name per device however its path was spelled (the resolved real path of
+    /// a directory): what locks and journals are keyed on.
+    fn canonical_location(&self) -> String {
+        self.location()
+    }
+
     /// Opens a file for repeated reads (sampling). The real filesystem opens it once
     /// and reads it with one `pread` at offset 0 each time, which makes sysfs
     /// generate the value afresh; the default reads the whole file each time.
@@ -156,6 +162,9 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     }
     fn location(&self) -> String {
         (**self).location()
+    }
+    fn canonical_location(&self) -> String {
+        (**self).canonical_location()
     }
 }
 
@@ -377,6 +386,13 @@ impl Sysfs for RealFs {
 
     fn location(&self) -> String {
         self.dir.display().to_string()
+    }
+
+    fn canonical_location(&self) -> String {
+        fs::canonicalize(&self.dir)
+            .unwrap_or_else(|_| self.dir.clone())
+            .display()
+            .to_string()
     }
 }
 

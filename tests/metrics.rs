@@ -65,6 +65,7 @@ fn measure(
         repeat: 1,
         restore: true,
         multiplex: true,
+        journal: false,
     };
     let mut until =
         move |_| -> bfperf::Result<Box<dyn Until>> { Ok(Box::new(For(Duration::from_secs(secs)))) };

@@ -34,6 +34,7 @@ fn request(specs: &[&str]) -> StatRequest {
         repeat: 1,
         restore: true,
         multiplex: true,
+        journal: false,
     }
 }
 

@@ -48,6 +48,7 @@ fn request(specs: &[String]) -> StatRequest {
         repeat: 1,
         restore: true,
         multiplex: true,
+        journal: false,
     }
 }
 

@@ -101,6 +101,12 @@ pub struct Catalog {
 /// Parses one `0x45: NAME` line (upstream) or `45: NAME` line (out-of-tree driver, hex
 /// without prefix). Trailing spaces of the name are trimmed.
 pub fn parse_event_line(line: &str) -> Option<(u32, String)> {
+    let (number, name) = split_event_line(line)?;
+    Some((number, name.to_string()))
+}
+
+/// `0x45: NAME` as its number and name, without allocating (sampling reads it).
+pub fn split_event_line(line: &str) -> Option<(u32, &str)> {
     let (num, name) = line.split_once(':')?;
     let num = num.trim();
     let digits = num
@@ -112,7 +118,7 @@ pub fn parse_event_line(line: &str) -> Option<(u32, String)> {
     if name.is_empty() {
         return None;
     }
-    Some((number, name.to_string()))
+    Some((number, name))
 }
 
 /// Parses a whole `event_list`; lines that do not parse are skipped.

@@ -176,6 +176,18 @@ pub enum Command {
     Stat(StatArgs),
     /// Export the counters to Prometheus: serve /metrics, or write a node_exporter textfile
     Exporter(ExporterArgs),
+    /// Put the device back as it was before a `stat` or exporter that was killed
+    /// (SIGKILL, OOM, power loss), from the journal it left
+    #[command(
+        long_about = "Put the device back as it was before a `stat` or exporter that was killed \
+            (SIGKILL, OOM, power loss).\n\nBefore their first write, `stat` and the exporter record \
+            the programming they change (events, enable, count_clock) in a journal beside the \
+            device's lock (/run/bfperf for root), and remove it when they have restored the device. \
+            A journal left behind means its writer died; `restore` writes the recorded programming \
+            back and removes the journal. It takes the writer lock: a writer still running is named, \
+            not disturbed."
+    )]
+    Restore,
     /// List the metrics available on this device: name, group, unit, formula, events
     Metrics {
         /// Only metrics whose name, group or description contains this (any case)

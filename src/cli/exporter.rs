@@ -44,21 +44,18 @@ fn read_config(path: Option<&Path>, global: &Global) -> Result<ExportConfig> {
         Some(p) => (p.to_path_buf(), true),
         None => (PathBuf::from(DEFAULT_CONFIG), false),
     };
-    let text = match std::fs::read_to_string(&path) {
+    // Non-blocking, a regular file only, bounded: a FIFO cannot hang a reload.
+    let text = match crate::sysfs::read_config(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+        Err(Error::File { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound && !explicit =>
+        {
             diag(&format!(
                 "no {DEFAULT_CONFIG}: exporting the statistics registers only"
             ));
             String::new()
         }
-        Err(e) => {
-            return Err(Error::File {
-                what: "cannot read the exporter config",
-                path,
-                source: e,
-            })
-        }
+        Err(e) => return Err(e),
     };
     let file: ConfigFile = toml::from_str(&text).map_err(|e| Error::BadConfig {
         path: path.clone(),
@@ -72,6 +69,7 @@ fn read_config(path: Option<&Path>, global: &Global) -> Result<ExportConfig> {
         events: file.events,
         metrics: file.metrics,
         params: metric_params(&g)?,
+        journal: g.sim.is_none(),
     })
 }
 

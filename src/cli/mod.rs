@@ -60,10 +60,10 @@ pub fn lock_device(
     if global.sim.is_some() {
         return Ok(None);
     }
-    let path = global
-        .lock_file
-        .clone()
-        .unwrap_or_else(|| crate::ops::lock::default_path(&device.location()));
+    let path = match &global.lock_file {
+        Some(p) => p.clone(),
+        None => crate::ops::lock::default_path(&device.canonical_location())?,
+    };
     crate::ops::lock::WriterLock::acquire(&path, global.wait).map(Some)
 }
 
@@ -209,6 +209,18 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
     match cli.command {
         Command::Stat(_) => Ok(()),
         Command::Exporter(a) => Ok(exporter::run(g, a)?),
+        Command::Restore => {
+            let device = open_device(g)?;
+            let _lock = lock_device(g, &device)?;
+            let text = match crate::ops::journal::restore_leftover(&device)? {
+                Some(r) => format!("{}\n", r.describe()),
+                None => format!(
+                    "nothing to restore: no journal for {} (every writer restored the device, or none ran)\n",
+                    device.canonical_location()
+                ),
+            };
+            out.raw(&text)
+        }
         Command::Info(f) => out.emit(f.or(Format::Table), &info(&open_device(g)?)),
         Command::Blocks(f) => out.emit(f.or(Format::Table), &blocks(&open_device(g)?)?),
         Command::Events {

@@ -263,6 +263,8 @@ pub fn run(
         repeat: a.repeat,
         restore: !a.no_restore,
         multiplex: !a.no_multiplex,
+        // An in-process simulator dies with the process: nothing to journal.
+        journal: global.sim.is_none(),
     };
     // Everything is checked before the first write.
     let (_, said) = stat::prepare(&device, &req)?;

@@ -13,6 +13,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use super::journal;
 use super::metrics::{self, MetricSet, MetricValue};
 use super::stat::plan::BlockPlan;
 use super::stat::sampler::{Acc, Sampler};
@@ -30,6 +31,9 @@ pub struct ExportConfig {
     pub events: Vec<String>,
     pub metrics: Vec<String>,
     pub params: HashMap<String, f64>,
+    /// Keep the device's journal (restore a leftover one at start, record the
+    /// prior programming before the first write).
+    pub journal: bool,
 }
 
 type Labels = Vec<(String, String)>;
@@ -51,6 +55,7 @@ pub struct Exporter<'d> {
     reprogrammed: u64,
     /// Things to log once: re-programmed counters by block.
     pub events: Vec<String>,
+    journal: Option<journal::Journal>,
 }
 
 /// The specs of every register of every pcie, ecc and clock_measure block.
@@ -90,6 +95,7 @@ fn request(specs: Vec<String>) -> StatRequest {
         repeat: 1,
         restore: true,
         multiplex: true,
+        journal: false,
     }
 }
 
@@ -103,7 +109,19 @@ impl<'d> Exporter<'d> {
     ) -> Result<Exporter<'d>> {
         let (specs, metric_names) = check(device, config, &set)?;
         let (plans, _) = prepare(device, &request(specs))?;
+        // A writer that died left its programming: put the device back first, so
+        // that what is recorded below is the real prior state.
+        let mut events = Vec::new();
+        if config.journal {
+            if let Some(r) = journal::restore_leftover(device)? {
+                events.push(r.describe());
+            }
+        }
         let saved = session::save(device, &plans)?;
+        let journal = match config.journal {
+            true => Some(journal::write(device, &saved)?),
+            false => None,
+        };
         let masks: HashMap<String, u32> = saved
             .iter()
             .filter_map(|s| Some((s.block.clone(), s.count_clock?)))
@@ -115,7 +133,11 @@ impl<'d> Exporter<'d> {
         let sampler = match started {
             Ok(s) => s,
             Err(e) => {
-                let _ = session::restore(device, &saved);
+                if session::restore(device, &saved).is_ok() {
+                    if let Some(j) = journal {
+                        let _ = j.remove();
+                    }
+                }
                 return Err(e);
             }
         };
@@ -131,7 +153,8 @@ impl<'d> Exporter<'d> {
             last_accs: Vec::new(),
             values: Vec::new(),
             reprogrammed: 0,
-            events: Vec::new(),
+            events,
+            journal,
         };
         // The first scrape's metrics cover the time since the start.
         e.last_accs = e.sampler.totals();
@@ -396,9 +419,13 @@ impl<'d> Exporter<'d> {
         }
     }
 
-    /// Puts the device back as it was.
+    /// Puts the device back as it was, and drops the journal.
     pub fn stop(self) -> Result<()> {
-        session::restore(self.device, &self.saved)
+        session::restore(self.device, &self.saved)?;
+        match self.journal {
+            Some(j) => j.remove(),
+            None => Ok(()),
+        }
     }
 }
 

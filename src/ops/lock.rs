@@ -2,31 +2,179 @@
 //! `flock` on a lock file for as long as it runs, with its PID and command line in it,
 //! so that a second writer is refused with the holder named (or waits, with `--wait`).
 //! Read commands take no lock.
+//!
+//! bfperf runs as root on shared machines, so the lock cannot be turned against it:
+//! it lives in a directory only its owner can write (`/run/bfperf`, root's, 0755;
+//! another user's own runtime directory), it is keyed on the device's canonical path
+//! (every spelling of one device shares one lock), it is opened without following a
+//! link and never truncated on open, it must be a regular file owned by the caller
+//! with one link, and its holder record is read bounded.
 
 use std::fs;
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
-/// Where locks live by default.
-const LOCK_DIR: &str = "/run/lock";
+/// Where root keeps bfperf's locks (and journals).
+pub const ROOT_STATE_DIR: &str = "/run/bfperf";
 
-/// The default lock file of a device: one per device, under /run/lock (or the
-/// temporary directory where that does not exist).
-pub fn default_path(device_location: &str) -> PathBuf {
-    // FNV-1a of the device path: stable, and distinct for distinct devices.
+/// The most of a holder record that is read.
+const HOLDER_MAX: u64 = 4096;
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no failure mode.
+    unsafe { libc::geteuid() }
+}
+
+fn unsafe_dir(dir: &Path, problem: String) -> Error {
+    Error::OutputTarget {
+        path: dir.to_path_buf(),
+        problem: format!(
+            "{problem}; bfperf keeps its lock and journal only in a directory no one else can write"
+        ),
+    }
+}
+
+/// Checks that `dir` is a real directory (not a link) owned by `uid` that nobody
+/// else can write.
+fn check_private_dir(dir: &Path, uid: u32) -> Result<()> {
+    let meta = fs::symlink_metadata(dir).map_err(|e| Error::File {
+        what: "cannot use the state directory",
+        path: dir.to_path_buf(),
+        source: e,
+    })?;
+    if meta.file_type().is_symlink() || !meta.is_dir() {
+        return Err(unsafe_dir(
+            dir,
+            "it is not a directory (or is a link)".into(),
+        ));
+    }
+    if meta.uid() != uid {
+        return Err(unsafe_dir(
+            dir,
+            format!("it belongs to uid {}, not {uid}", meta.uid()),
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(unsafe_dir(
+            dir,
+            format!(
+                "it is writable by group or others (mode {:o})",
+                meta.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Creates `dir` (mode `mode`) if missing, then checks it.
+fn private_dir(dir: &Path, mode: u32, uid: u32) -> Result<PathBuf> {
+    if let Err(e) = fs::DirBuilder::new().mode(mode).create(dir) {
+        if e.kind() != std::io::ErrorKind::AlreadyExists {
+            return Err(Error::File {
+                what: "cannot create the state directory",
+                path: dir.to_path_buf(),
+                source: e,
+            });
+        }
+    }
+    check_private_dir(dir, uid)?;
+    Ok(dir.to_path_buf())
+}
+
+/// The directory of bfperf's lock and journal files: `/run/bfperf` for root (created
+/// 0755); for another user `$XDG_RUNTIME_DIR/bfperf` or `/tmp/bfperf-UID` (0700) —
+/// a user's locks guard only the devices that user can write (simulators).
+pub fn state_dir() -> Result<PathBuf> {
+    let uid = euid();
+    if uid == 0 {
+        return private_dir(Path::new(ROOT_STATE_DIR), 0o755, 0);
+    }
+    if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR").filter(|r| !r.is_empty()) {
+        let run = PathBuf::from(run);
+        if check_private_dir(&run, uid).is_ok() {
+            return private_dir(&run.join("bfperf"), 0o700, uid);
+        }
+    }
+    private_dir(
+        &std::env::temp_dir().join(format!("bfperf-{uid}")),
+        0o700,
+        uid,
+    )
+}
+
+/// A stable name for a device: FNV-1a of its canonical path.
+pub fn device_key(canonical_location: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in device_location.bytes() {
+    for b in canonical_location.bytes() {
         h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
     }
-    let dir = if Path::new(LOCK_DIR).is_dir() {
-        PathBuf::from(LOCK_DIR)
-    } else {
-        std::env::temp_dir()
+    format!("{h:016x}")
+}
+
+/// The default lock file of a device, by its canonical location.
+pub fn default_path(canonical_location: &str) -> Result<PathBuf> {
+    Ok(state_dir()?.join(format!("{}.lock", device_key(canonical_location))))
+}
+
+/// Opens (or creates, 0600) a file bfperf keeps state in: never through a link, never
+/// truncated on open; it must then be a regular file of the caller's with one link.
+pub fn open_state_file(path: &Path, what: &'static str) -> Result<fs::File> {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            let source = if e.raw_os_error() == Some(libc::ELOOP) {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "it is a symbolic link, which bfperf never follows for its own files",
+                )
+            } else {
+                e
+            };
+            Error::File {
+                what,
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+    let meta = file.metadata().map_err(|e| Error::File {
+        what,
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    let refuse = |problem: String| Error::OutputTarget {
+        path: path.to_path_buf(),
+        problem,
     };
-    dir.join(format!("bfperf-{h:016x}.lock"))
+    if !meta.is_file() {
+        return Err(refuse("it is not a regular file".into()));
+    }
+    if meta.uid() != euid() {
+        return Err(refuse(format!(
+            "it belongs to uid {}, not to this user ({}): someone else made it; remove it if you trust it",
+            meta.uid(),
+            euid()
+        )));
+    }
+    if meta.nlink() != 1 {
+        return Err(refuse(format!(
+            "it has {} hard links: it may be another file under this name",
+            meta.nlink()
+        )));
+    }
+    if meta.permissions().mode() & 0o022 != 0 {
+        return Err(refuse("it is writable by group or others".into()));
+    }
+    Ok(file)
 }
 
 /// A held writer lock; released when dropped (or when the process ends, however).
@@ -48,15 +196,10 @@ impl WriterLock {
             let path = path.to_path_buf();
             move |source| Error::File { what, path, source }
         };
-        let mut file = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(file_err(
-                "cannot open the writer lock file (pass --lock-file FILE)",
-            ))?;
+        let mut file = open_state_file(
+            path,
+            "cannot open the writer lock file (pass --lock-file FILE)",
+        )?;
         let fd = file.as_raw_fd();
         // SAFETY: flock on a descriptor we own.
         if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
@@ -65,10 +208,10 @@ impl WriterLock {
                 return Err(file_err("cannot lock")(err));
             }
             if !wait {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
+                let mut holder = Vec::new();
+                let _ = (&mut file).take(HOLDER_MAX).read_to_end(&mut holder);
                 return Err(Error::Busy {
-                    holder: describe_holder(&holder),
+                    holder: describe_holder(&String::from_utf8_lossy(&holder)),
                     path: path.to_path_buf(),
                 });
             }
@@ -77,6 +220,7 @@ impl WriterLock {
                 return Err(file_err("cannot lock")(std::io::Error::last_os_error()));
             }
         }
+        // Ours, regular, one link, and locked: its old record may be replaced.
         file.set_len(0)
             .and_then(|_| file.rewind())
             .and_then(|_| writeln!(file, "{}\n{}", std::process::id(), this_command()))
@@ -101,7 +245,11 @@ impl Drop for WriterLock {
 fn describe_holder(text: &str) -> String {
     let mut lines = text.lines();
     match (lines.next(), lines.next()) {
-        (Some(pid), Some(cmd)) if !pid.is_empty() => format!("pid {pid}: {cmd}"),
+        (Some(pid), Some(cmd)) if !pid.is_empty() => {
+            let clean: String = cmd.chars().filter(|c| !c.is_control()).take(200).collect();
+            let pid: String = pid.chars().filter(char::is_ascii_digit).take(10).collect();
+            format!("pid {pid}: {clean}")
+        }
         _ => "another process".to_string(),
     }
 }

@@ -5,6 +5,7 @@
 pub mod control;
 pub mod diff;
 pub mod export;
+pub mod journal;
 pub mod lock;
 pub mod metrics;
 pub mod outfile;

@@ -105,7 +105,7 @@ pub fn read_event(
 /// The number an `event<N>` file's text names; None when it names nothing.
 pub fn event_number(text: &str) -> Option<u32> {
     let t = text.trim();
-    match parse_event_line(t) {
+    match crate::catalog::split_event_line(t) {
         Some((n, _)) => Some(n),
         None => parse_value(t).and_then(|n| u32::try_from(n).ok()),
     }

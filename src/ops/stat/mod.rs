@@ -445,10 +445,13 @@ pub struct StatRequest {
     pub restore: bool,
     /// Let more events than counters take turns (unless `--no-multiplex`).
     pub multiplex: bool,
+    /// Record the prior programming in the device's journal before the first write
+    /// (see [`crate::ops::journal`]); a leftover journal is restored first.
+    pub journal: bool,
 }
 
 /// The result of a measurement.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct StatOutcome {
     pub runs: Vec<Run>,
     /// What the user must know (duplicate event names, foreign writes).
@@ -520,7 +523,16 @@ pub fn measure<'d>(
     if plans.iter().any(|p| p.multiplexed()) {
         timing.tick = timing.tick.min(MULTIPLEX_TICK);
     }
+    if req.journal {
+        if let Some(r) = crate::ops::journal::restore_leftover(device)? {
+            warnings.push(r.describe());
+        }
+    }
     let saved = session::save(device, &plans)?;
+    let journal = match req.journal && req.restore {
+        true => Some(crate::ops::journal::write(device, &saved)?),
+        false => None,
+    };
     let outcome = (|| -> Result<StatOutcome> {
         let mut m = Measurement::start(device, plans, &saved, pacer.now_ns())?;
         let mut runs = Vec::new();
@@ -568,7 +580,13 @@ pub fn measure<'d>(
     if !req.restore {
         return outcome;
     }
-    match (outcome, session::restore(device, &saved)) {
+    let restored = session::restore(device, &saved);
+    if restored.is_ok() {
+        if let Some(j) = journal {
+            j.remove()?;
+        }
+    }
+    match (outcome, restored) {
         (Ok(o), Ok(())) => Ok(o),
         (Ok(_), Err(e)) => Err(e),
         (Err(e), Ok(())) => Err(e),

@@ -12,7 +12,7 @@ use crate::ops::read::{read_event, read_number};
 use crate::sysfs::layout;
 
 /// A block's configuration before the measurement.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Saved {
     pub block: String,
     /// Each counter the measurement uses, and the event it had (None: unnamed).
