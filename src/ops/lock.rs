@@ -85,11 +85,16 @@ fn private_dir(dir: &Path, mode: u32, uid: u32) -> Result<PathBuf> {
     Ok(dir.to_path_buf())
 }
 
-/// The directory of bfperf's lock and journal files: `/run/bfperf` for root (created
-/// 0755); for another user `$XDG_RUNTIME_DIR/bfperf` or `/tmp/bfperf-UID` (0700) —
-/// a user's locks guard only the devices that user can write (simulators).
+/// The directory of bfperf's lock and journal files: `$BFPERF_STATE_DIR` if set;
+/// `/run/bfperf` for root (created 0755); for another user `$XDG_RUNTIME_DIR/bfperf`
+/// or `/tmp/bfperf-UID` (0700) — a user's locks guard only the devices that user can
+/// write (simulators). Whichever it is, it must belong to the caller and be writable
+/// by no one else.
 pub fn state_dir() -> Result<PathBuf> {
     let uid = euid();
+    if let Some(dir) = std::env::var_os("BFPERF_STATE_DIR").filter(|d| !d.is_empty()) {
+        return private_dir(Path::new(&dir), 0o700, uid);
+    }
     if uid == 0 {
         return private_dir(Path::new(ROOT_STATE_DIR), 0o755, 0);
     }

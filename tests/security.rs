@@ -1,0 +1,258 @@
+//! Safe as root on a shared machine: the writer lock cannot be pointed at another
+//! file, every spelling of a device shares one lock, the state directory must be
+//! private, and a killed writer's programming is put back from its journal.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use predicates::prelude::*;
+
+fn state_dir() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    fs::set_permissions(d.path(), fs::Permissions::from_mode(0o700)).unwrap();
+    d
+}
+
+#[test]
+fn a_link_at_the_lock_path_is_refused_and_its_target_unchanged() {
+    let c = Copy::of("bf2");
+    let dir = tempfile::tempdir().unwrap();
+    let precious = dir.path().join("notes.txt");
+    fs::write(&precious, "keep me\n").unwrap();
+    let symlink = dir.path().join("sym.lock");
+    std::os::unix::fs::symlink(&precious, &symlink).unwrap();
+    let hard = dir.path().join("hard.lock");
+    fs::hard_link(&precious, &hard).unwrap();
+    for (lock, says) in [(&symlink, "symbolic link"), (&hard, "2 hard links")] {
+        for how in ["flag", "env"] {
+            let mut cmd = c.cmd();
+            match how {
+                "flag" => cmd.arg("--lock-file").arg(lock),
+                _ => cmd.env("BFPERF_LOCK_FILE", lock),
+            };
+            cmd.args(["program", "tile2", "0", "MEMORY_READS"])
+                .assert()
+                .code(1)
+                .stderr(predicate::str::contains(says));
+            assert_eq!(fs::read_to_string(&precious).unwrap(), "keep me\n");
+        }
+    }
+    // Another user's file is refused too, never emptied.
+    let foreign = dir.path().join("foreign.lock");
+    fs::write(&foreign, "theirs\n").unwrap();
+    std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+    c.cmd()
+        .arg("--lock-file")
+        .arg(&foreign)
+        .args(["program", "tile2", "0", "MEMORY_READS"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("belongs to uid 65534"));
+    assert_eq!(fs::read_to_string(&foreign).unwrap(), "theirs\n");
+}
+
+#[test]
+fn a_state_directory_others_can_write_is_refused() {
+    let c = Copy::of("bf2");
+    let open = tempfile::tempdir().unwrap();
+    fs::set_permissions(open.path(), fs::Permissions::from_mode(0o1777)).unwrap();
+    let before = c.contents();
+    c.cmd()
+        .env_remove("BFPERF_LOCK_FILE")
+        .env("BFPERF_STATE_DIR", open.path())
+        .args(["program", "tile2", "0", "MEMORY_READS"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("writable by group or others"));
+    assert_eq!(before, c.contents());
+}
+
+#[test]
+fn every_spelling_of_a_device_shares_one_lock() {
+    let c = Copy::of("bf2");
+    let state = state_dir();
+    let root = c.root().to_path_buf();
+    let parent = root.parent().unwrap().to_path_buf();
+    let link = parent.join("another-name");
+    let _ = fs::remove_file(&link);
+    std::os::unix::fs::symlink(&root, &link).unwrap();
+    let mut holder: Child = Command::new(env!("CARGO_BIN_EXE_bfperf"))
+        .env_remove("BFPERF_LOCK_FILE")
+        .env("BFPERF_STATE_DIR", state.path())
+        .arg("--sysfs-root")
+        .arg(&root)
+        .args(["stat", "-e", "tile2/MEMORY_READS/", "--duration", "20s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The lock exists once the holder has it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fs::read_dir(state.path()).unwrap().count() == 0 {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let name = root.file_name().unwrap().to_str().unwrap().to_string();
+    let spellings: Vec<Vec<String>> = vec![
+        vec!["--sysfs-root".into(), format!("{}/", root.display())],
+        vec!["--sysfs-root".into(), format!("{}//", root.display())],
+        vec!["--sysfs-root".into(), name.clone()],
+        vec!["--sysfs-root".into(), link.display().to_string()],
+        vec![
+            "--device".into(),
+            format!("{}/class/hwmon/hwmon3/", root.display()),
+        ],
+    ];
+    for s in &spellings {
+        Command::new(env!("CARGO_BIN_EXE_bfperf"))
+            .current_dir(&parent)
+            .env_remove("BFPERF_LOCK_FILE")
+            .env_remove("BFPERF_SYSFS_ROOT")
+            .env("BFPERF_STATE_DIR", state.path())
+            .args(s)
+            .args(["program", "tile2", "1", "MEMORY_WRITES"])
+            .output()
+            .map(|o| {
+                assert_eq!(o.status.code(), Some(1), "{s:?}");
+                let err = String::from_utf8_lossy(&o.stderr);
+                assert!(err.contains("another program is writing"), "{s:?}: {err}");
+                assert!(err.contains(&format!("pid {}", holder.id())), "{err}");
+            })
+            .unwrap();
+    }
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let _ = fs::remove_file(&link);
+}
+
+/// Event, enable and count_clock of every block of a mounted simulator.
+fn whole_config(m: &Mount) -> Vec<(String, Vec<(String, String)>)> {
+    let mut blocks: Vec<String> = fs::read_dir(m.device())
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.unwrap();
+            e.file_type()
+                .unwrap()
+                .is_dir()
+                .then(|| e.file_name().to_string_lossy().into_owned())
+        })
+        .filter(|n| n != "power" && n != "device")
+        .collect();
+    blocks.sort();
+    blocks
+        .into_iter()
+        .map(|b| (b.clone(), m.config(&b)))
+        .collect()
+}
+
+fn killed_mid_measurement(m: &Mount, state: &Path, args: &[&str]) {
+    let mut w = Command::new(env!("CARGO_BIN_EXE_bfperf"))
+        .arg("--sysfs-root")
+        .arg(m.root())
+        .env_remove("BFPERF_LOCK_FILE")
+        .env("BFPERF_STATE_DIR", state)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the journal, then for the programming.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !fs::read_dir(state).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".journal")
+    }) {
+        assert!(Instant::now() < deadline, "no journal");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    w.kill().unwrap();
+    w.wait().unwrap();
+}
+
+#[test]
+fn a_killed_writer_is_undone_by_restore_or_by_the_next_writer() {
+    let Some(m) = Mount::start("3", "new") else {
+        return;
+    };
+    let state = state_dir();
+    let original = whole_config(&m);
+    let specs = [
+        "stat",
+        "-e",
+        "llt0/cycles,GDC_BANK0_RD_REQ/",
+        "-e",
+        "mss0/SKYLIB_DDN_TX_FLITS/",
+        "--duration",
+        "60s",
+    ];
+    killed_mid_measurement(&m, state.path(), &specs);
+    assert_ne!(
+        whole_config(&m),
+        original,
+        "the kill left the device programmed"
+    );
+    m.cmd()
+        .env_remove("BFPERF_LOCK_FILE")
+        .env("BFPERF_STATE_DIR", state.path())
+        .arg("restore")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("put back llt0, mss0"));
+    assert_eq!(whole_config(&m), original);
+    m.cmd()
+        .env_remove("BFPERF_LOCK_FILE")
+        .env("BFPERF_STATE_DIR", state.path())
+        .arg("restore")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("nothing to restore"));
+
+    // The exporter, killed; then a measurement restores the leftover first and
+    // leaves the device as it originally was.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("exporter.toml");
+    fs::write(&cfg, "events = [\"llt1/GDC_BANK1_RD_REQ/\"]\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let listen = format!("127.0.0.1:{port}");
+    killed_mid_measurement(
+        &m,
+        state.path(),
+        &[
+            "exporter",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--listen",
+            &listen,
+        ],
+    );
+    assert_ne!(whole_config(&m), original);
+    m.cmd()
+        .env_remove("BFPERF_LOCK_FILE")
+        .env("BFPERF_STATE_DIR", state.path())
+        .args([
+            "stat",
+            "-e",
+            "llt2/GDC_BANK0_RD_REQ/",
+            "--duration",
+            "100ms",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("put back llt1"));
+    assert_eq!(whole_config(&m), original);
+}
