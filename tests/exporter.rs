@@ -468,3 +468,63 @@ fn the_example_config_serves_what_promtool_accepts() {
         ) > 0.0
     );
 }
+
+#[test]
+fn user_metrics_cannot_break_the_exposition() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.json");
+    std::fs::write(
+        &file,
+        r#"[
+  {"MetricName": "bad name", "MetricExpr": "MEMORY_READS", "Unit": "tile"},
+  {"MetricName": "odd_help", "MetricExpr": "MEMORY_READS / duration_time",
+   "BriefDescription": "line one\nline two \\ with a backslash\u0007", "Unit": "tile"}
+]"#,
+    )
+    .unwrap();
+    // A name Prometheus (and the formula parser) cannot take is refused, named.
+    bfperf()
+        .args(["--sim", "bf2", "--metrics"])
+        .arg(&file)
+        .args(["stat", "-M", "bad name", "--duration", "10ms"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "metric 'bad name' ({})",
+            file.display()
+        )))
+        .stderr(predicate::str::contains("not a usable name"));
+    let Some((promtool, _)) = prometheus_tools() else {
+        return;
+    };
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let cfg = config(dir.path(), "metrics = [\"odd_help\"]\n");
+    let port = free_port();
+    let _e = exporter(
+        &m,
+        &dir.path().join("lock"),
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--metrics",
+            file.to_str().unwrap(),
+        ],
+    );
+    wait_port(port);
+    let (_, text) = get(port, "/metrics", "text/plain");
+    assert!(
+        text.contains("# HELP bfperf_metric_odd_help line one\\nline two \\\\ with a backslash"),
+        "{text}"
+    );
+    promtool_accepts(&promtool, &text);
+    let (_, om) = get(
+        port,
+        "/metrics",
+        "application/openmetrics-text; version=1.0.0",
+    );
+    assert!(om.contains("bfperf_metric_odd_help"), "{om}");
+}

@@ -38,7 +38,8 @@ pub struct Global {
     /// Use this hwmon directory directly, without discovery
     #[arg(long, global = true, value_name = "DIR")]
     pub device: Option<PathBuf>,
-    /// The writer lock file (default: one per device under /run/lock)
+    /// The writer lock file (default: one per device in /run/bfperf, or the caller's
+    /// runtime directory, or $BFPERF_STATE_DIR)
     #[arg(long, global = true, value_name = "FILE", env = "BFPERF_LOCK_FILE")]
     pub lock_file: Option<PathBuf>,
     /// When another program is writing the counters, wait for it instead of failing

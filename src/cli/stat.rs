@@ -70,8 +70,10 @@ impl Wakeup {
                 std::ptr::null(),
             )
         };
-        let mut sink = [0u8; 64];
-        while matches!((&self.signals).read(&mut sink), Ok(n) if n > 0) {}
+        if fds[0].revents & libc::POLLIN != 0 {
+            let mut sink = [0u8; 64];
+            while matches!((&self.signals).read(&mut sink), Ok(n) if n > 0) {}
+        }
     }
 }
 
@@ -250,6 +252,9 @@ pub fn run(
     let mut specs = a.events.clone();
     specs.extend(metrics::specs_for(&chosen));
     let evaluate = |counts: &[stat::Count], span_s: f64| {
+        if chosen.is_empty() {
+            return Vec::new();
+        }
         let mut inputs = stat::metric_inputs(counts, span_s);
         inputs.params = params.clone();
         metrics::evaluate(&set, &chosen, &inputs, a.no_aggr)

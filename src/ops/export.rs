@@ -358,7 +358,11 @@ impl<'d> Exporter<'d> {
             }
         }
         for (v, fam) in per_metric {
-            reg.register(format!("metric_{}", v.metric), v.description.clone(), fam);
+            reg.register(
+                format!("metric_{}", v.metric),
+                help_text(&v.description),
+                fam,
+            );
         }
         let mut out = String::new();
         let _ = encode(&mut out, &reg);
@@ -427,6 +431,21 @@ impl<'d> Exporter<'d> {
             None => Ok(()),
         }
     }
+}
+
+/// HELP text as the exposition formats require: backslashes and newlines escaped,
+/// other control characters left out (the encoder writes HELP as it is given).
+fn help_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn counter_of(p: &BlockPlan, item: usize) -> String {

@@ -243,6 +243,15 @@ fn classify(
     Ok(vars)
 }
 
+/// A name formulas and Prometheus both accept: `[A-Za-z_][A-Za-z0-9_]*`.
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// A metric of a known kind, its formula not yet parsed.
 fn load_one(
     def: MetricDef,
@@ -252,6 +261,12 @@ fn load_one(
     let kind = def
         .block_kind()
         .ok_or_else(|| format!("unknown kind '{}' in Unit", def.kind))?;
+    if !valid_name(&def.name) {
+        return Err(format!(
+            "MetricName '{}' is not a usable name: letters, digits and _ only, not starting with a digit (it names a formula variable and a Prometheus series)",
+            def.name.escape_debug()
+        ));
+    }
     let mut refs = metric_refs(&def.expr, &context.kinds);
     refs.retain(|r| *r != def.name);
     let (scale, unit) = def.scale_and_unit();
