@@ -401,10 +401,7 @@ fn stat_prints_metrics_and_diff_computes_them() {
         "--format",
         "json",
     ]);
-    let lines: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = ndjson(&out);
     let rates: Vec<&serde_json::Value> = lines.iter().filter(|l| l["record"] == "metric").collect();
     let halves: Vec<&str> = rates.iter().map(|l| l["block"].as_str().unwrap()).collect();
     assert_eq!(halves, ["l3cachehalf0", "l3cachehalf1", "l3cache"], "{out}");

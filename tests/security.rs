@@ -201,21 +201,18 @@ fn a_killed_writer_is_undone_by_restore_or_by_the_next_writer() {
         original,
         "the kill left the device programmed"
     );
-    m.cmd()
-        .env_remove("BFPERF_LOCK_FILE")
-        .env("BFPERF_STATE_DIR", state.path())
-        .arg("restore")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("put back llt0, mss0"));
+    let restore = |says: &str| {
+        m.cmd()
+            .env_remove("BFPERF_LOCK_FILE")
+            .env("BFPERF_STATE_DIR", state.path())
+            .arg("restore")
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(says));
+    };
+    restore("put back llt0, mss0");
     assert_eq!(whole_config(&m), original);
-    m.cmd()
-        .env_remove("BFPERF_LOCK_FILE")
-        .env("BFPERF_STATE_DIR", state.path())
-        .arg("restore")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("nothing to restore"));
+    restore("nothing to restore");
 
     // The exporter, killed; then a measurement restores the leftover first and
     // leaves the device as it originally was.

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bfperf::ops::stat::{self, Count, For, StatRequest, Timing, Until};
+use bfperf::ops::stat::{self, For, StatRequest, Timing, Until};
 use bfperf::sim::{Kernel, ManualClock, Sim};
 use bfperf::{Device, Generation, Sysfs};
 use common::*;
@@ -76,13 +76,6 @@ impl Rig {
         )
         .unwrap()
     }
-}
-
-fn find<'a>(counts: &'a [Count], block: &str, event: &str) -> &'a Count {
-    counts
-        .iter()
-        .find(|c| c.block == block && c.event == event)
-        .unwrap_or_else(|| panic!("no {block} {event} in {counts:?}"))
 }
 
 #[test]

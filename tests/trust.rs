@@ -130,13 +130,6 @@ impl Rig {
     }
 }
 
-fn find<'a>(counts: &'a [Count], block: &str, event: &str) -> &'a Count {
-    counts
-        .iter()
-        .find(|c| c.block == block && c.event == event)
-        .unwrap_or_else(|| panic!("no {block} {event} in {counts:?}"))
-}
-
 /// A small deterministic generator for the random event sets.
 struct Xorshift(u64);
 
@@ -260,10 +253,7 @@ fn an_event_that_never_had_a_turn_is_not_counted_and_no_metric_uses_it() {
         "--format",
         "json",
     ]));
-    let lines: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = ndjson(&out);
     let ev = lines
         .iter()
         .find(|l| l["record"] == "total" && l["event"] == "EVICTIONS_BANK1")
@@ -703,47 +693,46 @@ fn diff_refuses_snapshots_it_cannot_compare() {
         .assert()
         .success();
     let text = std::fs::read_to_string(&a).unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    v["blocks"][0]["counters"][3]["width_bits"] = 32.into();
-    v["blocks"][0]["counters"][3]["value"] = 5.into();
-    v["timestamp_unix_ns"] = (v["timestamp_unix_ns"].as_u64().unwrap() + 1_000_000_000).into();
-    v["monotonic_ns"] = (v["monotonic_ns"].as_u64().unwrap() + 1_000_000_000).into();
-    std::fs::write(&b, v.to_string()).unwrap();
-    bfperf()
-        .arg("diff")
-        .arg(&a)
-        .arg(&b)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains(
-            "tile2 counter3 is 64 bits wide in the first and 32 in the second",
-        ))
-        .stderr(predicate::str::contains("b.json"));
-    let mut dup: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let block = dup["blocks"][0].clone();
-    dup["blocks"].as_array_mut().unwrap().push(block);
-    std::fs::write(&b, dup.to_string()).unwrap();
-    bfperf()
-        .arg("diff")
-        .arg(&a)
-        .arg(&b)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("block tile2 is recorded twice"));
-    let mut dup: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let counter = dup["blocks"][0]["counters"][0].clone();
-    dup["blocks"][0]["counters"]
-        .as_array_mut()
-        .unwrap()
-        .push(counter);
-    std::fs::write(&b, dup.to_string()).unwrap();
-    bfperf()
-        .arg("diff")
-        .arg(&a)
-        .arg(&b)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("tile2 counter0 is recorded twice"));
+    let refused = |edit: &dyn Fn(&mut serde_json::Value), says: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        edit(&mut v);
+        std::fs::write(&b, v.to_string()).unwrap();
+        bfperf()
+            .arg("diff")
+            .arg(&a)
+            .arg(&b)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(says))
+            .stderr(predicate::str::contains("b.json"));
+    };
+    refused(
+        &|v| {
+            v["blocks"][0]["counters"][3]["width_bits"] = 32.into();
+            v["blocks"][0]["counters"][3]["value"] = 5.into();
+            let later = |x: &serde_json::Value| x.as_u64().unwrap() + 1_000_000_000;
+            v["timestamp_unix_ns"] = later(&v["timestamp_unix_ns"]).into();
+            v["monotonic_ns"] = later(&v["monotonic_ns"]).into();
+        },
+        "tile2 counter3 is 64 bits wide in the first and 32 in the second",
+    );
+    refused(
+        &|v| {
+            let block = v["blocks"][0].clone();
+            v["blocks"].as_array_mut().unwrap().push(block);
+        },
+        "block tile2 is recorded twice",
+    );
+    refused(
+        &|v| {
+            let counter = v["blocks"][0]["counters"][0].clone();
+            v["blocks"][0]["counters"]
+                .as_array_mut()
+                .unwrap()
+                .push(counter);
+        },
+        "tile2 counter0 is recorded twice",
+    );
 }
 
 fn chain(dir: &std::path::Path, name: &str, n: usize, cycle: bool) -> std::path::PathBuf {

@@ -279,3 +279,22 @@ impl bfperf::ops::stat::Pacer for Manual {
         self.0.advance_ns(d.as_nanos() as u64)
     }
 }
+
+/// The count of `event` of `block` (or of a kind's sum) in a measurement.
+pub fn find<'a>(
+    counts: &'a [bfperf::ops::stat::Count],
+    block: &str,
+    event: &str,
+) -> &'a bfperf::ops::stat::Count {
+    counts
+        .iter()
+        .find(|c| c.block == block && c.event == event)
+        .unwrap_or_else(|| panic!("no {block} {event} in {counts:?}"))
+}
+
+/// The lines of an NDJSON output.
+pub fn ndjson(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
