@@ -528,3 +528,159 @@ fn user_metrics_cannot_break_the_exposition() {
     );
     assert!(om.contains("bfperf_metric_odd_help"), "{om}");
 }
+
+/// The exporter's resident memory, KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// A scrape's status and how long it took.
+fn timed_scrape(port: u16) -> (String, Duration) {
+    let t = Instant::now();
+    let (status, _) = get(port, "/metrics", "text/plain");
+    (status, t.elapsed())
+}
+
+/// Raises this process's descriptor limit as far as allowed; returns it.
+fn raise_nofile() -> u64 {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit fill and read the struct we own.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+        l.rlim_cur = l.rlim_max.min(20_000);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+    }
+    l.rlim_cur
+}
+
+/// Writes raw bytes on a new connection and returns the first response line (empty
+/// when the server closed it).
+fn raw(port: u16, bytes: &[u8]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = s.write_all(bytes);
+    let mut buf = vec![0u8; 4096];
+    let n = s.read(&mut buf).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn hostile_clients_never_stop_a_scrape() {
+    let limit = raise_nofile();
+    let c = Copy::of("bf2");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"tile2/MEMORY_READS/\"]\n");
+    let port = free_port();
+    let e = Running(
+        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg("--sysfs-root")
+            .arg(c.root())
+            .arg("--lock-file")
+            .arg(dir.path().join("lock"))
+            .args(["exporter", "--config"])
+            .arg(&cfg)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = e.0.id();
+    wait_port(port);
+    assert!(timed_scrape(port).0.contains("200"));
+    let baseline = rss_kib(pid);
+
+    // A body announced as 100 GB is never read; garbage and a 1 MiB header are refused.
+    let huge = raw(
+        port,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000000\r\n\r\n",
+    );
+    assert!(huge.contains("200"), "{huge}");
+    let garbage = raw(port, b"\x00\xff\xfe not http at all\r\n\r\n");
+    assert!(garbage.is_empty() || garbage.contains("400"), "{garbage}");
+    let mut big = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
+    big.extend(std::iter::repeat_n(b'a', 1 << 20));
+    big.extend(b"\r\n\r\n");
+    let big = raw(port, &big);
+    assert!(!big.contains("200"), "{big}");
+
+    // Thousands of half-open connections: a scrape still answers within 1 s.
+    let n = 5000.min(limit.saturating_sub(200) as usize);
+    assert!(n >= 900, "descriptor limit {limit} too low for the test");
+    let mut held = Vec::with_capacity(n);
+    for _ in 0..n {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(mut s) => {
+                let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHo");
+                held.push(s);
+            }
+            Err(_) => break,
+        }
+    }
+    assert!(held.len() >= n / 2, "{} connections made", held.len());
+    let (status, took) = timed_scrape(port);
+    assert!(status.contains("200"), "{status}");
+    assert!(
+        took < Duration::from_secs(1),
+        "a scrape under flood took {took:?}"
+    );
+    drop(held);
+    std::thread::sleep(Duration::from_millis(500));
+    let after = rss_kib(pid);
+    assert!(
+        after <= 2 * baseline,
+        "RSS {baseline} KiB, after the flood {after} KiB"
+    );
+
+    // 2,000 pipelined requests on one connection: a concurrent scrape answers
+    // within 1 s, and every pipelined request gets its answer.
+    let mut pipe = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let request = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+    let all: Vec<u8> = request
+        .iter()
+        .copied()
+        .cycle()
+        .take(request.len() * 2000)
+        .collect();
+    let mut writer = pipe.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        let _ = writer.write_all(&all);
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let (status, took) = timed_scrape(port);
+    assert!(status.contains("200"), "{status}");
+    assert!(
+        took < Duration::from_secs(1),
+        "a scrape beside 2,000 pipelined took {took:?}"
+    );
+    pipe.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    // Count status lines in what arrives; the unread end (shorter than one status
+    // line) is carried over, so none is counted twice.
+    const OK: &[u8] = b"HTTP/1.1 200 OK";
+    let mut seen = 0;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut window: Vec<u8> = Vec::new();
+    while seen < 2000 {
+        let n = pipe.read(&mut buf).unwrap();
+        assert!(n > 0, "closed after {seen} answers");
+        window.extend_from_slice(&buf[..n]);
+        seen += window.windows(OK.len()).filter(|w| *w == OK).count();
+        window = window.split_off(window.len().saturating_sub(OK.len() - 1));
+    }
+    assert_eq!(seen, 2000);
+    sender.join().unwrap();
+}

@@ -1,7 +1,9 @@
-//! `bfperf exporter`: serves `/metrics` over HTTP (tiny_http, one request at a time
-//! from the main loop, so a slow client never holds a scrape), or writes the
-//! exposition to a textfile for node_exporter; reloads its config on SIGHUP and
+//! `bfperf exporter`: serves `/metrics` over HTTP ([`http`]: bounded, its own
+//! thread; the device is swept here, once for all the scrapes that wait), or writes
+//! the exposition to a textfile for node_exporter; reloads its config on SIGHUP and
 //! restores the device on SIGTERM and SIGINT.
+
+mod http;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -209,8 +211,6 @@ impl<'d> Running<'d, '_> {
     }
 }
 
-const INDEX: &str = "<html><head><title>bfperf exporter</title></head><body><h1>bfperf exporter</h1><p><a href=\"/metrics\">/metrics</a>: the BlueField performance counters.</p></body></html>\n";
-
 fn http_loop(r: &mut Running, sig: &Signals) -> Result<()> {
     let addr = r
         .args
@@ -225,59 +225,69 @@ fn http_loop(r: &mut Running, sig: &Signals) -> Result<()> {
             "listening on {addr}, beyond this machine, as --listen asks"
         ));
     }
-    let server = tiny_http::Server::http(parsed).map_err(|err| Error::File {
+    let scrapes = http::serve(parsed).map_err(|err| Error::File {
         what: "cannot listen on",
         path: addr.clone().into(),
-        source: std::io::Error::other(err.to_string()),
+        source: err,
     })?;
     diag(&format!("serving http://{addr}/metrics"));
+    let mut last: Option<Arc<http::Exposition>> = None;
     loop {
         if r.between(sig)? {
             return Ok(());
         }
-        let req = match server.recv_timeout(Duration::from_millis(100)) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            Err(err) => {
-                diag(&format!("http: {err}"));
-                continue;
+        let first = match scrapes.recv_timeout(Duration::from_millis(100)) {
+            Ok(s) => s,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(Error::File {
+                    what: "the HTTP server stopped on",
+                    path: addr.into(),
+                    source: std::io::Error::other("its thread ended"),
+                })
             }
         };
-        respond(r.exporter(), req);
-        r.last_sweep = Instant::now();
+        // One sweep answers every scrape waiting now and every one that came while
+        // it ran; within SHARED_FOR of a sweep, its exposition is served again.
+        let fresh = last
+            .as_ref()
+            .filter(|e| e.at.elapsed() < http::SHARED_FOR)
+            .cloned();
+        let exposition = match fresh {
+            Some(e) => e,
+            None => {
+                let e = Arc::new(both_formats(r.exporter()));
+                r.last_sweep = Instant::now();
+                last = Some(e.clone());
+                e
+            }
+        };
+        let _ = first.reply.send(exposition.clone());
+        while let Ok(s) = scrapes.try_recv() {
+            let _ = s.reply.send(exposition.clone());
+        }
     }
 }
 
-fn header(name: &str, value: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("static header")
+/// One sweep's exposition, in OpenMetrics and in text 0.0.4.
+fn both_formats(e: &mut Exporter) -> http::Exposition {
+    let openmetrics = exposition(e, true);
+    let text_004 = export::text_004(&openmetrics);
+    http::Exposition {
+        openmetrics: openmetrics.into(),
+        text_004: text_004.into(),
+        at: Instant::now(),
+    }
 }
 
-fn respond(e: &mut Exporter, req: tiny_http::Request) {
-    use tiny_http::{Method, Response};
-    let path = req.url().split('?').next().unwrap_or("").to_string();
-    let get = matches!(req.method(), Method::Get | Method::Head);
-    let reply = match (get, path.as_str()) {
-        (true, "/metrics") => {
-            let om = req.headers().iter().any(|h| {
-                h.field.equiv("Accept") && h.value.as_str().contains("application/openmetrics-text")
-            });
-            let body = exposition(e, om);
-            let ct = if om {
-                "application/openmetrics-text; version=1.0.0; charset=utf-8"
-            } else {
-                "text/plain; version=0.0.4; charset=utf-8"
-            };
-            Response::from_string(body).with_header(header("Content-Type", ct))
-        }
-        (true, "/") => Response::from_string(INDEX)
-            .with_header(header("Content-Type", "text/html; charset=utf-8")),
-        (true, _) => Response::from_string("not found: try /metrics\n").with_status_code(404),
-        (false, "/" | "/metrics") => Response::from_string("only GET\n")
-            .with_status_code(405)
-            .with_header(header("Allow", "GET, HEAD")),
-        (false, _) => Response::from_string("not found\n").with_status_code(404),
-    };
-    let _ = req.respond(reply);
+/// Says a line once per process (a condition that may repeat many times a second).
+pub(super) fn say_once(line: &str) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+    if !said.iter().any(|s| s == line) {
+        said.push(line.to_string());
+        diag(line);
+    }
 }
 
 fn textfile_loop(r: &mut Running, path: &Path, sig: &Signals) -> Result<()> {
