@@ -315,6 +315,20 @@ fn device_strings_are_escaped_for_people_and_quoted_in_csv() {
         out,
         "block,event,event_name,description,reserved,source\ntile2,254,\"EVIL\x1b[31m,999\",,false,device\n"
     );
+    // On a terminal (a pseudo-terminal from script(1)) CSV is escaped too.
+    let on_tty = Process::new("script")
+        .args(["-qec"])
+        .arg(format!(
+            "{} --sysfs-root {} events tile2 evil --csv",
+            assert_cmd::cargo::cargo_bin!("bfperf").display(),
+            c.root().display()
+        ))
+        .arg("/dev/null")
+        .output()
+        .unwrap();
+    let tty = String::from_utf8_lossy(&on_tty.stdout);
+    assert!(tty.contains("EVIL\\x1b[31m,999"), "{tty}");
+    assert!(!tty.contains('\x1b'), "{tty}");
     // The same name programmed and read back shows escaped in the table too.
     c.run(&["program", "tile2", "0", "0xfe", "--force"]);
     fs::write(c.device().join("tile2/event0"), "0xfe: EVIL\x1b[31m,999\n").unwrap();
@@ -459,19 +473,12 @@ fn snapshot_targets_are_replaced_only_when_regular() {
         .unwrap();
     assert!(st.success());
     assert_eq!(mode(&new), 0o640);
-    // A symlink is refused, and replaced through with --follow.
+    // A symlink the user names is followed: the file it points to is replaced.
     let link = d.join("link.json");
     std::os::unix::fs::symlink("snap.json", &link).unwrap();
     fs::write(&file, "old").unwrap();
     on_fixture("bf2")
         .args(["snapshot", "-o"])
-        .arg(&link)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("symbolic link; pass --follow"));
-    assert_eq!(fs::read_to_string(&file).unwrap(), "old");
-    on_fixture("bf2")
-        .args(["snapshot", "--follow", "-o"])
         .arg(&link)
         .assert()
         .success();
@@ -492,14 +499,23 @@ fn snapshot_targets_are_replaced_only_when_regular() {
         .code(1)
         .stderr(predicate::str::contains("2 hard links"));
     fs::remove_file(&hard).unwrap();
-    // A FIFO and a directory are refused (and the FIFO never blocks).
+    // A FIFO is written in place (`-o >(gzip > s.gz)`); one nobody reads is an error,
+    // never a hang. A directory is refused.
     let fifo = d.join("fifo");
     let p = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
     // SAFETY: mkfifo with a valid C string.
     assert_eq!(unsafe { libc::mkfifo(p.as_ptr(), 0o644) }, 0);
     let (code, _, err) = run_bounded(process(&fixture("bf2")).args(["snapshot", "-o"]).arg(&fifo));
     assert_eq!(code, 1);
-    assert!(err.contains("it is a FIFO"), "{err}");
+    assert!(err.contains("no process reads this FIFO"), "{err}");
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || fs::read_to_string(fifo).unwrap())
+    };
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let (code, _, err) = run_bounded(process(&fixture("bf2")).args(["snapshot", "-o"]).arg(&fifo));
+    assert_eq!(code, 0, "{err}");
+    assert!(reader.join().unwrap().contains("bfperf-snapshot"));
     on_fixture("bf2")
         .args(["snapshot", "-o"])
         .arg(d)
@@ -519,7 +535,7 @@ fn snapshot_targets_are_replaced_only_when_regular() {
 }
 
 #[test]
-fn a_device_node_target_is_refused() {
+fn a_device_node_target_is_written_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let node = dir.path().join("null");
     let p = std::ffi::CString::new(node.as_os_str().as_bytes()).unwrap();
@@ -534,17 +550,30 @@ fn a_device_node_target_is_refused() {
         );
         return;
     }
-    on_fixture("bf2")
-        .args(["snapshot", "all", "-o"])
-        .arg(&node)
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("it is a device node"));
+    for args in [
+        &["snapshot", "all", "-o"][..],
+        &[
+            "stat",
+            "-e",
+            "tile2/MEMORY_READS/",
+            "--duration",
+            "10ms",
+            "-o",
+        ][..],
+    ] {
+        let c = Copy::of("bf2");
+        c.cmd().args(args).arg(&node).assert().success();
+    }
     use std::os::unix::fs::FileTypeExt;
     assert!(fs::symlink_metadata(&node)
         .unwrap()
         .file_type()
         .is_char_device());
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "nothing beside it"
+    );
 }
 
 fn tmp_files(dir: &std::path::Path) -> Vec<String> {

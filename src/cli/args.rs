@@ -148,11 +148,11 @@ pub enum Command {
         /// Blocks, kinds, or `all` (default: every pcie block)
         #[arg(value_name = "SELECTOR")]
         selectors: Vec<String>,
-        /// Write to this file instead of standard output (`-` is standard output): atomically, and only over a regular file
+        /// Write to this file instead of standard output (`-` is standard output): a regular file is replaced atomically, a device, FIFO or socket written in place
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
-        /// With -o: when FILE is a symbolic link, replace the file it points to
-        #[arg(long, requires = "output")]
+        /// Accepted for compatibility: a symbolic link given as FILE is always followed
+        #[arg(long, requires = "output", hide = true)]
         follow: bool,
         /// Output format (default json, the format `diff` reads)
         #[command(flatten)]

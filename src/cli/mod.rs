@@ -137,17 +137,18 @@ fn metrics_report(
     }
 }
 
-/// Where reports go: a writer, the format, the terminal's width.
+/// Where reports go: a writer, the terminal's width, whether it is a terminal.
 pub struct Out<'a> {
     pub w: &'a mut dyn Write,
     pub width: Option<u16>,
+    pub terminal: bool,
 }
 
 impl Out<'_> {
     /// Renders a report and flushes it. A failure carries what the command wrote to
     /// the device, so that it can still be said on stderr.
     fn emit(&mut self, format: Format, report: &dyn Report) -> std::result::Result<(), Failure> {
-        output::renderer(format, self.width)
+        output::renderer(format, self.width, self.terminal)
             .render(report, self.w)
             .and_then(|_| self.w.flush())
             .map_err(|source| Failure::Output {
@@ -189,6 +190,7 @@ pub fn main() -> i32 {
     let mut out = Out {
         w: &mut lock,
         width: output::terminal_width(),
+        terminal: std::io::IsTerminal::is_terminal(&stdout),
     };
     match run(cli, &mut out) {
         Ok(code) => code,
@@ -329,7 +331,7 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
         Command::Snapshot {
             selectors,
             output,
-            follow,
+            follow: _,
             format,
         } => {
             let device = open_device(g)?;
@@ -337,7 +339,7 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
             let format = format.or(Format::Json);
             match output.as_deref() {
                 Some(path) if path != Path::new("-") => {
-                    write_file(path, follow, format, &report)?;
+                    write_file(path, format, &report)?;
                     let values: usize = report
                         .0
                         .blocks
@@ -411,15 +413,14 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
     }
 }
 
-/// Renders a report into a file, atomically and only over a regular file.
+/// Renders a report into a file, by the output file rule (`ops::outfile`).
 fn write_file(
     path: &Path,
-    follow: bool,
     format: Format,
     report: &dyn Report,
 ) -> std::result::Result<(), Failure> {
-    let renderer = output::renderer(format, None);
-    crate::ops::outfile::replace(path, follow, &mut |w| renderer.render(report, w))?;
+    let renderer = output::renderer(format, None, false);
+    crate::ops::outfile::replace(path, &mut |w| renderer.render(report, w))?;
     Ok(())
 }
 

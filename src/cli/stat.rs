@@ -280,17 +280,17 @@ pub fn run(
         return Err(Error::BadAssignment { problem }.into());
     }
     let _lock = lock_device(global, &device)?;
-    // Buffered: each interval is flushed whole, one write.
-    let mut file;
-    let mut out = std::io::BufWriter::new(match &a.output {
-        Some(path) => {
-            file = std::fs::File::create(path).map_err(|e| Error::File {
-                what: "cannot create the output file",
-                path: path.clone(),
-                source: e,
-            })?;
-            &mut file as &mut dyn Write
-        }
+    // By the output file rule: a regular file is replaced when the measurement ends
+    // (its counts so far, if interrupted), a device, FIFO or socket written as it
+    // goes. Buffered: each interval is flushed whole, one write.
+    let to_terminal = a.output.as_deref().is_none_or(|p| p == Path::new("-"))
+        && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let mut sink = match a.output.as_deref() {
+        Some(path) if path != Path::new("-") => Some(crate::ops::outfile::open(path)?),
+        _ => None,
+    };
+    let mut out = std::io::BufWriter::new(match sink.as_mut() {
+        Some(file) => file as &mut dyn Write,
         None => stdout,
     });
 
@@ -340,7 +340,7 @@ pub fn run(
             wakeup: wakeup2.clone(),
         }))
     };
-    let mut writer = StatWriter::new(&mut out, format, !a.no_aggr, width);
+    let mut writer = StatWriter::new(&mut out, format, !a.no_aggr, width).escaping(to_terminal);
     let mut output_error: Option<std::io::Error> = None;
     let stop_on_output = stop.clone();
     let measuring_a_command = !a.command.is_empty();
@@ -397,10 +397,16 @@ pub fn run(
             writer.summary(&outcome.runs, &values, &ending)
         }
     };
-    written.map_err(|source| Failure::Output {
-        source,
-        writes: Vec::new(),
-    })?;
+    written
+        .and_then(|_| out.flush())
+        .map_err(|source| Failure::Output {
+            source,
+            writes: Vec::new(),
+        })?;
+    drop(out);
+    if let Some(s) = sink {
+        s.finish()?;
+    }
     Ok(if sig != 0 {
         128 + sig as i32
     } else {

@@ -1,8 +1,11 @@
-//! Writing an output file (a snapshot, a report) safely: only a regular file is
-//! replaced (or a new one created), atomically, keeping its mode and owner; a device
-//! node, directory, FIFO or socket is refused, and so is a symlink unless followed; a
-//! file with several hard links is refused rather than split. The temporary file is
-//! removed on every error and the terminating signals wait until it is gone.
+//! One rule for every output file (`-o` of every command, the exporter's
+//! `--textfile`): a regular file — or the regular file a symlink the user gave names
+//! — is replaced atomically (a temporary file beside it, fsync, rename), keeping its
+//! mode and owner, or created; a character device, FIFO or socket (`/dev/null`,
+//! `/dev/stdout`, `-o >(gzip > s.gz)`) is written in place, never replaced; a
+//! directory or block device is refused, and so is a file with several hard links
+//! (replacing it would split them). The temporary file is removed on every error;
+//! [`replace`] also holds the terminating signals until it is gone.
 
 use std::fs;
 use std::io::{self, BufWriter, Write};
@@ -30,7 +33,9 @@ fn refuse(path: &Path, problem: impl Into<String>) -> Error {
 fn kind_name(ft: &fs::FileType) -> &'static str {
     if ft.is_dir() {
         "a directory"
-    } else if ft.is_char_device() || ft.is_block_device() {
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_char_device() {
         "a device node"
     } else if ft.is_fifo() {
         "a FIFO"
@@ -41,16 +46,24 @@ fn kind_name(ft: &fs::FileType) -> &'static str {
     }
 }
 
-fn resolve(path: &Path, follow: bool) -> Result<Target> {
+/// What `-o PATH` names, once links are followed.
+enum Resolved {
+    /// A regular file to replace, or a new one.
+    Regular(Target),
+    /// A character device, FIFO or socket, written in place.
+    Stream(PathBuf, fs::FileType),
+}
+
+fn resolve(path: &Path) -> Result<Resolved> {
     let mut current = path.to_path_buf();
     for _ in 0..MAX_LINKS {
         let md = match fs::symlink_metadata(&current) {
             Ok(md) => md,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Ok(Target {
+                return Ok(Resolved::Regular(Target {
                     path: current,
                     keep: None,
-                })
+                }))
             }
             Err(e) => {
                 return Err(Error::File {
@@ -62,12 +75,6 @@ fn resolve(path: &Path, follow: bool) -> Result<Target> {
         };
         let ft = md.file_type();
         if ft.is_symlink() {
-            if !follow {
-                return Err(refuse(
-                    &current,
-                    "it is a symbolic link; pass --follow to replace the file it points to",
-                ));
-            }
             let link = fs::read_link(&current).map_err(|e| Error::File {
                 what: "cannot read the link",
                 path: current.clone(),
@@ -79,10 +86,16 @@ fn resolve(path: &Path, follow: bool) -> Result<Target> {
             };
             continue;
         }
+        if ft.is_char_device() || ft.is_fifo() || ft.is_socket() {
+            return Ok(Resolved::Stream(current, ft));
+        }
         if !ft.is_file() {
             return Err(refuse(
                 &current,
-                format!("it is {}; bfperf writes regular files only", kind_name(&ft)),
+                format!(
+                    "it is {}; bfperf writes regular files (replaced), character devices, FIFOs and sockets (written in place)",
+                    kind_name(&ft)
+                ),
             ));
         }
         if md.nlink() > 1 {
@@ -94,10 +107,10 @@ fn resolve(path: &Path, follow: bool) -> Result<Target> {
                 ),
             ));
         }
-        return Ok(Target {
+        return Ok(Resolved::Regular(Target {
             path: current,
             keep: Some((md.permissions().mode() & 0o7777, md.uid(), md.gid())),
-        });
+        }));
     }
     Err(refuse(path, "too many levels of symbolic links"))
 }
@@ -143,14 +156,22 @@ impl Drop for HoldSignals {
     }
 }
 
-/// Replaces (or creates) the regular file `path` with what `fill` writes, atomically.
-/// With `follow`, a symlink's target is replaced; without, a symlink is refused.
-pub fn replace(
-    path: &Path,
-    follow: bool,
-    fill: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
-) -> Result<()> {
-    let target = resolve(path, follow)?;
+/// An open output: a temporary file that becomes the target on [`Sink::finish`], or
+/// a stream written in place.
+pub enum Sink {
+    Atomic {
+        tmp: tempfile::NamedTempFile,
+        target: PathBuf,
+    },
+    Stream(fs::File),
+}
+
+/// Opens `path` for output by the rule above. Nothing is replaced until `finish`.
+pub fn open(path: &Path) -> Result<Sink> {
+    let target = match resolve(path)? {
+        Resolved::Regular(t) => t,
+        Resolved::Stream(p, ft) => return open_stream(&p, ft),
+    };
     let dir = match target.path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -159,8 +180,6 @@ pub fn replace(
         let path = target.path.clone();
         move |source| Error::File { what, path, source }
     };
-    // Declared first, dropped last: signals wait until the temporary file is gone.
-    let _hold = HoldSignals::new();
     let tmp = tempfile::Builder::new()
         .prefix(".bfperf-")
         .suffix(".tmp")
@@ -177,14 +196,102 @@ pub fn replace(
         // Keeps the old owner where we may (as root); elsewhere the file is ours.
         let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(uid), Some(gid));
     }
+    Ok(Sink::Atomic {
+        tmp,
+        target: target.path,
+    })
+}
+
+/// A character device, FIFO or socket, opened for writing in place: never created,
+/// never truncated. A FIFO nobody reads is an error, not a hang.
+fn open_stream(path: &Path, ft: fs::FileType) -> Result<Sink> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let nonblocking = if ft.is_fifo() { libc::O_NONBLOCK } else { 0 };
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nonblocking | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| {
+            let source = if e.raw_os_error() == Some(libc::ENXIO) {
+                io::Error::new(io::ErrorKind::BrokenPipe, "no process reads this FIFO")
+            } else {
+                e
+            };
+            Error::File {
+                what: "cannot write to",
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+    if nonblocking != 0 {
+        // Opened: from now on writes wait for the reader as usual.
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe {
+            let flags = libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&file), libc::F_GETFL);
+            libc::fcntl(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                libc::F_SETFL,
+                flags & !libc::O_NONBLOCK,
+            );
+        }
+    }
+    Ok(Sink::Stream(file))
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::Atomic { tmp, .. } => tmp.as_file().write(buf),
+            Sink::Stream(f) => f.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::Atomic { tmp, .. } => tmp.as_file().flush(),
+            Sink::Stream(f) => f.flush(),
+        }
+    }
+}
+
+impl Sink {
+    /// Puts the output in place: fsync and rename a temporary file; nothing more for
+    /// a stream. Dropping a sink instead removes its temporary file.
+    pub fn finish(self) -> Result<()> {
+        match self {
+            Sink::Stream(_) => Ok(()),
+            Sink::Atomic { tmp, target } => {
+                let err = |what: &'static str, source| Error::File {
+                    what,
+                    path: target.clone(),
+                    source,
+                };
+                tmp.as_file()
+                    .sync_all()
+                    .map_err(|e| err("cannot write", e))?;
+                tmp.persist(&target)
+                    .map_err(|e| err("cannot rename the new file into", e.error))?;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Writes what `fill` writes to `path` by the rule above, holding SIGINT, SIGTERM and
+/// SIGHUP until a temporary file is renamed or removed.
+pub fn replace(path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    // Declared first, dropped last: signals wait until the temporary file is gone.
+    let _hold = HoldSignals::new();
+    let mut sink = open(path)?;
     {
-        let mut w = BufWriter::new(tmp.as_file());
+        let mut w = BufWriter::new(&mut sink);
         fill(&mut w)
             .and_then(|_| w.flush())
-            .map_err(file_err("cannot write"))?;
+            .map_err(|e| Error::File {
+                what: "cannot write",
+                path: path.to_path_buf(),
+                source: e,
+            })?;
     }
-    tmp.as_file().sync_all().map_err(file_err("cannot write"))?;
-    tmp.persist(&target.path)
-        .map_err(|e| file_err("cannot rename the new file into")(e.error))?;
-    Ok(())
+    sink.finish()
 }

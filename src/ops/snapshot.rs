@@ -153,10 +153,10 @@ pub fn take(device: &Device, selectors: &[String]) -> Result<Snapshot> {
     })
 }
 
-/// Writes a snapshot to `path` as JSON, atomically and only over a regular file (see
-/// [`super::outfile::replace`]).
-pub fn write_atomic(snapshot: &Snapshot, path: &Path, follow: bool) -> Result<()> {
-    super::outfile::replace(path, follow, &mut |w| {
+/// Writes a snapshot to `path` as JSON, by the output file rule (see
+/// [`super::outfile`]).
+pub fn write_atomic(snapshot: &Snapshot, path: &Path) -> Result<()> {
+    super::outfile::replace(path, &mut |w| {
         serde_json::to_writer_pretty(&mut *w, snapshot)?;
         w.write_all(b"\n")
     })

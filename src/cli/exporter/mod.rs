@@ -305,7 +305,7 @@ fn textfile_loop(r: &mut Running, path: &Path, sig: &Signals) -> Result<()> {
         if Instant::now() >= next_write {
             let text = exposition(r.exporter(), false);
             // Atomically: a temporary file in the same directory, fsync, rename.
-            crate::ops::outfile::replace(path, false, &mut |w| w.write_all(text.as_bytes()))?;
+            crate::ops::outfile::replace(path, &mut |w| w.write_all(text.as_bytes()))?;
             r.last_sweep = Instant::now();
             next_write += every;
         }

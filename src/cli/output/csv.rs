@@ -5,10 +5,15 @@ use std::io::{self, Write};
 
 use super::{Cell, Document, Part, Renderer, Report};
 
-pub struct CsvRenderer;
+/// `escape`: control characters from the device or files are shown escaped, as a
+/// terminal must never receive them (a file or a pipe gets the raw text).
+pub struct CsvRenderer {
+    pub escape: bool,
+}
 
-fn raw(cell: &Cell) -> String {
+fn raw(cell: &Cell, escape: bool) -> String {
     match cell {
+        Cell::Text(s) if escape => super::escape(s).into_owned(),
         Cell::Text(s) => s.clone(),
         Cell::Int(n) => n.to_string(),
         Cell::Hex(n) => n.to_string(),
@@ -35,13 +40,14 @@ impl Renderer for CsvRenderer {
                 Part::Table(t) => {
                     w.write_record(&t.header).map_err(to_io)?;
                     for r in &t.rows {
-                        w.write_record(r.iter().map(raw)).map_err(to_io)?;
+                        w.write_record(r.iter().map(|c| raw(c, self.escape)))
+                            .map_err(to_io)?;
                     }
                     break;
                 }
                 Part::Fields(f) => {
                     w.write_record(f.iter().map(|(k, _)| *k)).map_err(to_io)?;
-                    w.write_record(f.iter().map(|(_, v)| raw(v)))
+                    w.write_record(f.iter().map(|(_, v)| raw(v, self.escape)))
                         .map_err(to_io)?;
                     break;
                 }

@@ -156,11 +156,14 @@ pub trait Renderer {
 }
 
 /// The renderer of a format. `width` is the terminal's width, if any.
-pub fn renderer(format: Format, width: Option<u16>) -> Box<dyn Renderer> {
+/// The renderer of a format. `width`: the terminal's, for tables; `terminal`: the
+/// output is a terminal (CSV then escapes control characters, as tables always do).
+pub fn renderer(format: Format, width: Option<u16>, terminal: bool) -> Box<dyn Renderer> {
     match format {
         Format::Table => Box::new(table::TableRenderer { width }),
         Format::Json => Box::new(json::JsonRenderer),
-        Format::Csv => Box::new(csv::CsvRenderer),
+        // A terminal never receives raw control characters; files and pipes do.
+        Format::Csv => Box::new(csv::CsvRenderer { escape: terminal }),
     }
 }
 

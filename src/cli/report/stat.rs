@@ -35,6 +35,8 @@ pub struct Ending {
 pub struct StatWriter<'w> {
     w: &'w mut dyn Write,
     format: StatFormat,
+    /// CSV text fields escaped: the output is a terminal.
+    escape: bool,
     aggregate: bool,
     width: Option<u16>,
     header_done: bool,
@@ -119,9 +121,24 @@ impl<'w> StatWriter<'w> {
         StatWriter {
             w,
             format,
+            escape: false,
             aggregate,
             width,
             header_done: false,
+        }
+    }
+
+    /// Escapes control characters in CSV text (set when writing to a terminal).
+    pub fn escaping(mut self, on: bool) -> Self {
+        self.escape = on;
+        self
+    }
+
+    fn text(&self, s: &str) -> String {
+        if self.escape {
+            escape(s).into_owned()
+        } else {
+            s.to_string()
         }
     }
 
@@ -134,10 +151,21 @@ impl<'w> StatWriter<'w> {
     }
 
     fn csv_rows(&mut self, rows: &[Line]) -> io::Result<()> {
-        let Self { w, format, .. } = self;
-        let StatFormat::Csv(sep) = *format else {
+        let StatFormat::Csv(sep) = self.format else {
             return Ok(());
         };
+        let texts: Vec<[String; 3]> = rows
+            .iter()
+            .map(|l| {
+                let c = l.count;
+                [
+                    self.text(&c.block),
+                    self.text(&c.event),
+                    self.text(c.invalid.as_deref().unwrap_or_default()),
+                ]
+            })
+            .collect();
+        let Self { w, .. } = self;
         let mut out = ::csv::WriterBuilder::new()
             .delimiter(sep)
             .has_headers(false)
@@ -147,18 +175,18 @@ impl<'w> StatWriter<'w> {
             out.write_record(COLUMNS).map_err(to_io)?;
             self.header_done = true;
         }
-        for l in rows {
+        for (l, [block, event, reason]) in rows.iter().zip(texts) {
             let c = l.count;
             let opt = |v: Option<String>| v.unwrap_or_default();
             out.write_record([
                 l.record.to_string(),
                 opt(l.run.map(|r| r.to_string())),
                 opt(l.time_s.map(|t| format!("{t:.3}"))),
-                c.block.clone(),
+                block,
                 c.kind.as_str().to_string(),
                 c.blocks.to_string(),
                 opt(c.counter.map(|x| x.to_string())),
-                c.event.clone(),
+                event,
                 opt(c.event_number.map(|x| x.to_string())),
                 opt(c.value.map(|x| x.to_string())),
                 c.raw.to_string(),
@@ -166,7 +194,7 @@ impl<'w> StatWriter<'w> {
                 format!("{:.4}", c.coverage),
                 c.counted.to_string(),
                 c.valid.to_string(),
-                opt(c.invalid.clone()),
+                reason,
                 opt(l.stddev_pct.map(|s| format!("{s:.2}"))),
             ])
             .map_err(to_io)?;
@@ -386,7 +414,7 @@ impl<'w> StatWriter<'w> {
                         / runs.len().max(1) as f64,
                     ending,
                 };
-                crate::cli::output::renderer(crate::cli::output::Format::Table, self.width)
+                crate::cli::output::renderer(crate::cli::output::Format::Table, self.width, false)
                     .render(&report, self.w)?;
             }
         }
