@@ -684,3 +684,97 @@ fn hostile_clients_never_stop_a_scrape() {
     assert_eq!(seen, 2000);
     sender.join().unwrap();
 }
+
+/// curl's status code for a URL, with extra arguments; -k: the test's certificate is
+/// self-signed.
+fn curl_status(url: &str, extra: &[&str]) -> String {
+    let out = Process::new("curl")
+        .args([
+            "-sk",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "10",
+        ])
+        .args(extra)
+        .arg(url)
+        .output()
+        .expect("curl is installed (.ci/run installs it)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn tls_and_basic_auth_protect_the_exporter() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    std::fs::write(dir.path().join("server.crt"), cert.cert.pem()).unwrap();
+    std::fs::write(
+        dir.path().join("server.key"),
+        cert.signing_key.serialize_pem(),
+    )
+    .unwrap();
+    let hash = bcrypt::hash("s3cret", 4).unwrap();
+    let web = dir.path().join("web.yml");
+    std::fs::write(
+        &web,
+        format!(
+            "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\nbasic_auth_users:\n  alice: {hash}\n"
+        ),
+    )
+    .unwrap();
+    let c = Copy::of("bf2");
+    let cfg = config(dir.path(), "");
+    let port = free_port();
+    let run = |web: &Path| {
+        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg("--sysfs-root")
+            .arg(c.root())
+            .arg("--lock-file")
+            .arg(dir.path().join("lock"))
+            .args(["exporter", "--config"])
+            .arg(&cfg)
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--web.config.file",
+            ])
+            .arg(web)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let _e = Running(run(&web));
+    wait_port(port);
+    let url = format!("https://127.0.0.1:{port}/metrics");
+    assert_eq!(curl_status(&url, &[]), "401");
+    assert_eq!(curl_status(&url, &["-u", "alice:wrong"]), "401");
+    assert_eq!(curl_status(&url, &["-u", "mallory:s3cret"]), "401");
+    assert_eq!(curl_status(&url, &["-u", "alice:s3cret"]), "200");
+    // Plain HTTP to the TLS port gets nothing.
+    assert_eq!(
+        curl_status(
+            &format!("http://127.0.0.1:{port}/metrics"),
+            &["-u", "alice:s3cret"]
+        ),
+        "000"
+    );
+    drop(_e);
+    // A web config with a key it does not implement, or a clear-text password, is
+    // refused before the device is touched.
+    let before = c.contents();
+    for (text, says) in [
+        ("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_auth_type: RequireAndVerifyClientCert\n", "client_auth_type"),
+        ("basic_auth_users:\n  alice: s3cret\n", "not a bcrypt hash"),
+    ] {
+        std::fs::write(&web, text).unwrap();
+        let out = run(&web).wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{err}");
+        assert_eq!(before, c.contents());
+    }
+}

@@ -279,6 +279,14 @@ pub struct ExporterArgs {
     /// Where to serve /metrics [default: 127.0.0.1:9839]; any other address is your explicit choice
     #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile")]
     pub listen: Option<String>,
+    /// TLS and basic authentication, in Prometheus' exporter-toolkit format (YAML:
+    /// tls_server_config with cert_file and key_file; basic_auth_users with bcrypt hashes)
+    #[arg(
+        long = "web.config.file",
+        value_name = "FILE",
+        conflicts_with = "textfile"
+    )]
+    pub web_config: Option<PathBuf>,
     /// Write the exposition to this file atomically instead of serving it (node_exporter's textfile collector)
     #[arg(long, value_name = "FILE")]
     pub textfile: Option<PathBuf>,

@@ -22,6 +22,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::oneshot;
 
+use super::web::Web;
+
 /// Connections served at once; more are closed on accept.
 pub const MAX_CONNECTIONS: usize = 64;
 /// The longest a connection is kept.
@@ -51,8 +53,9 @@ pub struct Exposition {
 }
 
 /// Binds `addr` now (so that an error is said before the device is touched) and
-/// serves it from a thread of its own; scrapes arrive on the returned channel.
-pub fn serve(addr: SocketAddr) -> std::io::Result<mpsc::Receiver<Scrape>> {
+/// serves it from a thread of its own, with TLS and authentication as `web` says;
+/// scrapes arrive on the returned channel.
+pub fn serve(addr: SocketAddr, web: Web) -> std::io::Result<mpsc::Receiver<Scrape>> {
     let listener = std::net::TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
     let (tx, rx) = mpsc::channel();
@@ -62,7 +65,7 @@ pub fn serve(addr: SocketAddr) -> std::io::Result<mpsc::Receiver<Scrape>> {
         .build()?;
     std::thread::Builder::new()
         .name("bfperf-http".into())
-        .spawn(move || runtime.block_on(accept_loop(listener, tx)))?;
+        .spawn(move || runtime.block_on(accept_loop(listener, tx, Arc::new(web))))?;
     Ok(rx)
 }
 
@@ -102,7 +105,14 @@ fn make_room(table: &Table) -> bool {
     }
 }
 
-async fn accept_loop(listener: std::net::TcpListener, scrapes: mpsc::Sender<Scrape>) {
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    scrapes: mpsc::Sender<Scrape>,
+    web: Arc<Web>,
+) {
+    let tls = web.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    // bcrypt is slow by design: at most two checks at once, off the serving thread.
+    let checks = Arc::new(tokio::sync::Semaphore::new(2));
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
         return;
     };
@@ -136,13 +146,24 @@ async fn accept_loop(listener: std::net::TcpListener, scrapes: mpsc::Sender<Scra
             busy: busy.clone(),
             close: Some(close),
         });
-        let (scrapes, table) = (scrapes.clone(), table.clone());
+        let (scrapes, table, web, checks, tls) = (
+            scrapes.clone(),
+            table.clone(),
+            web.clone(),
+            checks.clone(),
+            tls.clone(),
+        );
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
-                let (scrapes, busy) = (scrapes.clone(), busy.clone());
+                let (scrapes, busy, web, checks) =
+                    (scrapes.clone(), busy.clone(), web.clone(), checks.clone());
                 async move {
                     busy.store(true, Ordering::SeqCst);
-                    let r = handle(req, scrapes).await;
+                    let r = if authorized(&req, web, checks).await {
+                        handle(req, scrapes).await
+                    } else {
+                        Ok(unauthorized())
+                    };
                     busy.store(false, Ordering::SeqCst);
                     r
                 }
@@ -155,9 +176,28 @@ async fn accept_loop(listener: std::net::TcpListener, scrapes: mpsc::Sender<Scra
                 .max_headers(MAX_HEADERS)
                 .keep_alive(true)
                 .pipeline_flush(true);
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            let served = async {
+                match tls {
+                    None => {
+                        let _ = builder
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    }
+                    Some(acceptor) => {
+                        // The handshake, too, within the header time.
+                        let Ok(Ok(stream)) =
+                            tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream)).await
+                        else {
+                            return;
+                        };
+                        let _ = builder
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    }
+                }
+            };
             tokio::select! {
-                _ = conn => {}
+                _ = served => {}
                 _ = closed => {}
                 _ = tokio::time::sleep(CONNECTION_LIFETIME) => {}
             }
@@ -167,6 +207,41 @@ async fn accept_loop(listener: std::net::TcpListener, scrapes: mpsc::Sender<Scra
                 .retain(|o| o.id != id);
         });
     }
+}
+
+/// Whether the request may be served: always without basic_auth_users; otherwise
+/// its credentials checked off the serving thread.
+async fn authorized(
+    req: &Request<Incoming>,
+    web: Arc<Web>,
+    checks: Arc<tokio::sync::Semaphore>,
+) -> bool {
+    let header = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .map(|v| v.as_bytes().to_vec());
+    if web.allows_without_checking(header.as_deref()) {
+        return true;
+    }
+    let Ok(_permit) = checks.acquire_owned().await else {
+        return false;
+    };
+    tokio::task::spawn_blocking(move || web.allows(header.as_deref()))
+        .await
+        .unwrap_or(false)
+}
+
+fn unauthorized() -> Response<Full<Bytes>> {
+    let mut r = reply(
+        StatusCode::UNAUTHORIZED,
+        "text/plain; charset=utf-8",
+        "credentials required\n",
+    );
+    r.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"bfperf\""),
+    );
+    r
 }
 
 fn reply(

@@ -4,6 +4,7 @@
 //! restores the device on SIGTERM and SIGINT.
 
 mod http;
+mod web;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -133,6 +134,11 @@ pub fn run(global: &Global, args: ExporterArgs) -> Result<()> {
     let config = read_config(args.config.as_deref(), global)?;
     let set = load_metrics(global, &[device.generation()])?;
     export::check(&device, &config, &set)?;
+    // Checked before the device is touched, like everything else.
+    let web = match &args.web_config {
+        Some(path) => web::Web::load(path)?,
+        None => web::Web::open(),
+    };
     let _lock = lock_device(global, &device)?;
     let sig = signals();
     let mut running = Running {
@@ -144,7 +150,7 @@ pub fn run(global: &Global, args: ExporterArgs) -> Result<()> {
     };
     let result = match &args.textfile {
         Some(path) => textfile_loop(&mut running, path, &sig),
-        None => http_loop(&mut running, &sig),
+        None => http_loop(&mut running, &sig, web),
     };
     let restored = match running.exporter.take() {
         Some(e) => e.stop(),
@@ -211,7 +217,7 @@ impl<'d> Running<'d, '_> {
     }
 }
 
-fn http_loop(r: &mut Running, sig: &Signals) -> Result<()> {
+fn http_loop(r: &mut Running, sig: &Signals, web: web::Web) -> Result<()> {
     let addr = r
         .args
         .listen
@@ -224,13 +230,17 @@ fn http_loop(r: &mut Running, sig: &Signals) -> Result<()> {
         diag(&format!(
             "listening on {addr}, beyond this machine, as --listen asks"
         ));
+        if !web.protected() {
+            diag("warning: without --web.config.file (TLS, basic auth) anyone who reaches this address reads the counters");
+        }
     }
-    let scrapes = http::serve(parsed).map_err(|err| Error::File {
+    let scheme = if web.tls.is_some() { "https" } else { "http" };
+    let scrapes = http::serve(parsed, web).map_err(|err| Error::File {
         what: "cannot listen on",
         path: addr.clone().into(),
         source: err,
     })?;
-    diag(&format!("serving http://{addr}/metrics"));
+    diag(&format!("serving {scheme}://{addr}/metrics"));
     let mut last: Option<Arc<http::Exposition>> = None;
     loop {
         if r.between(sig)? {
