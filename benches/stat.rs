@@ -152,7 +152,7 @@ fn rss_kib() -> u64 {
 /// The exporter's server-side cost of a scrape of the whole bf2 fixture (registers
 /// and every counter programmed), and its memory over 100,000 scrapes.
 fn exporter(c: &mut Criterion) {
-    use bfperf::ops::export::{text_004, ExportConfig, Exporter};
+    use bfperf::ops::export::{ExportConfig, Exporter, TextFormat};
     let (_keep, dir) = tmpfs_copy();
     let device = Device::open_dir(&dir).unwrap();
     let config = ExportConfig {
@@ -168,7 +168,7 @@ fn exporter(c: &mut Criterion) {
     let mut scrape = |e: &mut Exporter| {
         now += 1_000_000_000;
         e.scrape(now).unwrap();
-        text_004(&e.openmetrics(true, 0.0))
+        e.exposition(true, 0.0, TextFormat::Text004)
     };
     for _ in 0..1000 {
         scrape(&mut e);

@@ -426,7 +426,7 @@ fn running_totals_never_go_backwards_across_wraps_and_window_resets() {
     for s in 1..=10u64 {
         clock.advance_secs(1);
         e.scrape(s * 1_000_000_000).unwrap();
-        let text = export::text_004(&e.openmetrics(true, 0.0));
+        let text = e.exposition(true, 0.0, export::TextFormat::Text004);
         let cycles = sample(&text, "bfperf_cycles_total", &[("block", "llt0")]);
         assert!(cycles > previous, "went backwards at {s} s");
         assert_eq!(cycles, (hz * s) as f64, "at {s} s");

@@ -1,17 +1,10 @@
 //! The fleet exporter's core: it owns the counters for its whole life (programmed at
 //! start, re-asserted when someone else re-programs them, restored at the end), keeps
 //! 64-bit running totals that never go backwards (across 32-bit wraps and window
-//! resets), and renders everything in the OpenMetrics text format (prometheus-client)
-//! or Prometheus' text format 0.0.4.
+//! resets), and writes the exposition directly in the OpenMetrics text format or
+//! Prometheus' text format 0.0.4 (no registry is rebuilt per scrape).
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
-
-use prometheus_client::encoding::text::encode;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
 
 use super::journal;
 use super::metrics::{self, MetricSet, MetricValue};
@@ -35,10 +28,6 @@ pub struct ExportConfig {
     /// prior programming before the first write).
     pub journal: bool,
 }
-
-type Labels = Vec<(String, String)>;
-/// A family of gauges with labels.
-type Gauges = Family<Labels, Gauge<f64, AtomicU64>>;
 
 /// The exporter's state on one device.
 pub struct Exporter<'d> {
@@ -236,191 +225,135 @@ impl<'d> Exporter<'d> {
 
     /// The exposition in the OpenMetrics text format.
     pub fn openmetrics(&self, up: bool, scrape_s: f64) -> String {
-        let mut reg = Registry::with_prefix("bfperf");
-        let gauge = |help: &str, name: &str, reg: &mut Registry, labels: Labels, v: f64| {
-            let fam = Gauges::default();
-            fam.get_or_create(&labels).set(v);
-            reg.register(name, help, fam);
-        };
-        let plain = |help: &str, name: &str, reg: &mut Registry, v: f64| {
-            let g = Gauge::<f64, AtomicU64>::default();
-            g.set(v);
-            reg.register(name, help, g);
-        };
-        plain(
-            "1 when the last sweep read every value",
-            "up",
-            &mut reg,
-            if up { 1.0 } else { 0.0 },
-        );
-        plain(
-            "Seconds the last sweep took",
-            "scrape_duration_seconds",
-            &mut reg,
-            scrape_s,
-        );
-        gauge(
-            "The device: generation, location and event_list format",
+        self.exposition(up, scrape_s, TextFormat::OpenMetrics)
+    }
+
+    /// The exposition in `format`, written directly (families in a fixed order,
+    /// series in the order of the blocks and their items: the same every scrape).
+    pub fn exposition(&self, up: bool, scrape_s: f64, format: TextFormat) -> String {
+        let mut t = Text::new(format);
+        t.gauge("up", "1 when the last sweep read every value");
+        t.sample("up", "", &[], if up { 1.0 } else { 0.0 });
+        t.gauge("scrape_duration_seconds", "Seconds the last sweep took");
+        t.sample("scrape_duration_seconds", "", &[], scrape_s);
+        t.gauge(
             "device_info",
-            &mut reg,
-            vec![
-                ("generation".into(), self.device.generation().label().into()),
-                ("device".into(), self.device.location()),
-                (
-                    "event_list_format".into(),
-                    event_list_format(self.device).into(),
-                ),
+            "The device: generation, location and event_list format",
+        );
+        let location = self.device.location();
+        t.sample(
+            "device_info",
+            "",
+            &[
+                ("generation", self.device.generation().label()),
+                ("device", &location),
+                ("event_list_format", event_list_format(self.device)),
             ],
             1.0,
         );
-        gauge(
-            "bfperf's version",
+        t.gauge("build_info", "bfperf's version");
+        t.sample(
             "build_info",
-            &mut reg,
-            vec![("version".into(), env!("CARGO_PKG_VERSION").into())],
+            "",
+            &[("version", env!("CARGO_PKG_VERSION"))],
             1.0,
         );
-        let reprogrammed = Counter::<u64>::default();
-        reprogrammed.inc_by(self.reprogrammed);
-        reg.register(
+        t.counter(
             "reprogrammed",
             "Counters found re-programmed by another program and programmed again",
-            reprogrammed,
         );
-
-        let events = Family::<Labels, Counter>::default();
-        let cycles = Family::<Labels, Counter>::default();
-        let by_unit: HashMap<&str, Family<Labels, Counter>> = [
-            ("bytes", Family::default()),
-            ("packets", Family::default()),
-            ("count", Family::default()),
-        ]
-        .into();
-        let controls = Gauges::default();
-        let levels = Gauges::default();
-        for (p, accs) in self.sampler.plans.iter().zip(self.sampler.totals()) {
-            self.families(p, &accs, &events, &cycles, &by_unit, &controls, &levels);
-        }
-        reg.register(
-            "events",
-            "Events counted by a counter bfperf programmed (running total)",
-            events,
-        );
-        reg.register(
-            "cycles",
-            "Clock cycles counted by a count_clock counter (running total)",
-            cycles,
-        );
-        let mut by_unit = by_unit;
-        for (unit, name, help) in [
+        t.sample("reprogrammed", "_total", &[], self.reprogrammed as f64);
+        let totals = self.sampler.totals();
+        let plans = &self.sampler.plans;
+        let families: [(&str, &str, Family); 7] = [
             (
-                "bytes",
+                "events",
+                "Events counted by a counter bfperf programmed (running total)",
+                Family::Events,
+            ),
+            (
+                "cycles",
+                "Clock cycles counted by a count_clock counter (running total)",
+                Family::Cycles,
+            ),
+            (
                 "register_bytes",
                 "A statistics register counting bytes (pcie)",
+                Family::Registers("bytes"),
             ),
             (
-                "packets",
                 "register_packets",
                 "A statistics register counting packets (pcie)",
+                Family::Registers("packets"),
             ),
             (
-                "count",
                 "register",
                 "A statistics register counting events (ecc)",
+                Family::Registers("count"),
             ),
-        ] {
-            if let Some(f) = by_unit.remove(unit) {
-                reg.register(name, help, f);
-            }
-        }
-        reg.register(
-            "register_value",
-            "A control register's value (error injection, switches)",
-            controls,
-        );
-        reg.register(
-            "level",
-            "A measured level, such as a clock monitor's count (clock_measure)",
-            levels,
-        );
-        let mut per_metric: Vec<(&MetricValue, Gauges)> = Vec::new();
-        for v in &self.values {
-            if !per_metric.iter().any(|(m, _)| m.metric == v.metric) {
-                per_metric.push((v, Family::default()));
-            }
-            let Some(x) = v.value else { continue };
-            if let Some((_, fam)) = per_metric.iter().find(|(m, _)| m.metric == v.metric) {
-                fam.get_or_create(&vec![
-                    ("block".into(), v.block.clone()),
-                    ("unit".into(), v.unit.clone()),
-                ])
-                .set(x);
-            }
-        }
-        for (v, fam) in per_metric {
-            reg.register(
-                format!("metric_{}", v.metric),
-                help_text(&v.description),
-                fam,
-            );
-        }
-        let mut out = String::new();
-        let _ = encode(&mut out, &reg);
-        out
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn families(
-        &self,
-        p: &BlockPlan,
-        accs: &[Acc],
-        events: &Family<Labels, Counter>,
-        cycles: &Family<Labels, Counter>,
-        by_unit: &HashMap<&str, Family<Labels, Counter>>,
-        controls: &Gauges,
-        levels: &Gauges,
-    ) {
-        let b = p.block;
-        let base = || {
-            vec![
-                ("block".to_string(), b.name.clone()),
-                ("kind".to_string(), b.kind.as_str().to_string()),
-            ]
-        };
-        for (i, (item, acc)) in p.items.iter().zip(accs).enumerate() {
-            // A multiplexed event before its first turn has no value yet.
-            if acc.active_ns == 0 && !acc.level {
-                continue;
-            }
-            let mut labels = base();
-            match item {
-                Item::Register { name } => {
-                    labels.push(("register".into(), name.clone()));
-                    match b.def().role(name) {
-                        Role::Count => {
-                            if let Some(f) = by_unit.get(crate::kinds::register_unit(name)) {
-                                f.get_or_create(&labels).inc_by(acc.total);
-                            }
+            (
+                "register_value",
+                "A control register's value (error injection, switches)",
+                Family::Controls,
+            ),
+            (
+                "level",
+                "A measured level, such as a clock monitor's count (clock_measure)",
+                Family::Levels,
+            ),
+        ];
+        for (name, help, family) in families {
+            let mut any = false;
+            for (p, accs) in plans.iter().zip(&totals) {
+                for (i, (item, acc)) in p.items.iter().zip(accs).enumerate() {
+                    // A multiplexed event before its first turn has no value yet.
+                    if acc.active_ns == 0 && !acc.level {
+                        continue;
+                    }
+                    let Some(value) = family.value(p, item, acc) else {
+                        continue;
+                    };
+                    if !any {
+                        if family.is_counter() {
+                            t.counter(name, help);
+                        } else {
+                            t.gauge(name, help);
                         }
-                        Role::Control => {
-                            controls.get_or_create(&labels).set(acc.total as f64);
-                        }
-                        Role::Level => {
-                            levels.get_or_create(&labels).set(acc.total as f64);
+                        any = true;
+                    }
+                    let counter = counter_of(p, i);
+                    let mut labels = vec![
+                        ("block", p.block.name.as_str()),
+                        ("kind", p.block.kind.as_str()),
+                    ];
+                    match item {
+                        Item::Register { name } => labels.push(("register", name)),
+                        Item::Cycles => labels.push(("counter", &counter)),
+                        Item::Event { name, .. } => {
+                            labels.push(("counter", &counter));
+                            labels.push(("event", name));
                         }
                     }
-                }
-                Item::Cycles => {
-                    labels.push(("counter".into(), counter_of(p, i)));
-                    cycles.get_or_create(&labels).inc_by(acc.estimate);
-                }
-                Item::Event { name, .. } => {
-                    labels.push(("counter".into(), counter_of(p, i)));
-                    labels.push(("event".into(), name.clone()));
-                    events.get_or_create(&labels).inc_by(acc.estimate);
+                    let suffix = if family.is_counter() { "_total" } else { "" };
+                    t.sample(name, suffix, &labels, value);
                 }
             }
         }
+        let mut seen: Vec<&str> = Vec::new();
+        for v in &self.values {
+            if seen.contains(&v.metric.as_str()) {
+                continue;
+            }
+            seen.push(&v.metric);
+            let name = format!("metric_{}", v.metric);
+            t.gauge(&name, &v.description);
+            for w in self.values.iter().filter(|w| w.metric == v.metric) {
+                if let Some(x) = w.value {
+                    t.sample(&name, "", &[("block", &w.block), ("unit", &w.unit)], x);
+                }
+            }
+        }
+        t.finish()
     }
 
     /// Puts the device back as it was, and drops the journal.
@@ -476,27 +409,122 @@ fn event_list_format(device: &Device) -> &'static str {
     "none"
 }
 
-/// Prometheus' text format 0.0.4 from OpenMetrics text: counters are named with
-/// their `_total` in HELP and TYPE, and `# UNIT` and `# EOF` are left out.
-pub fn text_004(openmetrics: &str) -> String {
-    let counters: Vec<&str> = openmetrics
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
-        .collect();
-    let mut out = String::with_capacity(openmetrics.len());
-    for line in openmetrics.lines() {
-        if line.starts_with("# EOF") || line.starts_with("# UNIT ") {
-            continue;
-        }
-        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
-            let rest = line.strip_prefix(p)?;
-            let (name, tail) = rest.split_once(' ')?;
-            counters
-                .contains(&name)
-                .then(|| format!("{p}{name}_total {tail}"))
-        });
-        out.push_str(renamed.as_deref().unwrap_or(line));
-        out.push('\n');
+/// The two exposition formats Prometheus reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextFormat {
+    /// OpenMetrics 1.0: counters' TYPE names the family, `# EOF` ends it.
+    OpenMetrics,
+    /// Prometheus' text format 0.0.4: counters' TYPE names the `_total` series.
+    Text004,
+}
+
+/// Which series of a plan item a family holds, and its value.
+#[derive(Debug, Clone, Copy)]
+enum Family {
+    Events,
+    Cycles,
+    /// Count registers of a unit (bytes, packets, count).
+    Registers(&'static str),
+    Controls,
+    Levels,
+}
+
+impl Family {
+    fn is_counter(self) -> bool {
+        matches!(self, Family::Events | Family::Cycles | Family::Registers(_))
     }
-    out
+
+    fn value(self, p: &BlockPlan, item: &Item, acc: &Acc) -> Option<f64> {
+        let role = |name: &str| p.block.def().role(name);
+        match (self, item) {
+            (Family::Events, Item::Event { .. }) | (Family::Cycles, Item::Cycles) => {
+                Some(acc.estimate as f64)
+            }
+            (Family::Registers(unit), Item::Register { name })
+                if role(name) == Role::Count && crate::kinds::register_unit(name) == unit =>
+            {
+                Some(acc.total as f64)
+            }
+            (Family::Controls, Item::Register { name }) if role(name) == Role::Control => {
+                Some(acc.total as f64)
+            }
+            (Family::Levels, Item::Register { name }) if role(name) == Role::Level => {
+                Some(acc.total as f64)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// An exposition being written: families and samples, names prefixed `bfperf_`,
+/// label values and HELP escaped as the formats require.
+struct Text {
+    out: String,
+    format: TextFormat,
+}
+
+impl Text {
+    fn new(format: TextFormat) -> Text {
+        Text {
+            out: String::with_capacity(16 * 1024),
+            format,
+        }
+    }
+
+    fn head(&mut self, name: &str, help: &str, kind: &str, suffix: &str) {
+        use std::fmt::Write;
+        let _ = write!(
+            self.out,
+            "# HELP bfperf_{name}{suffix} {}\n# TYPE bfperf_{name}{suffix} {kind}\n",
+            help_text(help)
+        );
+    }
+
+    fn gauge(&mut self, name: &str, help: &str) {
+        self.head(name, help, "gauge", "");
+    }
+
+    fn counter(&mut self, name: &str, help: &str) {
+        let suffix = match self.format {
+            TextFormat::OpenMetrics => "",
+            TextFormat::Text004 => "_total",
+        };
+        self.head(name, help, "counter", suffix);
+    }
+
+    fn sample(&mut self, name: &str, suffix: &str, labels: &[(&str, &str)], value: f64) {
+        use std::fmt::Write;
+        let _ = write!(self.out, "bfperf_{name}{suffix}");
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                let _ = write!(self.out, "{k}=\"");
+                for c in v.chars() {
+                    match c {
+                        '\\' => self.out.push_str("\\\\"),
+                        '"' => self.out.push_str("\\\""),
+                        '\n' => self.out.push_str("\\n"),
+                        c => self.out.push(c),
+                    }
+                }
+                self.out.push('"');
+            }
+            self.out.push('}');
+        }
+        if value.fract() == 0.0 && value.abs() < 9e15 {
+            let _ = writeln!(self.out, " {}", value as i64);
+        } else {
+            let _ = writeln!(self.out, " {value}");
+        }
+    }
+
+    fn finish(mut self) -> String {
+        if self.format == TextFormat::OpenMetrics {
+            self.out.push_str("# EOF\n");
+        }
+        self.out
+    }
 }

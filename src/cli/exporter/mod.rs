@@ -18,7 +18,7 @@ use super::exit::diag;
 use super::{load_metrics, lock_device, metric_params, open_device, Global};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ops::export::{self, ExportConfig, Exporter};
+use crate::ops::export::{self, ExportConfig, Exporter, TextFormat};
 use crate::ops::read::monotonic_ns;
 
 /// The default config file; its absence means registers only.
@@ -160,8 +160,8 @@ pub fn run(global: &Global, args: ExporterArgs) -> Result<()> {
     result.and(restored)
 }
 
-/// One scrape: a sweep and the exposition, OpenMetrics or text 0.0.4.
-fn exposition(e: &mut Exporter, openmetrics: bool) -> String {
+/// One scrape: a sweep, then the exposition in each of `formats`.
+fn exposition<const N: usize>(e: &mut Exporter, formats: [TextFormat; N]) -> [String; N] {
     let start = Instant::now();
     let up = match e.scrape(monotonic_ns()) {
         Ok(()) => true,
@@ -171,12 +171,8 @@ fn exposition(e: &mut Exporter, openmetrics: bool) -> String {
         }
     };
     log_events(e);
-    let text = e.openmetrics(up, start.elapsed().as_secs_f64());
-    if openmetrics {
-        text
-    } else {
-        export::text_004(&text)
-    }
+    let took = start.elapsed().as_secs_f64();
+    formats.map(|f| e.exposition(up, took, f))
 }
 
 /// The running exporter and what a reload needs.
@@ -281,8 +277,7 @@ fn http_loop(r: &mut Running, sig: &Signals, web: web::Web) -> Result<()> {
 
 /// One sweep's exposition, in OpenMetrics and in text 0.0.4.
 fn both_formats(e: &mut Exporter) -> http::Exposition {
-    let openmetrics = exposition(e, true);
-    let text_004 = export::text_004(&openmetrics);
+    let [openmetrics, text_004] = exposition(e, [TextFormat::OpenMetrics, TextFormat::Text004]);
     http::Exposition {
         openmetrics: openmetrics.into(),
         text_004: text_004.into(),
@@ -313,7 +308,7 @@ fn textfile_loop(r: &mut Running, path: &Path, sig: &Signals) -> Result<()> {
             return Ok(());
         }
         if Instant::now() >= next_write {
-            let text = exposition(r.exporter(), false);
+            let [text] = exposition(r.exporter(), [TextFormat::Text004]);
             // Atomically: a temporary file in the same directory, fsync, rename.
             crate::ops::outfile::replace(path, &mut |w| w.write_all(text.as_bytes()))?;
             r.last_sweep = Instant::now();
