@@ -163,7 +163,7 @@ fn exporter(c: &mut Criterion) {
         ..Default::default()
     };
     let set = bfperf::ops::metrics::MetricSet::load(&[device.generation()], &[]);
-    let mut e = Exporter::start(&device, &config, set, 0).unwrap();
+    let mut e = Exporter::start(&device, &config, set, || 0).unwrap();
     let mut now = 0u64;
     let mut scrape = |e: &mut Exporter| {
         now += 1_000_000_000;

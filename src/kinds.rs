@@ -90,6 +90,35 @@ pub struct KindDef {
     pub default_role: Role,
     /// Its registers take any value written (ecc); others only 0.
     pub registers_take_any_value: bool,
+    /// Its level registers measure clock frequencies in pairs (clock_measure).
+    pub frequencies: Option<Frequencies>,
+}
+
+/// Clock monitors read as pairs of level registers: `COUNT_PREFIX<PLL>` counts the
+/// PLL's cycles during a window of `WINDOW_PREFIX<PLL>` reference cycles, so the
+/// PLL runs at count / window × the reference frequency.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Frequencies {
+    pub count_prefix: &'static str,
+    pub window_prefix: &'static str,
+    pub reference_hz: f64,
+}
+
+impl Frequencies {
+    /// The PLL a register measures, and whether it is the pair's count (else its
+    /// window); None when the register is not one of a pair.
+    pub fn pll_of<'a>(&self, register: &'a str) -> Option<(&'a str, bool)> {
+        let r = register.trim_end();
+        if let Some(pll) = r.strip_prefix(self.count_prefix) {
+            return Some((pll, true));
+        }
+        r.strip_prefix(self.window_prefix).map(|pll| (pll, false))
+    }
+
+    /// The frequency in hertz of a count over a window.
+    pub fn hertz(&self, count: u64, window: u64) -> Option<f64> {
+        (window > 0).then(|| count as f64 / window as f64 * self.reference_hz)
+    }
 }
 
 impl KindDef {
@@ -132,6 +161,7 @@ const fn counter_kind(
         register_roles: &[],
         default_role: Role::Count,
         registers_take_any_value: false,
+        frequencies: None,
     }
 }
 
@@ -230,6 +260,7 @@ pub static KINDS: &[KindDef] = &[
             ("DRAM_ECC_INJECT", Role::Control),
         ],
         registers_take_any_value: true,
+        frequencies: None,
         ..registers_kind(
             BlockKind::Ecc,
             "ecc",
@@ -287,6 +318,12 @@ pub static KINDS: &[KindDef] = &[
     ),
     KindDef {
         default_role: Role::Level,
+        // The monitors' reference clock is 156.25 MHz.
+        frequencies: Some(Frequencies {
+            count_prefix: "FMON_CLK_LAST_COUNT_",
+            window_prefix: "REFERENCE_WINDOW_WIDTH_",
+            reference_hz: 156.25e6,
+        }),
         ..registers_kind(
             BlockKind::ClockMeasure,
             "clock_measure",

@@ -379,7 +379,10 @@ fn stat_specs_and_metrics_complete() {
         complete_on("bf3", &["stat", "-e", "llt0/cyc"]),
         ["llt0/cycles"]
     );
-    assert_eq!(complete_on("bf2", &["stat", "-M", "l3_h"]), ["l3_hit_rate"]);
+    assert_eq!(
+        complete_on("bf2", &["stat", "-M", "l3_h"]),
+        ["l3_hit_ratio"]
+    );
     // Other options still complete file names (the shell's own).
     assert!(complete_on("bf2", &["stat", "-o", ""]).is_empty());
 }

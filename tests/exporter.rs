@@ -182,19 +182,50 @@ fn the_exposition_passes_promtool_and_serves_only_metrics() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), "events = [\"llt0/cycles,GDC_BANK0_RD_REQ/\", \"mss0/SKYLIB_DDN_TX_FLITS/\"]\nmetrics = [\"ddr\", \"clocks\"]\n");
+    let cfg = config(dir.path(), "events = [\"llt0/cycles,GDC_BANK0_RD_REQ/\", \"mss0/SKYLIB_DDN_TX_FLITS/\"]\nmetrics = [\"ddr\"]\nmetric_gauges = true\n");
     let (_e, port) = serve(&m, dir.path(), &cfg);
     let (status, text) = get(port, "/metrics", "text/plain");
     assert!(status.contains("200"), "{status}");
     promtool_accepts(&promtool, &text);
     assert_eq!(sample(&text, "bfperf_up", &[]), 1.0);
+    // The simulated PLL T1 runs at 2 GHz; the frequency is exported in hertz.
     assert_eq!(
-        sample(
-            &text,
-            "bfperf_metric_clock_t1_mhz",
-            &[("block", "clock_measure")]
-        ),
-        2000.0
+        sample(&text, "bfperf_pll_frequency_hertz", &[("pll", "PLL_T1")]),
+        2e9
+    );
+    // Base units in names, no unit label, no per-kind sum beside the blocks.
+    // The simulator's memory reads miss the LLC at 8e9 × 0.25 B/s, over two mss.
+    let ddr = sample(
+        &text,
+        "bfperf_metric_ddr_read_bandwidth_bytes_per_second",
+        &[("block", "mss0")],
+    );
+    assert!((ddr / 1e9 - 1.0).abs() < 0.1, "{ddr}");
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        assert!(
+            !line.contains("unit=") && !line.contains("block=\"mss\""),
+            "{line}"
+        );
+    }
+    // Families sorted by name; the series in the same order every scrape.
+    let families: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    let mut sorted = families.clone();
+    sorted.sort();
+    assert_eq!(families, sorted);
+    let series = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.rsplit_once(' ').unwrap().0.to_string())
+            .collect()
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        series(&text),
+        series(&get(port, "/metrics", "text/plain").1)
     );
     let (_, om) = get(
         port,
@@ -420,7 +451,7 @@ fn running_totals_never_go_backwards_across_wraps_and_window_resets() {
         ..Default::default()
     };
     let set = MetricSet::load(&[Generation::Bf3], &[]);
-    let mut e = Exporter::start(&device, &config, set, 0).unwrap();
+    let mut e = Exporter::start(&device, &config, set, || 0).unwrap();
     let hz = sim.clock_hz("llt0").unwrap();
     let mut previous = 0.0;
     for s in 1..=10u64 {
@@ -444,29 +475,80 @@ fn the_example_config_serves_what_promtool_accepts() {
     let Some((promtool, _)) = prometheus_tools() else {
         return;
     };
-    let Some(m) = Mount::start("2", "6.16") else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exporter.example.toml");
-    let (_e, port) = serve(&m, dir.path(), &example);
-    let (_, text) = get(port, "/metrics", "text/plain");
-    promtool_accepts(&promtool, &text);
-    assert!(sample(&text, "bfperf_metric_l3_hit_rate", &[("block", "l3cache")]) > 0.0);
-    assert!(
-        sample(
-            &text,
-            "bfperf_metric_pcie_in_utilisation",
-            &[("block", "pcie0")]
-        ) > 0.0
-    );
-    assert!(
-        sample(
-            &text,
-            "bfperf_events_total",
-            &[("block", "tile1"), ("event", "MEMORY_WRITES")]
-        ) > 0.0
-    );
+    // Each generation's default set, with the same file and no edits.
+    type Series<'a> = (&'a str, &'a [(&'a str, &'a str)]);
+    let expect: [(&str, &[Series]); 3] = [
+        (
+            "1",
+            &[
+                (
+                    "bfperf_events_total",
+                    &[("block", "l3cache0half1"), ("event", "MISSES_BANK1")],
+                ),
+                (
+                    "bfperf_events_total",
+                    &[("block", "tile7"), ("event", "MEMORY_WRITES")],
+                ),
+                (
+                    "bfperf_register_bytes_total",
+                    &[("block", "pcie2"), ("register", "IN_P_BYTE_CNT")],
+                ),
+            ],
+        ),
+        (
+            "2",
+            &[
+                (
+                    "bfperf_events_total",
+                    &[("block", "l3cachehalf1"), ("event", "HITS_BANK0")],
+                ),
+                (
+                    "bfperf_events_total",
+                    &[("block", "tile3"), ("event", "MEMORY_READS")],
+                ),
+                (
+                    "bfperf_register_bytes_total",
+                    &[("block", "pcie1"), ("register", "OUT_C_BYTE_CNT")],
+                ),
+            ],
+        ),
+        (
+            "3",
+            &[
+                (
+                    "bfperf_events_total",
+                    &[("block", "mss1"), ("event", "SKYLIB_DDN_RX_FLITS")],
+                ),
+                (
+                    "bfperf_events_total",
+                    &[("block", "llt7"), ("event", "GDC_BANK1_WR_REQ")],
+                ),
+                (
+                    "bfperf_events_total",
+                    &[("block", "llt_miss0"), ("event", "GDC_MISS_MACHINE_RD_REQ")],
+                ),
+                ("bfperf_cycles_total", &[("block", "mss0")]),
+                ("bfperf_pll_frequency_hertz", &[("pll", "PLL_N1")]),
+            ],
+        ),
+    ];
+    for (gen, series) in expect {
+        let Some(m) = Mount::start(gen, "6.16") else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (_e, port) = serve(&m, dir.path(), &example);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let (_, text) = get(port, "/metrics", "text/plain");
+        promtool_accepts(&promtool, &text);
+        for (name, labels) in series {
+            assert!(
+                sample(&text, name, labels) > 0.0,
+                "bf{gen}: {name}{labels:?}\n{text}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -500,7 +582,10 @@ fn user_metrics_cannot_break_the_exposition() {
     let Some(m) = Mount::start("2", "6.16") else {
         return;
     };
-    let cfg = config(dir.path(), "metrics = [\"odd_help\"]\n");
+    let cfg = config(
+        dir.path(),
+        "metrics = [\"odd_help\"]\nmetric_gauges = true\n",
+    );
     let port = free_port();
     let _e = exporter(
         &m,
@@ -776,5 +861,237 @@ fn tls_and_basic_auth_protect_the_exporter() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{err}");
         assert_eq!(before, c.contents());
+    }
+}
+
+/// `bfperf stat -M METRICS -A`'s per-kind values (as NDJSON records) on a mount.
+fn stat_metrics(m: &Mount, lock: &Path, metrics: &str) -> Vec<serde_json::Value> {
+    let out = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+        .arg("--sysfs-root")
+        .arg(m.root())
+        .arg("--lock-file")
+        .arg(lock)
+        .args(["stat", "-M", metrics, "--duration", "2s", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["record"] == "metric")
+        .collect()
+}
+
+fn prometheus_series(port: u16, query: &str) -> usize {
+    let url = format!(
+        "/api/v1/query?query={}",
+        query
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' | b'-' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    );
+    let (_, body) = get(port, &url, "*/*");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    v["data"]["result"].as_array().map_or(0, Vec::len)
+}
+
+#[test]
+fn the_shipped_rules_pass_promtool_and_stay_current() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shipped = root.join("contrib/prometheus/bfperf.rules.yml");
+    let made = stdout_of(bfperf().args(["metrics", "--all", "--format", "prometheus-rules"]));
+    let text = std::fs::read_to_string(&shipped).unwrap();
+    assert!(
+        text == made,
+        "contrib/prometheus/bfperf.rules.yml is stale: bfperf metrics --all --format prometheus-rules > contrib/prometheus/bfperf.rules.yml"
+    );
+    let Some((promtool, _)) = prometheus_tools() else {
+        return;
+    };
+    for args in [
+        vec!["check", "rules", shipped.to_str().unwrap()],
+        vec!["test", "rules", "rules.test.yml"],
+    ] {
+        let out = Process::new(&promtool)
+            .args(&args)
+            .current_dir(root.join("tests/prometheus"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool {args:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Two simulated DPUs (BlueField-2 and -3) with the example config, a real
+/// Prometheus with the shipped rules: the rules' values match `stat -M` on the
+/// same traffic within 5 %, and every query of the dashboard returns data.
+#[test]
+fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_data() {
+    let Some((_, prometheus)) = prometheus_tools() else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let example = root.join("docs/exporter.example.toml");
+    let dir = tempfile::tempdir().unwrap();
+    // stat first (the exporter then holds each device's writer lock).
+    let mut want: Vec<(String, String, bool, f64)> = Vec::new();
+    // Declared first, dropped last: the exporters stop before their mounts go.
+    let mut mounts = Vec::new();
+    let mut running = Vec::new();
+    let mut targets = Vec::new();
+    for (gen, metrics) in [("2", "l3,memory,pcie"), ("3", "ddr,llc")] {
+        let Some(m) = Mount::start(gen, "6.16") else {
+            return;
+        };
+        let lock = dir.path().join(format!("lock{gen}"));
+        for r in stat_metrics(&m, &lock, metrics) {
+            let (Some(v), Some(unit)) = (r["value"].as_f64(), r["unit"].as_str()) else {
+                continue;
+            };
+            let base = match unit {
+                "GB/s" => v * 1e9,
+                "%" => v / 100.0,
+                _ => continue,
+            };
+            let name = r["metric"].as_str().unwrap().to_string();
+            if r["block"] == r["kind"] || r["kind"] == "pcie" && r["block"] == "pcie0" {
+                let block = r["block"].as_str().unwrap().to_string();
+                want.push((name, block, r["block"] == r["kind"], base));
+            }
+        }
+        let port = free_port();
+        running.push(exporter(
+            &m,
+            &lock,
+            &[
+                "--config",
+                example.to_str().unwrap(),
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ],
+        ));
+        wait_port(port);
+        targets.push(format!("'127.0.0.1:{port}'"));
+        mounts.push(m);
+    }
+    // rate() divides by its whole range: the shipped rules (1m) are right after a
+    // minute of scrapes; the comparison uses the same rules over 5 s.
+    let short = dir.path().join("short.rules.yml");
+    std::fs::write(
+        &short,
+        stdout_of(bfperf().args([
+            "metrics",
+            "--all",
+            "--format",
+            "prometheus-rules",
+            "--window",
+            "5s",
+        ])),
+    )
+    .unwrap();
+    let prom_port = free_port();
+    let prom_cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &prom_cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\n  - {}\nscrape_configs:\n  - job_name: bfperf\n    static_configs:\n      - targets: [{}]\n",
+            root.join("contrib/prometheus/bfperf.rules.yml").display(),
+            short.display(),
+            targets.join(", ")
+        ),
+    )
+    .unwrap();
+    let _p = Running(
+        Process::new(prometheus)
+            .arg(format!("--config.file={}", prom_cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(prom_port);
+    let rule = |name: &str, block: &str, kind_level: bool| {
+        let base = name
+            .replace("_bandwidth", "_bandwidth_bytes_per_second")
+            .replace("_bytes_per_second_bytes_per_second", "_bytes_per_second");
+        match kind_level {
+            true => format!("kind:bfperf_{base}:rate5s{{kind=\"{block}\"}}"),
+            false => format!("block:bfperf_{base}:rate5s{{block=\"{block}\"}}"),
+        }
+    };
+    // Wait until every rule has ten seconds of scrapes behind it.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let full = || {
+        prometheus_query(prom_port, "min(count_over_time(bfperf_up[10s]))")
+            .is_some_and(|n| n >= 10.0)
+    };
+    while !full() {
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus did not scrape both exporters"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(want.len() >= 10, "{want:?}");
+    for (name, block, kind_level, expected) in &want {
+        let q = rule(name, block, *kind_level);
+        let got = prometheus_query(prom_port, &q).unwrap_or_else(|| panic!("no value for {q}"));
+        assert!(
+            ((got - expected) / expected).abs() < 0.05,
+            "{q}: Prometheus {got}, stat {expected}"
+        );
+    }
+    // The dashboard: every query returns data, its variables standing for everything.
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("contrib/grafana/bfperf.json")).unwrap(),
+    )
+    .unwrap();
+    let mut queries: Vec<String> = Vec::new();
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().into_iter().flatten() {
+            queries.push(t["expr"].as_str().unwrap().to_string());
+        }
+    }
+    for v in dash["templating"]["list"].as_array().unwrap() {
+        if let Some(q) = v["query"]["query"].as_str() {
+            // label_values(SELECTOR, label): the selector must select something.
+            let inner = q
+                .trim_start_matches("label_values(")
+                .rsplit_once(',')
+                .unwrap()
+                .0;
+            queries.push(inner.to_string());
+        }
+    }
+    assert!(queries.len() >= 15, "{queries:?}");
+    for q in queries {
+        let q = q
+            .replace("$instance", ".+")
+            .replace("$block", ".+")
+            .replace("$__rate_interval", "1m");
+        assert!(
+            prometheus_series(prom_port, &q) > 0,
+            "the dashboard's {q} returns no data"
+        );
     }
 }

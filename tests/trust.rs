@@ -231,7 +231,7 @@ fn an_event_that_never_had_a_turn_is_not_counted_and_no_metric_uses_it() {
         "{ev:?}"
     );
     // The default traffic hits 75 %.
-    assert_eq!(of("l3_hit_rate", "l3cache").value, Some(75.0));
+    assert_eq!(of("l3_hit_ratio", "l3cache").value, Some(75.0));
 
     // The command line says so.
     bfperf()
@@ -395,7 +395,7 @@ fn every_foreign_write_is_flagged_and_reasserted_by_the_exporter() {
         };
         let set = MetricSet::load(&[s.gen], &[]);
         let sec = 1_000_000_000;
-        let mut e = Exporter::start(&r.device, &config, set, r.clock.now_ns()).unwrap();
+        let mut e = Exporter::start(&r.device, &config, set, || r.clock.now_ns()).unwrap();
         for _ in 0..3 {
             r.clock.advance_ns(sec);
             e.sweep(r.clock.now_ns()).unwrap();
@@ -451,7 +451,7 @@ fn the_exporter_scales_multiplexed_events_as_stat_does() {
         &r2.device,
         &config,
         MetricSet::load(&[Generation::Bf2], &[]),
-        0,
+        || 0,
     )
     .unwrap();
     // What rate() sees: the increase of a series over a window, per second.

@@ -196,8 +196,23 @@ pub enum Command {
         /// Every generation's metrics, not only this device's (no device needed)
         #[arg(long)]
         all: bool,
-        #[command(flatten)]
-        format: FormatOpts,
+        /// Output format; prometheus-rules: recording rules computing the metrics
+        /// (or those named by -M) from the exporter's raw counters
+        #[arg(long, value_enum, value_name = "FORMAT", conflicts_with_all = ["json", "csv"])]
+        format: Option<MetricsFormat>,
+        /// Print JSON (same as --format json)
+        #[arg(long, conflicts_with = "csv")]
+        json: bool,
+        /// Print CSV (same as --format csv)
+        #[arg(long)]
+        csv: bool,
+        /// With prometheus-rules: only these metrics or groups (as stat -M)
+        #[arg(short = 'M', long = "metric", value_name = "METRICS")]
+        metric: Vec<String>,
+        /// With prometheus-rules: the range of the rules' rate() (at least four
+        /// scrape intervals)
+        #[arg(long, value_name = "RANGE", default_value = "1m", value_parser = parse_range)]
+        window: String,
     },
     /// Print a shell completion script
     Completions {
@@ -361,6 +376,32 @@ impl Default for SimOpts {
             counters: Vec::new(),
         }
     }
+}
+
+/// `bfperf metrics --format`: the usual formats and Prometheus recording rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MetricsFormat {
+    /// Aligned columns for people
+    Table,
+    /// One JSON document; schema in docs/schema/
+    Json,
+    /// RFC 4180 CSV with a header row
+    Csv,
+    /// A Prometheus rules file (YAML) recording each metric per block and per kind
+    PrometheusRules,
+}
+
+/// A PromQL range: digits and a unit (`30s`, `1m`, `5m`, `1h`).
+fn parse_range(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    let unit = t.trim_start_matches(|c: char| c.is_ascii_digit());
+    let digits = &t[..t.len() - unit.len()];
+    if digits.is_empty() || !["ms", "s", "m", "h", "d"].contains(&unit) {
+        return Err(format!(
+            "'{text}' is no PromQL range; give one such as 30s, 1m or 5m"
+        ));
+    }
+    Ok(t.to_string())
 }
 
 /// The output format switch of every command that prints data.

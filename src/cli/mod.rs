@@ -25,6 +25,7 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ops::{control, diff, metrics, program, read, snapshot};
 use crate::sim;
+use args::MetricsFormat;
 use exit::{diag, Failure};
 use output::{Format, Report};
 use report::*;
@@ -384,6 +385,10 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
             pattern,
             all,
             format,
+            json,
+            csv,
+            metric,
+            window,
         } => {
             let gens = if all {
                 vec![Generation::Bf1, Generation::Bf2, Generation::Bf3]
@@ -391,10 +396,19 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
                 vec![open_device(g)?.generation()]
             };
             let set = load_metrics(g, &gens)?;
-            out.emit(
-                format.or(Format::Table),
-                &metrics_report(&set, pattern.as_deref(), &gens),
-            )
+            let format = match (format, json, csv) {
+                (Some(MetricsFormat::PrometheusRules), _, _) => {
+                    let chosen = match metric.is_empty() {
+                        true => set.metrics.iter().collect(),
+                        false => set.select(&metric)?,
+                    };
+                    return out.raw(&metrics::prom::rules(&set, &chosen, &window));
+                }
+                (Some(MetricsFormat::Json), _, _) | (None, true, _) => Format::Json,
+                (Some(MetricsFormat::Csv), _, _) | (None, _, true) => Format::Csv,
+                _ => Format::Table,
+            };
+            out.emit(format, &metrics_report(&set, pattern.as_deref(), &gens))
         }
         Command::Completions { shell } => out.raw(&complete::script(shell)),
         Command::Sim(cmd) => Ok(sim_cmd(cmd, g)?),

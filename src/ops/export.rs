@@ -13,7 +13,7 @@ use super::stat::sampler::{Acc, Sampler};
 use super::stat::session::{self, Saved};
 use super::stat::spec::Item;
 use super::stat::{counts, metric_inputs, prepare, Count, StatRequest, Timing};
-use crate::block::{BlockKind, Mechanism};
+use crate::block::{BlockKind, Generation, Mechanism};
 use crate::device::Device;
 use crate::error::Result;
 use crate::kinds::Role;
@@ -27,6 +27,11 @@ pub struct ExportConfig {
     /// Keep the device's journal (restore a leftover one at start, record the
     /// prior programming before the first write).
     pub journal: bool,
+    /// Export the metrics' values as gauges too (over the time since the previous
+    /// scrape); recording rules are the better way.
+    pub metric_gauges: bool,
+    /// Refuse an entry this device cannot count instead of skipping it.
+    pub strict: bool,
 }
 
 /// The exporter's state on one device.
@@ -41,6 +46,8 @@ pub struct Exporter<'d> {
     last_counts: Vec<Count>,
     last_accs: Vec<Vec<Acc>>,
     values: Vec<MetricValue>,
+    /// Export the metrics as gauges (`metric_gauges`).
+    gauges: bool,
     reprogrammed: u64,
     /// Things to log once: re-programmed counters by block.
     pub events: Vec<String>,
@@ -61,20 +68,108 @@ fn register_specs(device: &Device) -> Vec<String> {
         .collect()
 }
 
+/// What the exporter counts by default on each generation, as `stat -e` specs:
+/// the L3 and memory traffic on BlueField-1/-2, DDR and LLC traffic and their
+/// cycles on BlueField-3 (registers and PLL frequencies are always exported). A
+/// config asks for it with `events = ["default"]`; no config means it.
+pub const DEFAULT_EVENTS: &[(Generation, &[&str])] = &[
+    (Generation::Bf1, BF12_DEFAULT),
+    (Generation::Bf2, BF12_DEFAULT),
+    (
+        Generation::Bf3,
+        &[
+            "mss/SKYLIB_DDN_TX_FLITS,SKYLIB_DDN_RX_FLITS/",
+            "llt/GDC_BANK0_RD_REQ,GDC_BANK1_RD_REQ,GDC_BANK0_WR_REQ,GDC_BANK1_WR_REQ/",
+            "llt_miss/GDC_MISS_MACHINE_RD_REQ,GDC_MISS_MACHINE_WR_REQ/",
+            // Apart: kernels before 6.14 have no count_clock.
+            "mss/cycles/",
+            "llt/cycles/",
+            "llt_miss/cycles/",
+        ],
+    ),
+];
+
+const BF12_DEFAULT: &[&str] = &[
+    "l3cache/HITS_BANK0,HITS_BANK1,MISSES_BANK0,MISSES_BANK1/",
+    "tile/MEMORY_READS,MEMORY_WRITES/",
+];
+
+/// The word that stands for [`DEFAULT_EVENTS`] in a config's `events`.
+pub const DEFAULT: &str = "default";
+
+/// A configuration checked against the device.
+#[derive(Debug, Clone, Default)]
+pub struct Checked {
+    /// Every spec to program: registers, events, what the metrics need.
+    pub specs: Vec<String>,
+    /// The metrics to evaluate (with `metric_gauges`).
+    pub metrics: Vec<String>,
+    /// Entries this device cannot count, and why (skipped unless `strict`).
+    pub skipped: Vec<String>,
+}
+
 /// Checks a configuration against the device: the specs its events and metrics
-/// need, and the metric names. Writes nothing.
-pub fn check(
-    device: &Device,
-    config: &ExportConfig,
-    set: &MetricSet,
-) -> Result<(Vec<String>, Vec<String>)> {
-    let chosen = set.select(&config.metrics)?;
-    let names: Vec<String> = chosen.iter().map(|m| m.def.name.clone()).collect();
-    let mut specs = register_specs(device);
-    specs.extend(config.events.iter().cloned());
-    specs.extend(metrics::specs_for(&chosen));
-    prepare(device, &request(specs.clone()))?;
-    Ok((specs, names))
+/// need, and the metric names. An entry the device cannot count is skipped and
+/// named in `skipped`, or refused with `strict`. Writes nothing.
+pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<Checked> {
+    let mut out = Checked {
+        specs: register_specs(device),
+        ..Checked::default()
+    };
+    let gen = device.generation();
+    let defaults = DEFAULT_EVENTS
+        .iter()
+        .filter(|(g, _)| *g == gen)
+        .flat_map(|(_, specs)| specs.iter().map(|s| s.to_string()));
+    let events: Vec<String> = config
+        .events
+        .iter()
+        .flat_map(|e| match e.trim() == DEFAULT {
+            true => defaults.clone().collect(),
+            false => vec![e.clone()],
+        })
+        .collect();
+    let mut skip = |entry: String, e: crate::error::Error| -> Result<()> {
+        match config.strict {
+            true => Err(e),
+            false => {
+                out.skipped.push(format!("{entry}: {e}"));
+                Ok(())
+            }
+        }
+    };
+    let mut specs = Vec::new();
+    for e in events {
+        match prepare(device, &request(vec![e.clone()])) {
+            Ok(_) => specs.push(e),
+            Err(err) => skip(format!("events entry '{e}'"), err)?,
+        }
+    }
+    for name in &config.metrics {
+        let needed = set.select(std::slice::from_ref(name)).and_then(|chosen| {
+            let specs = metrics::specs_for(&chosen);
+            prepare(device, &request(specs.clone()))?;
+            Ok((
+                chosen
+                    .iter()
+                    .map(|m| m.def.name.clone())
+                    .collect::<Vec<_>>(),
+                specs,
+            ))
+        });
+        match needed {
+            Ok((names, needs)) => {
+                out.metrics.extend(names);
+                specs.extend(needs);
+            }
+            Err(err) => skip(format!("metrics entry '{name}'"), err)?,
+        }
+    }
+    out.specs.extend(specs);
+    let mut seen = std::collections::HashSet::new();
+    out.metrics.retain(|m| seen.insert(m.clone()));
+    prepare(device, &request(out.specs.clone()))?;
+    Ok(out)
 }
 
 fn request(specs: Vec<String>) -> StatRequest {
@@ -89,15 +184,17 @@ fn request(specs: Vec<String>) -> StatRequest {
 }
 
 impl<'d> Exporter<'d> {
-    /// Validates, records the device's configuration, programs and starts.
+    /// Validates, records the device's configuration, programs and starts;
+    /// `clock` gives the time in ns (the window opens as the counters start).
     pub fn start(
         device: &'d Device,
         config: &ExportConfig,
         set: MetricSet,
-        now: u64,
+        clock: impl Fn() -> u64,
     ) -> Result<Exporter<'d>> {
-        let (specs, metric_names) = check(device, config, &set)?;
-        let (plans, _) = prepare(device, &request(specs))?;
+        let checked = check(device, config, &set)?;
+        let metric_names = checked.metrics;
+        let (plans, _) = prepare(device, &request(checked.specs))?;
         // A writer that died left its programming: put the device back first, so
         // that what is recorded below is the real prior state.
         let mut events = Vec::new();
@@ -115,7 +212,10 @@ impl<'d> Exporter<'d> {
             .iter()
             .filter_map(|s| Some((s.block.clone(), s.count_clock?)))
             .collect();
+        // The window opens when the counters start, not when the exporter did.
+        let mut now = 0;
         let started = Sampler::open(device, plans, &masks).and_then(|mut s| {
+            now = clock();
             s.start(now)?;
             Ok(s)
         });
@@ -141,6 +241,7 @@ impl<'d> Exporter<'d> {
             last_counts: Vec::new(),
             last_accs: Vec::new(),
             values: Vec::new(),
+            gauges: config.metric_gauges,
             reprogrammed: 0,
             events,
             journal,
@@ -228,132 +329,207 @@ impl<'d> Exporter<'d> {
         self.exposition(up, scrape_s, TextFormat::OpenMetrics)
     }
 
-    /// The exposition in `format`, written directly (families in a fixed order,
-    /// series in the order of the blocks and their items: the same every scrape).
+    /// The exposition in `format`, written directly: families sorted by name,
+    /// series by their labels (blocks in natural order), the same every scrape.
     pub fn exposition(&self, up: bool, scrape_s: f64, format: TextFormat) -> String {
-        let mut t = Text::new(format);
-        t.gauge("up", "1 when the last sweep read every value");
-        t.sample("up", "", &[], if up { 1.0 } else { 0.0 });
-        t.gauge("scrape_duration_seconds", "Seconds the last sweep took");
-        t.sample("scrape_duration_seconds", "", &[], scrape_s);
-        t.gauge(
+        let mut fams: Vec<Fam> = Vec::with_capacity(16);
+        let location = self.device.location();
+        let one = |name: &'static str, help: &'static str, counter, labels: Labels, v: f64| Fam {
+            name: name.into(),
+            help: help.into(),
+            counter,
+            samples: vec![(labels, v)],
+        };
+        fams.push(one(
+            "up",
+            "1 when the last sweep read every value",
+            false,
+            vec![],
+            f64::from(u8::from(up)),
+        ));
+        fams.push(one(
+            "scrape_duration_seconds",
+            "Seconds the last sweep took",
+            false,
+            vec![],
+            scrape_s,
+        ));
+        fams.push(one(
             "device_info",
             "The device: generation, location and event_list format",
-        );
-        let location = self.device.location();
-        t.sample(
-            "device_info",
-            "",
-            &[
-                ("generation", self.device.generation().label()),
-                ("device", &location),
-                ("event_list_format", event_list_format(self.device)),
+            false,
+            vec![
+                ("generation", self.device.generation().label().into()),
+                ("device", location),
+                ("event_list_format", event_list_format(self.device).into()),
             ],
             1.0,
-        );
-        t.gauge("build_info", "bfperf's version");
-        t.sample(
+        ));
+        fams.push(one(
             "build_info",
-            "",
-            &[("version", env!("CARGO_PKG_VERSION"))],
+            "bfperf's version",
+            false,
+            vec![("version", env!("CARGO_PKG_VERSION").into())],
             1.0,
-        );
-        t.counter(
+        ));
+        fams.push(one(
             "reprogrammed",
             "Counters found re-programmed by another program and programmed again",
-        );
-        t.sample("reprogrammed", "_total", &[], self.reprogrammed as f64);
-        let totals = self.sampler.totals();
-        let plans = &self.sampler.plans;
-        let families: [(&str, &str, Family); 7] = [
-            (
-                "events",
-                "Events counted by a counter bfperf programmed (running total)",
-                Family::Events,
-            ),
-            (
-                "cycles",
-                "Clock cycles counted by a count_clock counter (running total)",
-                Family::Cycles,
-            ),
-            (
-                "register_bytes",
-                "A statistics register counting bytes (pcie)",
-                Family::Registers("bytes"),
-            ),
-            (
-                "register_packets",
-                "A statistics register counting packets (pcie)",
-                Family::Registers("packets"),
-            ),
-            (
-                "register",
-                "A statistics register counting events (ecc)",
-                Family::Registers("count"),
-            ),
-            (
-                "register_value",
-                "A control register's value (error injection, switches)",
-                Family::Controls,
-            ),
-            (
-                "level",
-                "A measured level, such as a clock monitor's count (clock_measure)",
-                Family::Levels,
-            ),
-        ];
-        for (name, help, family) in families {
-            let mut any = false;
-            for (p, accs) in plans.iter().zip(&totals) {
-                for (i, (item, acc)) in p.items.iter().zip(accs).enumerate() {
-                    // A multiplexed event before its first turn has no value yet.
-                    if acc.active_ns == 0 && !acc.level {
-                        continue;
-                    }
-                    let Some(value) = family.value(p, item, acc) else {
-                        continue;
-                    };
-                    if !any {
-                        if family.is_counter() {
-                            t.counter(name, help);
-                        } else {
-                            t.gauge(name, help);
-                        }
-                        any = true;
-                    }
-                    let counter = counter_of(p, i);
-                    let mut labels = vec![
-                        ("block", p.block.name.as_str()),
-                        ("kind", p.block.kind.as_str()),
-                    ];
-                    match item {
-                        Item::Register { name } => labels.push(("register", name)),
-                        Item::Cycles => labels.push(("counter", &counter)),
-                        Item::Event { name, .. } => {
-                            labels.push(("counter", &counter));
-                            labels.push(("event", name));
-                        }
-                    }
-                    let suffix = if family.is_counter() { "_total" } else { "" };
-                    t.sample(name, suffix, &labels, value);
-                }
-            }
+            true,
+            vec![],
+            self.reprogrammed as f64,
+        ));
+        self.raw_families(&mut fams);
+        self.parameter_family(&mut fams);
+        if self.gauges {
+            self.metric_families(&mut fams);
         }
-        let mut seen: Vec<&str> = Vec::new();
-        for v in &self.values {
-            if seen.contains(&v.metric.as_str()) {
-                continue;
+        fams.retain(|f| !f.samples.is_empty());
+        fams.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut t = Text::new(format);
+        for mut f in fams {
+            f.samples.sort_by_cached_key(|(labels, _)| {
+                labels
+                    .iter()
+                    .map(|(_, v)| crate::device::natural_key(v))
+                    .collect::<Vec<_>>()
+            });
+            if f.counter {
+                t.counter(&f.name, &f.help);
+            } else {
+                t.gauge(&f.name, &f.help);
             }
-            seen.push(&v.metric);
-            let name = format!("metric_{}", v.metric);
-            t.gauge(&name, &v.description);
-            for w in self.values.iter().filter(|w| w.metric == v.metric) {
-                if let Some(x) = w.value {
-                    t.sample(&name, "", &[("block", &w.block), ("unit", &w.unit)], x);
-                }
+            let suffix = if f.counter { "_total" } else { "" };
+            for (labels, v) in &f.samples {
+                let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                t.sample(&f.name, suffix, &l, *v);
             }
         }
         t.finish()
+    }
+
+    /// The raw series: events, cycles, registers by unit and role, PLL frequencies.
+    fn raw_families(&self, fams: &mut Vec<Fam>) {
+        let totals = self.sampler.totals();
+        let plans = &self.sampler.plans;
+        let first = fams.len();
+        for (name, help, counter) in RAW_FAMILIES {
+            fams.push(Fam {
+                name: (*name).into(),
+                help: (*help).into(),
+                counter: *counter,
+                samples: Vec::new(),
+            });
+        }
+        for (p, accs) in plans.iter().zip(&totals) {
+            let def = p.block.def();
+            let mut counts: HashMap<&str, u64> = HashMap::new();
+            let mut windows: HashMap<&str, u64> = HashMap::new();
+            for (i, (item, acc)) in p.items.iter().zip(accs).enumerate() {
+                // A multiplexed event before its first turn has no value yet.
+                if acc.active_ns == 0 && !acc.level {
+                    continue;
+                }
+                let block = || -> Labels {
+                    vec![
+                        ("block", p.block.name.clone()),
+                        ("kind", p.block.kind.as_str().into()),
+                    ]
+                };
+                let (family, mut labels, value) = match item {
+                    Item::Event { name, .. } => {
+                        let mut l = block();
+                        l.push(("counter", counter_of(p, i)));
+                        l.push(("event", name.clone()));
+                        (Raw::Events, l, acc.estimate)
+                    }
+                    Item::Cycles => {
+                        let mut l = block();
+                        l.push(("counter", counter_of(p, i)));
+                        (Raw::Cycles, l, acc.estimate)
+                    }
+                    Item::Register { name } => {
+                        if let Some((pll, is_count)) = def.frequencies.and_then(|f| f.pll_of(name))
+                        {
+                            let to = if is_count { &mut counts } else { &mut windows };
+                            to.insert(pll, acc.total);
+                            continue;
+                        }
+                        let family = match def.role(name) {
+                            Role::Count => match crate::kinds::register_unit(name) {
+                                "bytes" => Raw::Bytes,
+                                "packets" => Raw::Packets,
+                                _ => Raw::RegisterEvents,
+                            },
+                            Role::Control => Raw::Controls,
+                            Role::Level => Raw::Levels,
+                        };
+                        (family, block(), acc.total)
+                    }
+                };
+                if let Item::Register { name } = item {
+                    labels.push(("register", name.trim_end().to_string()));
+                }
+                fams[first + family as usize]
+                    .samples
+                    .push((labels, value as f64));
+            }
+            if let Some(f) = def.frequencies {
+                for (pll, count) in &counts {
+                    let Some(hz) = windows.get(pll).and_then(|w| f.hertz(*count, *w)) else {
+                        continue;
+                    };
+                    let labels = vec![
+                        ("block", p.block.name.clone()),
+                        ("kind", p.block.kind.as_str().into()),
+                        ("pll", (*pll).to_string()),
+                    ];
+                    fams[first + Raw::Hertz as usize].samples.push((labels, hz));
+                }
+            }
+        }
+    }
+
+    /// The parameters metric formulas use (the PCIe link's capacity).
+    fn parameter_family(&self, fams: &mut Vec<Fam>) {
+        let mut samples: Vec<(Labels, f64)> = self
+            .params
+            .iter()
+            .map(|(k, v)| (vec![("name", k.clone())], *v))
+            .collect();
+        samples.sort_by(|a, b| a.0.cmp(&b.0));
+        fams.push(Fam {
+            name: "parameter".into(),
+            help: "A value given in the config that metric formulas use (pcie_link_bytes_per_s: the PCIe link's bytes per second)".into(),
+            counter: false,
+            samples,
+        });
+    }
+
+    /// Metric gauges (only with `metric_gauges`): per block, in base units, over
+    /// the time since the previous scrape.
+    fn metric_families(&self, fams: &mut Vec<Fam>) {
+        for v in self.values.iter().filter(|v| !v.of_kind) {
+            let Some(m) = self.set.get(&v.metric) else {
+                continue;
+            };
+            let (base, factor) = metrics::prom::base_name(m);
+            let name = format!("metric_{base}");
+            let x = match v.value {
+                Some(x) => x / m.scale * factor,
+                None => continue,
+            };
+            let sample = (vec![("block", v.block.clone())], x);
+            match fams.iter_mut().find(|f| f.name == name) {
+                Some(f) => f.samples.push(sample),
+                None => fams.push(Fam {
+                    name,
+                    help: format!("{} (since the previous scrape)", v.description),
+                    counter: false,
+                    samples: vec![sample],
+                }),
+            }
+        }
     }
 
     /// Puts the device back as it was, and drops the journal.
@@ -418,43 +594,69 @@ pub enum TextFormat {
     Text004,
 }
 
-/// Which series of a plan item a family holds, and its value.
+/// A series' labels, in order.
+type Labels = Vec<(&'static str, String)>;
+
+/// A family of the exposition and its samples.
+struct Fam {
+    name: String,
+    help: String,
+    counter: bool,
+    samples: Vec<(Labels, f64)>,
+}
+
+/// The families of raw values, in the order of [`RAW_FAMILIES`].
 #[derive(Debug, Clone, Copy)]
-enum Family {
+enum Raw {
     Events,
     Cycles,
-    /// Count registers of a unit (bytes, packets, count).
-    Registers(&'static str),
+    Bytes,
+    Packets,
+    RegisterEvents,
     Controls,
     Levels,
+    Hertz,
 }
 
-impl Family {
-    fn is_counter(self) -> bool {
-        matches!(self, Family::Events | Family::Cycles | Family::Registers(_))
-    }
-
-    fn value(self, p: &BlockPlan, item: &Item, acc: &Acc) -> Option<f64> {
-        let role = |name: &str| p.block.def().role(name);
-        match (self, item) {
-            (Family::Events, Item::Event { .. }) | (Family::Cycles, Item::Cycles) => {
-                Some(acc.estimate as f64)
-            }
-            (Family::Registers(unit), Item::Register { name })
-                if role(name) == Role::Count && crate::kinds::register_unit(name) == unit =>
-            {
-                Some(acc.total as f64)
-            }
-            (Family::Controls, Item::Register { name }) if role(name) == Role::Control => {
-                Some(acc.total as f64)
-            }
-            (Family::Levels, Item::Register { name }) if role(name) == Role::Level => {
-                Some(acc.total as f64)
-            }
-            _ => None,
-        }
-    }
-}
+/// Name, HELP and whether it is a counter, for each [`Raw`].
+const RAW_FAMILIES: &[(&str, &str, bool)] = &[
+    (
+        "events",
+        "Events counted by a counter bfperf programmed",
+        true,
+    ),
+    (
+        "cycles",
+        "Clock cycles counted by a count_clock counter",
+        true,
+    ),
+    (
+        "register_bytes",
+        "Bytes counted by a statistics register (pcie)",
+        true,
+    ),
+    (
+        "register_packets",
+        "Packets counted by a statistics register (pcie)",
+        true,
+    ),
+    (
+        "register_events",
+        "Events counted by a statistics register (ecc)",
+        true,
+    ),
+    (
+        "register_value",
+        "A control register's value (error injection, switches)",
+        false,
+    ),
+    ("level", "A measured level read from a register", false),
+    (
+        "pll_frequency_hertz",
+        "A PLL's frequency, from its clock monitor (clock_measure)",
+        false,
+    ),
+];
 
 /// An exposition being written: families and samples, names prefixed `bfperf_`,
 /// label values and HELP escaped as the formats require.

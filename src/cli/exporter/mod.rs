@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::ops::export::{self, ExportConfig, Exporter, TextFormat};
 use crate::ops::read::monotonic_ns;
 
-/// The default config file; its absence means registers only.
+/// The default config file; its absence means the default set.
 pub const DEFAULT_CONFIG: &str = "/etc/bfperf/exporter.toml";
 /// The default address: loopback, a fixed port so that `instance` stays stable.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9839";
@@ -32,12 +32,18 @@ const SWEEP: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
-    /// `stat -e` specs.
+    /// `stat -e` specs, or `default`.
     #[serde(default)]
     events: Vec<String>,
-    /// `stat -M` metric names or groups.
+    /// `stat -M` metric names or groups: their events are programmed.
     #[serde(default)]
     metrics: Vec<String>,
+    /// Export the metrics' values as gauges too.
+    #[serde(default)]
+    metric_gauges: bool,
+    /// Refuse entries this device lacks instead of skipping them.
+    #[serde(default)]
+    strict: bool,
     /// The PCIe link for utilisation metrics (`gen4x16`).
     pcie_link: Option<String>,
 }
@@ -54,9 +60,9 @@ fn read_config(path: Option<&Path>, global: &Global) -> Result<ExportConfig> {
             if source.kind() == std::io::ErrorKind::NotFound && !explicit =>
         {
             diag(&format!(
-                "no {DEFAULT_CONFIG}: exporting the statistics registers only"
+                "no {DEFAULT_CONFIG}: exporting the default set of this generation"
             ));
-            String::new()
+            format!("events = [\"{}\"]", export::DEFAULT)
         }
         Err(e) => return Err(e),
     };
@@ -73,6 +79,8 @@ fn read_config(path: Option<&Path>, global: &Global) -> Result<ExportConfig> {
         metrics: file.metrics,
         params: metric_params(&g)?,
         journal: g.sim.is_none(),
+        metric_gauges: file.metric_gauges,
+        strict: file.strict,
     })
 }
 
@@ -103,7 +111,9 @@ fn reload<'d>(
 ) -> Result<Exporter<'d>> {
     let checked = read_config(args.config.as_deref(), global).and_then(|c| {
         let set = load_metrics(global, &[device.generation()])?;
-        export::check(device, &c, &set)?;
+        for s in export::check(device, &c, &set)?.skipped {
+            diag(&format!("warning: skipped {s} (strict = true refuses it)"));
+        }
         Ok((c, set))
     });
     match checked {
@@ -115,7 +125,7 @@ fn reload<'d>(
         }
         Ok((config, set)) => {
             current.stop()?;
-            let e = Exporter::start(device, &config, set, monotonic_ns())?;
+            let e = Exporter::start(device, &config, set, monotonic_ns)?;
             diag("configuration reloaded");
             Ok(e)
         }
@@ -133,7 +143,9 @@ pub fn run(global: &Global, args: ExporterArgs) -> Result<()> {
     let device = open_device(global)?;
     let config = read_config(args.config.as_deref(), global)?;
     let set = load_metrics(global, &[device.generation()])?;
-    export::check(&device, &config, &set)?;
+    for s in export::check(&device, &config, &set)?.skipped {
+        diag(&format!("warning: skipped {s} (strict = true refuses it)"));
+    }
     // Checked before the device is touched, like everything else.
     let web = match &args.web_config {
         Some(path) => web::Web::load(path)?,
@@ -145,7 +157,7 @@ pub fn run(global: &Global, args: ExporterArgs) -> Result<()> {
         device: &device,
         global,
         args: &args,
-        exporter: Some(Exporter::start(&device, &config, set, monotonic_ns())?),
+        exporter: Some(Exporter::start(&device, &config, set, monotonic_ns)?),
         last_sweep: Instant::now(),
     };
     let result = match &args.textfile {

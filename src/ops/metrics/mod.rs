@@ -4,6 +4,7 @@
 //! kind's blocks (events summed first, then the formula).
 
 pub mod def;
+pub mod prom;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -92,6 +93,27 @@ impl Metric {
     /// Why the formula cannot be used, if it cannot.
     pub fn problem(&self) -> Option<&str> {
         self.compiled().as_ref().err().map(String::as_str)
+    }
+
+    /// Each name its formula uses and what it stands for (none when it does not
+    /// compile), in the order [`Metric::eval`] takes their values.
+    pub fn named_vars(&self) -> Vec<(String, Var)> {
+        match self.compiled() {
+            Ok(c) => c
+                .expr
+                .var_names()
+                .iter()
+                .map(|n| n.trim_start_matches('{').trim_end_matches('}').to_string())
+                .zip(c.vars.iter().cloned())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// The formula's value for these values of its names (in `named_vars` order).
+    pub fn eval(&self, values: &[f64]) -> Option<f64> {
+        let c = self.compiled().as_ref().ok()?;
+        c.expr.eval(values).ok().filter(|v| v.is_finite())
     }
 
     /// The names its formula uses, classified (none when it does not compile).
@@ -723,6 +745,9 @@ pub struct MetricValue {
     pub coverage: f64,
     /// Why there is no value.
     pub reason: Option<String>,
+    /// The value is for the sum of the kind's blocks, not one block.
+    #[serde(skip)]
+    pub of_kind: bool,
 }
 
 /// Evaluates the chosen metrics per block (when `per_block`) and for each kind's sum.
@@ -785,6 +810,7 @@ pub fn evaluate(
                 description: m.def.description.clone(),
                 coverage,
                 reason,
+                of_kind: scope.is_none(),
             });
         }
     }
