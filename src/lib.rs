@@ -3,7 +3,13 @@
 //!
 //! Layers, from the bottom: [`sysfs`] (file access relative to the device, real or
 //! simulated), the domain ([`block`], [`catalog`], [`device`]), the operations
-//! ([`ops`]), and the command line ([`cli`]).
+//! ([`ops`]). The command line (`cli`, feature `cli`) is the binary's and not
+//! part of the library's API.
+//!
+//! Features: `cli` (the command line: clap, tables), `sim-mount` (the simulator over
+//! FUSE) and `exporter` (its HTTP server and TLS) are on by default for the binary;
+//! with `default-features = false` the library has the device, the catalog, the
+//! operations, the metrics and the in-process simulator only.
 //!
 //! On a DPU, open the device with `Device::discover(Path::new("/sys"))`. The same
 //! operations run on the simulator:
@@ -30,6 +36,8 @@
 
 pub mod block;
 pub mod catalog;
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod cli;
 pub mod device;
 pub mod error;

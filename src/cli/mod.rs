@@ -4,6 +4,7 @@
 mod args;
 pub mod complete;
 pub mod exit;
+#[cfg(feature = "exporter")]
 mod exporter;
 pub mod output;
 pub mod report;
@@ -211,7 +212,10 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
     let g = &cli.global;
     match cli.command {
         Command::Stat(_) => Ok(()),
+        #[cfg(feature = "exporter")]
         Command::Exporter(a) => Ok(exporter::run(g, a)?),
+        #[cfg(not(feature = "exporter"))]
+        Command::Exporter(_) => Err(not_built("exporter").into()),
         Command::Restore => {
             let device = open_device(g)?;
             let _lock = lock_device(g, &device)?;
@@ -514,6 +518,14 @@ fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
     })
 }
 
+/// A command of a feature this binary was built without.
+#[allow(dead_code)]
+fn not_built(feature: &str) -> Error {
+    Error::BadAssignment {
+        problem: format!("this bfperf was built without the `{feature}` feature; build it with `cargo build --features {feature}`"),
+    }
+}
+
 fn sim_cmd(cmd: SimCommand, global: &Global) -> Result<()> {
     match cmd {
         SimCommand::Mount { dir, sim: o } => {
@@ -524,7 +536,13 @@ fn sim_cmd(cmd: SimCommand, global: &Global) -> Result<()> {
                 Arc::new(sim::SystemClock::new()),
                 &c.options,
             ));
-            sim::mount::serve(device, &dir)
+            #[cfg(feature = "sim-mount")]
+            return sim::mount::serve(device, &dir);
+            #[cfg(not(feature = "sim-mount"))]
+            return {
+                let _ = (device, dir);
+                Err(not_built("sim-mount"))
+            };
         }
         SimCommand::Export {
             dir,

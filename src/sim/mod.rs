@@ -12,6 +12,7 @@ mod driver;
 pub mod export;
 pub mod kernel;
 mod layout;
+#[cfg(feature = "sim-mount")]
 pub mod mount;
 mod parse;
 mod state;
