@@ -8,7 +8,6 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use clap::CommandFactory;
 use common::*;
 
 fn docs() -> PathBuf {
@@ -128,27 +127,31 @@ fn the_same_key_names_a_block_everywhere() {
     assert_eq!(read["blocks"][0]["counters"][3]["counter"], 3);
 }
 
-fn man_pages() -> Vec<(String, String)> {
-    let root = bfperf::cli::Cli::command();
-    let mut pages = Vec::new();
-    let mut render = |name: String, cmd: clap::Command| {
-        let mut buf = Vec::new();
-        clap_mangen::Man::new(cmd).render(&mut buf).unwrap();
-        pages.push((format!("{name}.1"), String::from_utf8(buf).unwrap()));
-    };
-    render("bfperf".into(), root.clone());
-    for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let name = format!("bfperf-{}", sub.get_name());
-        let leaked: &'static str = Box::leak(name.clone().into_boxed_str());
-        render(name, sub.clone().name(leaked));
-    }
-    pages
-}
-
 #[test]
 fn checked_in_man_pages_are_current() {
-    let pages = man_pages();
+    let pages = bfperf::cli::manual::pages();
     assert!(pages.iter().any(|(n, _)| n == "bfperf-program.1"));
+    for (name, text) in &pages {
+        for want in [
+            "SYNOPSIS",
+            "EXIT STATUS",
+            "ENVIRONMENT",
+            "FILES",
+            "SEE ALSO",
+            "sysfs\\-root",
+        ] {
+            assert!(text.contains(want), "{name} has no {want}");
+        }
+    }
+    let stat = &pages.iter().find(|(n, _)| n == "bfperf-stat.1").unwrap().1;
+    for want in [
+        "EVENT SPECIFICATIONS",
+        "MULTIPLEXING",
+        "RESTORE",
+        "EXAMPLES",
+    ] {
+        assert!(stat.contains(want), "bfperf-stat.1 has no {want}");
+    }
     for (name, text) in pages {
         check_current(
             &docs().join("man").join(&name),

@@ -10,12 +10,15 @@ use super::output::Format;
 #[command(
     name = "bfperf",
     version,
-    about = "Manage the hardware performance counters of NVIDIA BlueField DPUs",
-    long_about = "Manage the hardware performance counters of NVIDIA BlueField DPUs.\n\n\
-        bfperf finds the mlxbf-pmc driver's hwmon device (name `bfperf`), maps its blocks, \
-        names their events, programs and reads counters, and takes snapshots of the PCIe \
-        TLR statistics.",
-    after_help = "Examples:\n  bfperf blocks\n  bfperf events tile2 hnf\n  bfperf program tile2 3 HNF_REQUESTS\n  bfperf read tile2\n  bfperf snapshot -o before.json"
+    about = "Measure and export the hardware performance counters of NVIDIA BlueField DPUs",
+    long_about = "Measure and export the hardware performance counters of NVIDIA BlueField DPUs.\n\n\
+        bfperf finds the mlxbf-pmc driver's hwmon device, names the events of its blocks, \
+        programs, reads and snapshots counters, measures them perf-style (`stat`: counts, \
+        rates and metrics during a command or a period, multiplexed when they do not fit), \
+        and exports them to Prometheus (`exporter`). Every writing command checks its input \
+        before the first write, and `stat` and the exporter put the device back as they \
+        found it.",
+    after_help = "Examples:\n  bfperf blocks\n  bfperf stat -M ddr,llc --duration 10s\n  bfperf stat -e 'tile/MEMORY_READS/' -I 1000 -- ./workload\n  bfperf exporter\n  bfperf program tile2 3 HNF_REQUESTS && bfperf read tile2\n  bfperf --sim bf3 stat -M ddr --duration 2s"
 )]
 pub struct Cli {
     #[command(flatten)]

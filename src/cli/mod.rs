@@ -6,6 +6,7 @@ pub mod complete;
 pub mod exit;
 #[cfg(feature = "exporter")]
 mod exporter;
+pub mod manual;
 pub mod output;
 pub mod report;
 mod stat;

@@ -1,0 +1,228 @@
+//! The man pages: clap's synopsis, description and options (the global ones on every
+//! page), then the sections a reader looks for, kept here as data: EXIT STATUS,
+//! ENVIRONMENT, FILES and SEE ALSO on every page, and per command its EXAMPLES and
+//! its rules (the spec grammar, multiplexing and restore on bfperf-stat(1)).
+//! `docs/man/` holds them generated (`BFPERF_BLESS=1 cargo test --test docs`).
+
+use clap::CommandFactory;
+
+use super::args::Cli;
+
+/// Sections of one page beyond clap's: (page, section title, paragraphs).
+const SECTIONS: &[(&str, &str, &[&str])] = &[
+    (
+        "bfperf",
+        "EXAMPLES",
+        &[
+            "bfperf info",
+            "bfperf stat -M ddr,llc --duration 10s",
+            "bfperf stat -e 'tile/MEMORY_READS,MEMORY_WRITES/' -I 1000 -- ./workload",
+            "bfperf exporter",
+            "bfperf program tile2 3 HNF_REQUESTS && bfperf read tile2",
+            "bfperf --sim bf3 stat -M ddr --duration 2s   (no DPU needed)",
+        ],
+    ),
+    (
+        "bfperf-stat",
+        "EVENT SPECIFICATIONS",
+        &[
+            "-e takes BLOCKS/EVENT[,EVENT...]/ as perf does. BLOCKS is a block (tile2), a kind (tile, every tile block), a glob (tile[0-3], l3cache*) or a comma list of them. EVENT is a name from `bfperf events BLOCK` (any case), a number (0x45), `cycles` on a block with count_clock (BlueField-3 crspace blocks, kernel 6.14 or later), a statistics register's name (pcie, ecc), or a glob of names.",
+            "-M takes metric names or groups from `bfperf metrics` (comma list, repeatable); the events they need are counted, shared ones once.",
+            "Everything is checked before the first write: an unknown block or event is refused with suggestions, and the device is not touched.",
+        ],
+    ),
+    (
+        "bfperf-stat",
+        "MULTIPLEXING",
+        &[
+            "When a block's events do not fit its counters, they take turns every 100 ms, as perf multiplexes. Each count is scaled to the whole window and its COVERAGE (the share of the window it was counted) is printed beside it; an event that never had a turn prints <not counted> (null in JSON and CSV) and the metrics that need it are left out. --no-multiplex refuses instead. Metric sets are scheduled together where they fit, so a ratio's inputs are counted at the same time.",
+        ],
+    ),
+    (
+        "bfperf-stat",
+        "OTHER PROGRAMS AND RESTORE",
+        &[
+            "stat holds the device's writer lock while it runs. Each tick it checks that its counters are as it programmed them; one another program re-programmed, reset, stopped or cleared is programmed again, and the interval it spoiled is marked invalid with the reason.",
+            "At the end (also on SIGINT, SIGTERM and SIGHUP) it restores the programming it found, unless --no-restore. Before its first write it records that programming in a journal; if stat is killed (SIGKILL, OOM, power loss), `bfperf restore` or the next stat or exporter puts it back.",
+        ],
+    ),
+    (
+        "bfperf-stat",
+        "EXAMPLES",
+        &[
+            "bfperf stat -M l3 --duration 5s",
+            "bfperf stat -e 'tile/MEMORY_READS/' -e 'l3cache/HITS_BANK0,MISSES_BANK0/' -- make -j8",
+            "bfperf stat -M ddr -I 1000 -x, -o ddr.csv --duration 1m",
+            "bfperf stat -M pcie --pcie-link gen4x16 -A --json --duration 10s",
+        ],
+    ),
+    (
+        "bfperf-exporter",
+        "CONFIGURATION",
+        &[
+            "The config (TOML, default /etc/bfperf/exporter.toml; without it, the default set) names the counters to program: events = [\"default\", \"BLOCKS/EVENT/\"...] as stat -e takes them, where \"default\" is the generation's default set; metrics = [...] programs what those metrics need; metric_gauges = true also exports their values as gauges; strict = true refuses entries the device lacks instead of skipping them with a warning; pcie_link = \"gen4x16\". Statistics registers and PLL frequencies are always exported. SIGHUP reloads it.",
+            "Series follow Prometheus' naming: raw counters (bfperf_events_total, bfperf_cycles_total, bfperf_register_bytes_total, ...) labelled by block and kind, PLL frequencies in hertz. Rates and metrics are computed by Prometheus with the recording rules of `bfperf metrics --format prometheus-rules` (installed in /usr/share/bfperf/prometheus/).",
+        ],
+    ),
+    (
+        "bfperf-exporter",
+        "EXAMPLES",
+        &[
+            "systemctl enable --now bfperf-exporter",
+            "bfperf exporter --listen 0.0.0.0:9839 --web.config.file /etc/bfperf/web.yml",
+            "bfperf exporter --textfile /var/lib/node_exporter/textfile/bfperf.prom",
+        ],
+    ),
+    (
+        "bfperf-metrics",
+        "EXAMPLES",
+        &[
+            "bfperf metrics ddr",
+            "bfperf metrics --all --format prometheus-rules > /etc/prometheus/rules/bfperf.yml",
+        ],
+    ),
+    (
+        "bfperf-restore",
+        "EXAMPLES",
+        &["bfperf restore   (after `kill -9` of a stat or exporter)"],
+    ),
+];
+
+/// Synopses clap's usage line says too little for: (page, lines).
+const SYNOPSES: &[(&str, &[&str])] = &[
+    (
+        "bfperf-stat",
+        &[
+            "bfperf stat [OPTIONS] -e SPEC [-e SPEC]... [-- COMMAND [ARG]...]",
+            "bfperf stat [OPTIONS] -M METRICS [--duration TIME | -- COMMAND [ARG]...]",
+        ],
+    ),
+    (
+        "bfperf-exporter",
+        &[
+            "bfperf exporter [--config FILE] [--listen ADDR:PORT] [--web.config.file FILE]",
+            "bfperf exporter [--config FILE] --textfile FILE [--interval TIME]",
+        ],
+    ),
+    (
+        "bfperf-metrics",
+        &[
+            "bfperf metrics [OPTIONS] [PATTERN]",
+            "bfperf metrics [--all] --format prometheus-rules [-M METRICS] [--window RANGE]",
+        ],
+    ),
+];
+
+const EXIT_STATUS: &[&str] = &[
+    "0: success, also when standard output was closed early (bfperf read | head -1). `stat -- COMMAND` exits with COMMAND's status.",
+    "1: an error: device not found, input refused (nothing was written), the driver refused a write, an output could not be written. The message names the file and what to do.",
+    "2: the command line could not be parsed.",
+];
+
+const ENVIRONMENT: &[&str] = &[
+    "BFPERF_SYSFS_ROOT: the sysfs root (--sysfs-root).",
+    "BFPERF_LOCK_FILE: the writer lock file (--lock-file).",
+    "BFPERF_STATE_DIR: the directory of locks and journals, instead of /run/bfperf.",
+    "XDG_RUNTIME_DIR: where a user other than root keeps its state (bfperf under it).",
+];
+
+const FILES: &[&str] = &[
+    "/sys/class/hwmon/hwmon*/: the mlxbf-pmc device (its name file reads bfperf).",
+    "/etc/bfperf/exporter.toml: the exporter's configuration.",
+    "/etc/bfperf/metrics/*.json, ~/.config/bfperf/metrics/*.json: metric definitions of your own (perf's metric JSON).",
+    "/run/bfperf/KEY.lock, /run/bfperf/KEY.journal: each device's writer lock and the programming a running writer will restore (root only; another user's under $XDG_RUNTIME_DIR/bfperf).",
+    "/usr/share/bfperf/prometheus/bfperf.rules.yml, /usr/share/bfperf/grafana/bfperf.json: recording rules and a Grafana dashboard for the exporter's series.",
+];
+
+/// Every man page: (file name, roff text).
+pub fn pages() -> Vec<(String, String)> {
+    let mut root = Cli::command();
+    root.build();
+    let subs: Vec<clap::Command> = root
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        .cloned()
+        .collect();
+    let names: Vec<String> = subs
+        .iter()
+        .map(|s| format!("bfperf-{}", s.get_name()))
+        .collect();
+    let mut pages = vec![page("bfperf", root.clone(), &names)];
+    for (sub, name) in subs.into_iter().zip(&names) {
+        let leaked: &'static str = Box::leak(name.clone().into_boxed_str());
+        let mut others: Vec<String> = vec!["bfperf".into()];
+        others.extend(names.iter().filter(|n| *n != name).cloned());
+        let spaced: &'static str = Box::leak(name.replacen('-', " ", 1).into_boxed_str());
+        pages.push(page(name, sub.name(leaked).bin_name(spaced), &others));
+    }
+    pages
+}
+
+fn page(name: &str, cmd: clap::Command, see_also: &[String]) -> (String, String) {
+    let mut man_cmd = cmd.clone();
+    let man = clap_mangen::Man::new(cmd);
+    let mut buf = Vec::new();
+    let _ = man.render_title(&mut buf);
+    let _ = man.render_name_section(&mut buf);
+    let mut text = String::from_utf8_lossy(&buf).into_owned();
+    let usage = cmd_usage(&mut man_cmd);
+    let synopsis: Vec<&str> = SYNOPSES
+        .iter()
+        .find(|(p, _)| *p == name)
+        .map_or_else(|| vec![usage.as_str()], |(_, lines)| lines.to_vec());
+    literal(&mut text, "SYNOPSIS", &synopsis);
+    let mut buf = Vec::new();
+    let _ = man.render_description_section(&mut buf);
+    let _ = man.render_options_section(&mut buf);
+    let _ = man.render_subcommands_section(&mut buf);
+    text.push_str(&String::from_utf8_lossy(&buf));
+    for (_, title, paragraphs) in SECTIONS.iter().filter(|(p, _, _)| *p == name) {
+        match *title == "EXAMPLES" {
+            true => literal(&mut text, title, paragraphs),
+            false => section(&mut text, title, paragraphs),
+        }
+    }
+    section(&mut text, "EXIT STATUS", EXIT_STATUS);
+    section(&mut text, "ENVIRONMENT", ENVIRONMENT);
+    section(&mut text, "FILES", FILES);
+    let refs: Vec<String> = see_also.iter().map(|n| format!("{n}(1)")).collect();
+    let mut also = refs.join(", ");
+    also.push_str(", perf-stat(1), prometheus(1)");
+    section(&mut text, "SEE ALSO", &[&also]);
+    text.push_str(&format!(".SH VERSION\nv{}\n", env!("CARGO_PKG_VERSION")));
+    (format!("{name}.1"), text)
+}
+
+/// A section of paragraphs, escaped for roff.
+fn section(out: &mut String, title: &str, paragraphs: &[&str]) {
+    out.push_str(&format!(".SH \"{title}\"\n"));
+    for p in paragraphs {
+        out.push_str(".PP\n");
+        out.push_str(&escape(p));
+        out.push('\n');
+    }
+}
+
+/// A section of lines kept as they are (commands).
+fn literal(out: &mut String, title: &str, lines: &[&str]) {
+    out.push_str(&format!(".SH \"{title}\"\n.nf\n"));
+    for l in lines {
+        out.push_str(&escape(l));
+        out.push('\n');
+    }
+    out.push_str(".fi\n");
+}
+
+/// clap's usage line: `bfperf stat [OPTIONS] [COMMAND]...`.
+fn cmd_usage(cmd: &mut clap::Command) -> String {
+    let usage = cmd.render_usage().to_string();
+    usage.trim_start_matches("Usage: ").trim().to_string()
+}
+
+fn escape(text: &str) -> String {
+    let body = text.replace('\\', "\\e").replace('-', "\\-");
+    match body.starts_with(['.', '\'']) {
+        true => format!("\\&{body}"),
+        false => body,
+    }
+}
