@@ -8,17 +8,22 @@ use serde::{Deserialize, Serialize};
     Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord, Hash, schemars::JsonSchema,
 )]
 pub enum Generation {
+    /// BlueField-1.
     #[serde(rename = "BlueField-1")]
     Bf1,
+    /// BlueField-2.
     #[serde(rename = "BlueField-2")]
     Bf2,
+    /// BlueField-3.
     #[serde(rename = "BlueField-3")]
     Bf3,
+    /// A generation the device's identity and blocks do not tell.
     #[serde(rename = "unknown")]
     Unknown,
 }
 
 impl Generation {
+    /// Its name as NVIDIA writes it (`BlueField-3`).
     pub fn label(self) -> &'static str {
         match self {
             Generation::Bf1 => "BlueField-1",
@@ -91,23 +96,41 @@ impl Generation {
 )]
 #[serde(rename_all = "snake_case")]
 pub enum BlockKind {
+    /// BF1/BF2 tile network.
     Tilenet,
+    /// BF1/BF2 tile (HNF: the L2 home node and its memory traffic).
     Tile,
+    /// BF1/BF2 TRIO generic counters.
     Triogen,
+    /// BF1/BF2 TRIO (PCIe and network I/O).
     Trio,
+    /// Memory subsystem (DDR controller).
     Mss,
+    /// ECC error statistics registers.
     Ecc,
+    /// PCIe TLR statistics registers (bytes and packets in and out).
     Pcie,
+    /// L3 cache half (BF1/BF2).
     L3cache,
+    /// Generic interrupt controller.
     Gic,
+    /// System MMU.
     Smmu,
+    /// BF3 last-level cache miss machine.
     LltMiss,
+    /// BF3 last-level cache tile.
     Llt,
+    /// BF3 clock frequency monitors.
     ClockMeasure,
+    /// BF3 Global Generic Accelerator.
     Gga,
+    /// BF3 Arm Processor Tile.
     Apt,
+    /// BF3 External Memory Interface.
     Emi,
+    /// BF3 PCIe Request Node.
     Prnf,
+    /// BF3 Memory Stasher and Navigator.
     Msn,
     /// A name no kind matches (or, in a snapshot, a kind this bfperf does not know).
     #[serde(other)]
@@ -121,6 +144,7 @@ impl BlockKind {
         crate::kinds::KINDS.iter().map(|d| d.kind)
     }
 
+    /// The kind of a block directory, as the driver decides it from its name.
     pub fn from_block_name(name: &str) -> BlockKind {
         crate::kinds::of_block_name(name).kind
     }
@@ -130,6 +154,7 @@ impl BlockKind {
         crate::kinds::def(self)
     }
 
+    /// The kind's name as users type it (`l3cache`, `llt_miss`).
     pub fn as_str(self) -> &'static str {
         self.def().name
     }
@@ -161,6 +186,7 @@ pub enum Mechanism {
 }
 
 impl Mechanism {
+    /// Its name as users and the driver's reports spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Mechanism::PerCounter => "per-counter",
@@ -173,15 +199,21 @@ impl Mechanism {
 /// One block as found on the device.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Block {
+    /// Its directory's name (`tile2`).
     pub name: String,
+    /// Its kind.
     pub kind: BlockKind,
+    /// How it counts.
     pub mechanism: Mechanism,
     /// Indices of the `counter<N>` files present, ascending.
     pub counters: Vec<u32>,
     /// Register files (registers blocks), by name, sorted.
     pub registers: Vec<String>,
+    /// It has an `enable` file (all-at-once).
     pub has_enable: bool,
+    /// It has a `count_clock` file (BF3 crspace, kernel 6.14 or later).
     pub has_count_clock: bool,
+    /// It has an `event_list` file.
     pub has_event_list: bool,
     /// Width of its counters or registers in bits (from its kind and the generation).
     pub width_bits: u32,
@@ -239,10 +271,12 @@ impl Block {
         self.counters.is_empty() && self.registers.is_empty() && !self.has_enable
     }
 
+    /// It counts with programmed counters (not free-running registers).
     pub fn is_counter_block(&self) -> bool {
         self.mechanism != Mechanism::Registers
     }
 
+    /// It has the counter `counter<index>`.
     pub fn has_counter(&self, index: u32) -> bool {
         self.counters.contains(&index)
     }

@@ -157,10 +157,12 @@ impl Device {
         })
     }
 
+    /// The device's files.
     pub fn fs(&self) -> &dyn Sysfs {
         self.fs.as_ref()
     }
 
+    /// Where it is: its hwmon directory, or what the simulator says it is.
     pub fn location(&self) -> String {
         self.fs.location()
     }
@@ -170,6 +172,7 @@ impl Device {
         self.fs.canonical_location()
     }
 
+    /// Its generation.
     pub fn generation(&self) -> Generation {
         self.generation
     }
@@ -179,6 +182,7 @@ impl Device {
         &self.warnings
     }
 
+    /// Its blocks, in natural order (tile2 before tile10).
     pub fn blocks(&self) -> &[Block] {
         &self.blocks
     }

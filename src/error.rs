@@ -9,122 +9,224 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// errno values the driver (and the simulator) answer with.
 pub mod errno {
+    /// No such file or directory.
     pub const ENOENT: i32 = 2;
+    /// I/O error: the driver could not reach the hardware.
     pub const EIO: i32 = 5;
+    /// Permission denied.
     pub const EACCES: i32 = 13;
+    /// No such device.
     pub const ENODEV: i32 = 19;
+    /// Is a directory.
     pub const EISDIR: i32 = 21;
+    /// Invalid argument: the driver refused the value written.
     pub const EINVAL: i32 = 22;
+    /// Result out of range.
     pub const ERANGE: i32 = 34;
 }
 
+/// Everything that can go wrong. Each variant's message (its `Display`) says what
+/// failed, which file, and what to do; its fields hold the parts of that message.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The sysfs root has no `class/hwmon`.
     #[error("{root}/class/hwmon does not exist: {root} is not a sysfs root (pass --sysfs-root DIR or --device DIR)", root = root.display())]
-    NoHwmon { root: PathBuf },
+    NoHwmon {
+        /// The sysfs root searched.
+        root: PathBuf,
+    },
 
+    /// No hwmon device is named `bfperf`.
     #[error("no bfperf device under {dir} (hwmon devices found: {found}); the mlxbf-pmc driver may not be loaded: try `modprobe mlxbf-pmc`", dir = dir.display())]
-    NoDevice { dir: PathBuf, found: String },
+    NoDevice {
+        /// The hwmon directory searched.
+        dir: PathBuf,
+        /// The names of the hwmon devices found there.
+        found: String,
+    },
 
+    /// Several hwmon devices are named `bfperf`.
     #[error("more than one bfperf device: {}; choose one with --device DIR", list.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
-    ManyDevices { list: Vec<PathBuf> },
+    ManyDevices {
+        /// Their directories.
+        list: Vec<PathBuf>,
+    },
 
+    /// `--device` names a directory that is not the driver's device.
     #[error("{path} is not a bfperf device: {reason}", path = path.display())]
-    NotADevice { path: PathBuf, reason: String },
+    NotADevice {
+        /// The directory given.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 
+    /// No block of that name.
     #[error("unknown block '{name}'{hint}")]
-    UnknownBlock { name: String, hint: String },
+    UnknownBlock {
+        /// The name given.
+        name: String,
+        /// Suggestions (`; did you mean ...`), or empty.
+        hint: String,
+    },
 
+    /// The block's event table has no event of that name.
     #[error("unknown event '{name}' for block {block}{hint}")]
     UnknownEvent {
+        /// The name given.
         name: String,
+        /// The block.
         block: String,
+        /// Suggestions, or empty.
         hint: String,
     },
 
     /// The words after `program BLOCK` are not COUNTER EVENT or COUNTER=EVENT pairs.
     #[error("{problem}")]
-    BadAssignment { problem: String },
+    BadAssignment {
+        /// What is wrong and how to write it.
+        problem: String,
+    },
 
     /// A counter number that the block does not have, or that is not a number.
     #[error("{problem} (it has counters {range})")]
     BadCounter {
+        /// The block.
         block: String,
+        /// What is wrong.
         problem: String,
+        /// The counters it has (`0-3`).
         range: String,
     },
 
     /// An event (or register) the block cannot count as given.
     #[error("{problem}")]
-    BadEvent { block: String, problem: String },
+    BadEvent {
+        /// The block.
+        block: String,
+        /// What is wrong.
+        problem: String,
+    },
 
     /// The block's mechanism cannot do what was asked (start a per-counter block,
     /// program a registers block, clear L3 counters one by one...).
     #[error("{problem}")]
-    NotSupported { block: String, problem: String },
+    NotSupported {
+        /// The block.
+        block: String,
+        /// What it cannot do, and what to do instead.
+        problem: String,
+    },
 
     /// An event spec (`-e BLOCKS/EVENTS/`) that cannot be counted; nothing was written.
     #[error("-e '{spec}': {problem}")]
-    BadSpec { spec: String, problem: String },
+    BadSpec {
+        /// The spec as given.
+        spec: String,
+        /// What is wrong.
+        problem: String,
+    },
 
     /// A metric that cannot be used: where it is defined and why.
     #[error("metric '{metric}'{}: {problem}", if source_file.is_empty() { String::new() } else { format!(" ({source_file})") })]
     BadMetric {
+        /// The metric's name.
         metric: String,
+        /// The file defining it (empty for a name that matched nothing).
         source_file: String,
+        /// What is wrong.
         problem: String,
     },
 
     /// A block with neither counter nor register files: nothing can be written.
     #[error("{block} is an empty block (no counter or register files): there is nothing to {action}; check `ls` of its directory and the driver's messages in dmesg")]
-    EmptyBlock { block: String, action: &'static str },
+    EmptyBlock {
+        /// The block.
+        block: String,
+        /// What was asked (`program`, `clear`...).
+        action: &'static str,
+    },
 
     /// A kind selector that matches no block on this device.
     #[error("this device ({generation}) has no {kind} blocks; its kinds are {kinds}")]
     NoBlocksOfKind {
+        /// The kind asked for.
         kind: String,
+        /// The device's generation.
         generation: String,
+        /// The kinds it has.
         kinds: String,
     },
 
     /// A device file holds something bfperf cannot parse.
     #[error("unexpected content in {file}: {content:?} (expected {expected})")]
     BadContent {
+        /// The file, relative to the device.
         file: String,
+        /// What it held.
         content: String,
+        /// What was expected instead.
         expected: &'static str,
     },
 
     /// A configuration file that cannot be used.
     #[error("{path}: {problem}", path = path.display())]
-    BadConfig { path: PathBuf, problem: String },
+    BadConfig {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
 
     /// A snapshot file that cannot be used.
     #[error("{path}: {problem}", path = path.display())]
-    BadSnapshot { path: PathBuf, problem: String },
+    BadSnapshot {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
 
     /// Two snapshots that cannot be compared as given.
     #[error("{problem}")]
-    SnapshotMismatch { problem: String },
+    SnapshotMismatch {
+        /// Why they cannot be compared.
+        problem: String,
+    },
 
     /// The device could not be put back as it was after a measurement.
     #[error(
         "could not restore the counters as they were: {problems}; check them with `bfperf read`"
     )]
-    RestoreFailed { problems: String },
+    RestoreFailed {
+        /// Each write that failed.
+        problems: String,
+    },
 
     /// Another writer holds the device.
     #[error("another program is writing the counters ({holder}); two writers reset each other's counters and both read garbage: wait for it to finish, or pass --wait to queue (lock {path})", path = path.display())]
-    Busy { holder: String, path: PathBuf },
+    Busy {
+        /// Who holds it (PID, command, since when), as its record says.
+        holder: String,
+        /// The lock file.
+        path: PathBuf,
+    },
 
     /// An output file bfperf refuses to replace.
     #[error("refusing to write {path}: {problem}", path = path.display())]
-    OutputTarget { path: PathBuf, problem: String },
+    OutputTarget {
+        /// The file.
+        path: PathBuf,
+        /// Why it is refused.
+        problem: String,
+    },
 
     /// A file access failed. `message` already names the file and the remedy.
     #[error("{message}")]
     Io {
+        /// What failed, on which file, and what to do.
         message: String,
+        /// The system's error.
         #[source]
         source: io::Error,
     },
@@ -132,8 +234,11 @@ pub enum Error {
     /// A file (snapshot, output) outside the device.
     #[error("{what} {path}: {source}", path = path.display())]
     File {
+        /// What could not be done (`cannot read`).
         what: &'static str,
+        /// The file.
         path: PathBuf,
+        /// The system's error.
         #[source]
         source: io::Error,
     },

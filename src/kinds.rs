@@ -17,15 +17,19 @@ pub const STOP_EVENT: u32 = 0xff;
 /// A fact that differs between BlueField-1/-2 and BlueField-3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ByGen<T> {
+    /// The value on BlueField-1 and -2.
     pub bf12: T,
+    /// The value on BlueField-3.
     pub bf3: T,
 }
 
 impl<T: Copy> ByGen<T> {
+    /// The same value on every generation.
     pub const fn same(v: T) -> ByGen<T> {
         ByGen { bf12: v, bf3: v }
     }
 
+    /// The value on `gen` (BlueField-3's, or the others').
     pub fn get(&self, gen: Generation) -> T {
         match gen {
             Generation::Bf3 => self.bf3,
@@ -64,17 +68,22 @@ pub enum Role {
 /// The facts of one block kind.
 #[derive(Debug, Clone, Copy)]
 pub struct KindDef {
+    /// The kind.
     pub kind: BlockKind,
     /// The name as users type it; the driver picks a block's kind by this substring of
     /// its directory name, testing kinds in table order.
     pub name: &'static str,
+    /// What its blocks are, for people.
     pub about: &'static str,
+    /// How its blocks count, per generation.
     pub mechanism: ByGen<Mechanism>,
     /// Width of its counters (or registers) in bits.
     pub width_bits: ByGen<u32>,
     /// The widest event number its event field holds.
     pub max_event: u32,
+    /// Its event table on a generation.
     pub events: fn(Generation) -> &'static [EventDef],
+    /// How a counter is stopped, per generation.
     pub stop: ByGen<Stop>,
     /// Counters can be reset one by one by writing 0 (not on L3, where only
     /// `enable` 1 resets them).
@@ -87,6 +96,7 @@ pub struct KindDef {
     pub clock_pll: Option<&'static str>,
     /// Registers with a role other than `default_role`.
     pub register_roles: &'static [(&'static str, Role)],
+    /// The role of registers not in `register_roles`.
     pub default_role: Role,
     /// Its registers take any value written (ecc); others only 0.
     pub registers_take_any_value: bool,
@@ -99,8 +109,11 @@ pub struct KindDef {
 /// PLL runs at count / window × the reference frequency.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Frequencies {
+    /// The name prefix of a pair's count register.
     pub count_prefix: &'static str,
+    /// The name prefix of a pair's window register.
     pub window_prefix: &'static str,
+    /// The reference clock's frequency, hertz.
     pub reference_hz: f64,
 }
 

@@ -34,6 +34,8 @@
 //! # Ok::<(), bfperf::Error>(())
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod block;
 pub mod catalog;
 #[cfg(feature = "cli")]

@@ -11,17 +11,23 @@ use std::path::{Path, PathBuf};
 /// listing, because the driver's `device` and `subsystem` links lead in circles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryKind {
+    /// A regular file (or what reads as one).
     File,
+    /// A directory.
     Dir,
+    /// A symbolic link.
     Symlink,
     /// An entry whose name is not UTF-8 (`name` shows it lossily): no driver file is
     /// named so, and it cannot be addressed by name.
     NotUtf8,
 }
 
+/// An entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
+    /// Its name.
     pub name: String,
+    /// What it is.
     pub kind: EntryKind,
 }
 
@@ -74,6 +80,7 @@ pub trait ValueFile: Send {
 
 /// A file opened for repeated writes.
 pub trait ControlFile: Send {
+    /// Writes `data` to the file's start in one write.
     fn write_now(&mut self, data: &[u8]) -> io::Result<()>;
 }
 
@@ -174,32 +181,43 @@ pub mod layout {
     pub const HWMON_CLASS: &str = "class/hwmon";
     /// The file naming a hwmon device, and the name of ours.
     pub const NAME: &str = "name";
+    /// The name of the driver's hwmon device.
     pub const DEVICE_NAME: &str = "bfperf";
     /// The link to the platform device (ACPI HID tells the generation).
     pub const DEVICE_LINK: &str = "device";
+    /// The platform device's modalias (the ACPI HID, which tells the generation).
     pub const DEVICE_MODALIAS: &str = "device/modalias";
     /// Entries of the device directory that are not blocks.
     pub const NON_BLOCKS: &[&str] = &["power", "device", "subsystem", "of_node", "driver"];
 
+    /// A block's list of events (`0x45: NAME` lines).
     pub const EVENT_LIST: &str = "event_list";
+    /// An all-at-once block's start/stop switch.
     pub const ENABLE: &str = "enable";
+    /// The bit mask of a BF3 block's counters that count clock cycles.
     pub const COUNT_CLOCK: &str = "count_clock";
 
+    /// A counter's event file.
     pub fn event(block: &str, counter: u32) -> String {
         format!("{block}/event{counter}")
     }
+    /// A counter's value file.
     pub fn counter(block: &str, counter: u32) -> String {
         format!("{block}/counter{counter}")
     }
+    /// A block's event list.
     pub fn event_list(block: &str) -> String {
         format!("{block}/{EVENT_LIST}")
     }
+    /// A block's enable file.
     pub fn enable(block: &str) -> String {
         format!("{block}/{ENABLE}")
     }
+    /// A block's count_clock file.
     pub fn count_clock(block: &str) -> String {
         format!("{block}/{COUNT_CLOCK}")
     }
+    /// A statistics register's file.
     pub fn register(block: &str, name: &str) -> String {
         format!("{block}/{name}")
     }
@@ -208,6 +226,7 @@ pub mod layout {
     pub fn counter_index(file: &str) -> Option<u32> {
         index_of(file, "counter")
     }
+    /// `event<N>` → N.
     pub fn event_index(file: &str) -> Option<u32> {
         index_of(file, "event")
     }
@@ -227,10 +246,12 @@ pub struct RealFs {
 }
 
 impl RealFs {
+    /// The device at `dir` (a hwmon directory or a copy of one).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         RealFs { dir: dir.into() }
     }
 
+    /// The device's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

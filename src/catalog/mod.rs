@@ -10,13 +10,16 @@ use serde::Serialize;
 /// A built-in event definition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventDef {
+    /// The event's number (written to `event<N>`).
     pub number: u32,
     /// The name exactly as the driver has it (a few carry trailing spaces).
     pub name: &'static str,
+    /// The vendor's description.
     pub description: Option<&'static str>,
 }
 
 impl EventDef {
+    /// An entry of an event table.
     pub const fn new(number: u32, name: &'static str, description: Option<&'static str>) -> Self {
         EventDef {
             number,
@@ -41,7 +44,9 @@ pub fn builtin(kind: BlockKind, gen: Generation) -> &'static [EventDef] {
 /// An event name some kernels list at a number the hardware counts as another event.
 #[derive(Debug, Clone, Copy)]
 pub struct KnownDuplicate {
+    /// The kind whose table lists it.
     pub kind: BlockKind,
+    /// The name.
     pub name: &'static str,
     /// The number the hardware counts this event at.
     pub hardware: u32,
@@ -84,15 +89,18 @@ pub struct Event {
     /// The name with trailing spaces trimmed.
     #[serde(rename = "event_name")]
     pub name: String,
+    /// The vendor's description, when known.
     pub description: Option<String>,
     /// The vendor documents this event as reserved for internal use.
     pub reserved: bool,
+    /// Where bfperf learned it (the device's list or the built-in table).
     pub source: Source,
 }
 
 /// The events of one block.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Catalog {
+    /// Every event, in number order.
     pub events: Vec<Event>,
     /// The device's list was cut at the page size and the table filled in the rest.
     pub truncated: bool,
@@ -237,6 +245,7 @@ impl Catalog {
         self.events.iter().find(|e| e.number == number)
     }
 
+    /// The event of this name (any case, trailing spaces ignored).
     pub fn by_name(&self, name: &str) -> Option<&Event> {
         self.events.iter().find(|e| e.name == name)
     }

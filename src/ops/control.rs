@@ -15,12 +15,16 @@ use crate::sysfs::layout;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
+    /// Start an all-at-once block (`enable` 1, which resets its counters).
     Start,
+    /// Stop a block or un-program counters.
     Stop,
+    /// Reset counters or registers to 0.
     Clear,
 }
 
 impl Action {
+    /// The command's name.
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Start => "start",
@@ -33,14 +37,18 @@ impl Action {
 /// What a control command did (or would do, on a dry run).
 #[derive(Debug, Clone, Serialize)]
 pub struct ControlOutcome {
+    /// The block.
     pub block: String,
+    /// What was done.
     pub action: Action,
+    /// The writes, in order.
     pub plan: Plan,
     /// The bytes each write ended up using (a stop may fall back to 0xff).
     pub written: Vec<String>,
     /// Values read just before a stop (programming resets a counter to 0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub final_values: Option<BlockReading>,
+    /// What happened besides, for people.
     pub notes: Vec<String>,
 }
 

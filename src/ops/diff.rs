@@ -26,8 +26,10 @@ pub enum Flag {
     Control,
 }
 
+/// One counter's or register's change between two snapshots.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ValueDiff {
+    /// The block.
     pub block: String,
     /// The counter's number; null for a register.
     pub counter: Option<u32>,
@@ -35,35 +37,55 @@ pub struct ValueDiff {
     pub register: Option<String>,
     /// The counter's event number in the newer snapshot.
     pub event: Option<u32>,
+    /// The event's name in the newer snapshot.
     pub event_name: Option<String>,
+    /// The older snapshot's value.
     pub old: u64,
+    /// The newer snapshot's value.
     pub new: u64,
+    /// new − old, over a wrap when the width allows; null when it cannot be known (reset, re-programmed).
     pub delta: Option<u64>,
+    /// The delta per second of the interval.
     pub rate_per_s: Option<f64>,
+    /// Why the delta is not a plain difference (wrapped, reset, re-programmed...).
     pub flag: Option<Flag>,
 }
 
 /// Traffic of one PCIe block over the interval.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct PcieSummary {
+    /// The pcie block.
     pub block: String,
+    /// Inbound bytes per second (posted + non-posted + completions).
     pub in_bytes_per_s: f64,
+    /// Outbound bytes per second.
     pub out_bytes_per_s: f64,
+    /// Inbound gigabits per second.
     pub in_gbit_per_s: f64,
+    /// Outbound gigabits per second.
     pub out_gbit_per_s: f64,
+    /// Inbound packets per second.
     pub in_packets_per_s: f64,
+    /// Outbound packets per second.
     pub out_packets_per_s: f64,
     /// Bytes/s by type: posted, non-posted, completion.
     pub in_bytes_per_s_by_type: Breakdown,
+    /// Outbound bytes/s by type.
     pub out_bytes_per_s_by_type: Breakdown,
+    /// Inbound packets/s by type.
     pub in_packets_per_s_by_type: Breakdown,
+    /// Outbound packets/s by type.
     pub out_packets_per_s_by_type: Breakdown,
 }
 
+/// A PCIe rate split by transaction type.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Default, JsonSchema)]
 pub struct Breakdown {
+    /// Posted (memory writes).
     pub posted: f64,
+    /// Non-posted (reads, configuration).
     pub non_posted: f64,
+    /// Completions (read data returned).
     pub completion: f64,
 }
 
@@ -73,18 +95,26 @@ pub struct Breakdown {
 pub enum IntervalSource {
     /// Both snapshots come from the same boot of the same host.
     Monotonic,
+    /// The snapshots' wall clocks (different boots or hosts): less exact.
     WallClock,
 }
 
+/// The difference between two snapshots.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Diff {
+    /// Seconds between them.
     pub interval_s: f64,
+    /// Which clock measured the interval.
     pub interval_source: IntervalSource,
     /// Differences between the snapshots' host, device or generation.
     pub warnings: Vec<String>,
+    /// Each value present in both.
     pub values: Vec<ValueDiff>,
+    /// Values only the older snapshot has (`block/counter`).
     pub only_in_old: Vec<String>,
+    /// Values only the newer snapshot has.
     pub only_in_new: Vec<String>,
+    /// PCIe traffic per pcie block.
     pub pcie: Vec<PcieSummary>,
 }
 

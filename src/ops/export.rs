@@ -21,8 +21,11 @@ use crate::kinds::Role;
 /// What the exporter counts: `stat -e` specs and `stat -M` metric names.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ExportConfig {
+    /// `stat -e` specs, or `default` for the generation's default set.
     pub events: Vec<String>,
+    /// `stat -M` metric names or groups whose counters are programmed.
     pub metrics: Vec<String>,
+    /// Values formulas use (`pcie_link_bytes_per_s`).
     pub params: HashMap<String, f64>,
     /// Keep the device's journal (restore a leftover one at start, record the
     /// prior programming before the first write).

@@ -27,6 +27,7 @@ pub struct Record {
     pub device: String,
     /// The writer that made it.
     pub pid: u32,
+    /// Its command line.
     pub command: String,
     /// Every block the writer changes, as it was before.
     pub saved: Vec<Saved>,
@@ -89,6 +90,7 @@ impl Journal {
         fs::remove_file(&self.path).map_err(io("cannot remove the journal", &self.path))
     }
 
+    /// The journal file.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -134,7 +136,9 @@ pub fn leftover(device: &Device) -> Result<Option<(PathBuf, Record)>> {
 /// What a restore from a leftover journal did.
 #[derive(Debug, Clone)]
 pub struct Restored {
+    /// The journal it came from.
     pub path: PathBuf,
+    /// What it recorded, now written back.
     pub record: Record,
 }
 

@@ -236,6 +236,7 @@ impl WriterLock {
         })
     }
 
+    /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -159,10 +159,14 @@ impl Drop for HoldSignals {
 /// An open output: a temporary file that becomes the target on [`Sink::finish`], or
 /// a stream written in place.
 pub enum Sink {
+    /// A regular file, replaced atomically on finish.
     Atomic {
+        /// The temporary file in the target's directory.
         tmp: tempfile::NamedTempFile,
+        /// The file it replaces.
         target: PathBuf,
     },
+    /// A device, FIFO or socket, written in place.
     Stream(fs::File),
 }
 

@@ -9,7 +9,9 @@ use crate::sysfs::Sysfs;
 /// One write: the file (relative to the device) and the exact bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PlannedWrite {
+    /// The file, relative to the device.
     pub path: String,
+    /// The exact bytes.
     pub data: String,
     /// Written instead when the driver refuses `data` with EINVAL (a stop on kernels
     /// that validate event numbers).
@@ -23,10 +25,12 @@ pub struct PlannedWrite {
 /// Writes to make, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Plan {
+    /// The writes, in order.
     pub writes: Vec<PlannedWrite>,
 }
 
 impl Plan {
+    /// Adds a write; `on_einval` says what the driver refusing it means.
     pub fn push(&mut self, path: String, data: String, on_einval: impl Into<String>) {
         self.writes.push(PlannedWrite {
             path,
@@ -36,6 +40,7 @@ impl Plan {
         });
     }
 
+    /// Adds a write with the bytes to write instead if the driver refuses them.
     pub fn push_with_fallback(
         &mut self,
         path: String,

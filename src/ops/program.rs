@@ -14,17 +14,24 @@ use crate::sysfs::layout;
 /// A validated request.
 #[derive(Debug, Clone, Default)]
 pub struct ProgramOptions {
+    /// Allow what is refused by default (events outside the table, control registers).
     pub force: bool,
+    /// Start an all-at-once block after programming it.
     pub start: bool,
+    /// Make the counters count clock cycles (BF3 `count_clock`).
     pub count_clock: bool,
 }
 
 /// One counter after programming.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Programmed {
+    /// The counter's number.
     pub counter: u32,
+    /// The event number written; None when it was stopped.
     pub event: Option<u32>,
+    /// The event's name, when the table has it.
     pub event_name: Option<String>,
+    /// It counts clock cycles instead of its event.
     pub counts_clock: bool,
     /// What `event<N>` reads back after the write (None on a dry run).
     pub readback: Option<String>,
@@ -33,12 +40,17 @@ pub struct Programmed {
 /// What `program` did or would do.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProgramOutcome {
+    /// The block.
     pub block: String,
+    /// Each counter programmed.
     pub counters: Vec<Programmed>,
+    /// The block was started (all-at-once).
     pub started: bool,
+    /// What happened besides (other counters stopped by an L3 write...).
     pub notes: Vec<String>,
     /// Things the user must know: an event name the kernel's table lists twice.
     pub warnings: Vec<String>,
+    /// The writes, in order.
     pub plan: Plan,
     /// The bytes each write used (empty until applied).
     pub written: Vec<String>,

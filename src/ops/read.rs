@@ -14,41 +14,53 @@ use crate::sysfs::{layout, Sysfs};
 /// A counter as read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct CounterReading {
+    /// The counter's number.
     pub counter: u32,
     /// The programmed event; None when the driver cannot name it (stopped with 0xff).
     pub event: Option<u32>,
+    /// The event's name, when known.
     pub event_name: Option<String>,
     /// Counts clock cycles instead of its event (BF3 `count_clock`).
     pub counts_clock: bool,
+    /// Its value.
     pub value: u64,
 }
 
 /// A statistics register as read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct RegisterReading {
+    /// The register's name.
     pub register: String,
+    /// Its value.
     pub value: u64,
 }
 
 /// One block as read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct BlockReading {
+    /// The block's name.
     pub block: String,
+    /// Its kind.
     pub kind: BlockKind,
+    /// How it counts.
     pub mechanism: Mechanism,
     /// For blocks started all at once: the `enable` state.
     pub enabled: Option<bool>,
     /// BF3 crspace: the `count_clock` bitmask.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub count_clock: Option<u32>,
+    /// Width of its counters or registers in bits.
     pub width_bits: u32,
+    /// Its counters.
     pub counters: Vec<CounterReading>,
+    /// Its statistics registers.
     pub registers: Vec<RegisterReading>,
 }
 
 /// A set of readings with the time they were taken.
 #[derive(Debug, Clone)]
 pub struct Readings {
+    /// Each block read.
     pub blocks: Vec<BlockReading>,
     /// Wall-clock time of the value reads.
     pub wall: SystemTime,

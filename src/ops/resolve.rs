@@ -10,7 +10,9 @@ use crate::error::{Error, Result};
 /// with `count_clock`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Assignment {
+    /// The counter, as typed.
     pub counter: String,
+    /// The event, as typed (None with `count_clock`).
     pub event: Option<String>,
 }
 
@@ -107,6 +109,7 @@ fn max_event(block: &Block) -> u32 {
 /// An event resolved against a block's catalog.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
+    /// The event number.
     pub number: u32,
     /// None for a number outside the table (with --force).
     pub name: Option<String>,

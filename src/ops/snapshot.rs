@@ -22,9 +22,12 @@ pub const SCHEMA_VERSION: u32 = 2;
 /// The oldest version `load` reads.
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
+/// Every selected value read once, at one moment, with where and when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Snapshot {
+    /// `bfperf-snapshot`: what the file is.
     pub schema: String,
+    /// The format's version (`SCHEMA_VERSION`).
     pub schema_version: u32,
     /// Wall-clock time of the reads, RFC 3339 UTC.
     pub timestamp: String,
@@ -34,45 +37,66 @@ pub struct Snapshot {
     pub monotonic_ns: u64,
     /// How long reading all values took, ns.
     pub read_window_ns: u64,
+    /// The host that read it.
     pub hostname: String,
+    /// The device's location (its hwmon directory).
     pub device: String,
+    /// The device's generation (`BlueField-3`).
     pub generation: String,
+    /// Each block read.
     pub blocks: Vec<SnapshotBlock>,
 }
 
+/// One block's values in a snapshot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SnapshotBlock {
+    /// The block's name.
     #[serde(alias = "name")]
     pub block: String,
+    /// Its kind.
     pub kind: BlockKind,
+    /// How it counts.
     pub mechanism: Mechanism,
     /// `enable` state of L3/crspace blocks; null for others.
     pub enabled: Option<bool>,
+    /// Its counters.
     pub counters: Vec<SnapshotCounter>,
+    /// Its statistics registers.
     pub registers: Vec<SnapshotRegister>,
 }
 
+/// One counter's programming and value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SnapshotCounter {
+    /// The counter's number.
     #[serde(alias = "index")]
     pub counter: u32,
+    /// Its event number; null when it reads as not programmed.
     pub event: Option<u32>,
+    /// Its event's name, when known.
     pub event_name: Option<String>,
+    /// It counted clock cycles (`count_clock`), not its event.
     #[serde(default)]
     pub counts_clock: bool,
+    /// Its value.
     pub value: u64,
+    /// Its width in bits (it wraps at 2^width).
     pub width_bits: u32,
 }
 
+/// One statistics register's value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SnapshotRegister {
+    /// The register's name.
     #[serde(alias = "name")]
     pub register: String,
     /// `count` (deltas make sense), `control` or `level` (shown, not differenced).
     /// Version 1 snapshots have none: counts.
     #[serde(default = "count_role")]
     pub role: Role,
+    /// Its value.
     pub value: u64,
+    /// Its width in bits.
     pub width_bits: u32,
 }
 

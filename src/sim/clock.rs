@@ -5,6 +5,7 @@ use std::time::Instant;
 
 /// A monotonic clock in nanoseconds.
 pub trait Clock: Send + Sync {
+    /// The time now, ns.
     fn now_ns(&self) -> u64;
 }
 
@@ -15,6 +16,7 @@ pub struct SystemClock {
 }
 
 impl SystemClock {
+    /// A clock reading the system's monotonic time.
     pub fn new() -> Self {
         SystemClock {
             start: Instant::now(),
@@ -41,20 +43,24 @@ pub struct ManualClock {
 }
 
 impl ManualClock {
+    /// A clock at `ns` that moves only when told.
     pub fn new(ns: u64) -> Self {
         ManualClock {
             ns: AtomicU64::new(ns),
         }
     }
 
+    /// Moves it `ns` on.
     pub fn advance_ns(&self, ns: u64) {
         self.ns.fetch_add(ns, Ordering::SeqCst);
     }
 
+    /// Moves it `secs` seconds on.
     pub fn advance_secs(&self, secs: u64) {
         self.advance_ns(secs * 1_000_000_000);
     }
 
+    /// Sets it to `ns`.
     pub fn set_ns(&self, ns: u64) {
         self.ns.store(ns, Ordering::SeqCst);
     }

@@ -26,8 +26,11 @@ pub fn device_link(gen: Generation) -> String {
 /// A node of the sysfs root around the device.
 #[derive(Debug, Clone)]
 pub enum VNode {
+    /// A directory and its entries.
     Dir(BTreeMap<String, VNode>),
+    /// A file and its content.
     File(String),
+    /// A symbolic link and its target.
     Link(String),
     /// The simulated device's directory.
     Device,
@@ -36,6 +39,7 @@ pub enum VNode {
 /// Where the device sits in the sysfs root.
 #[derive(Debug, Clone, Copy)]
 pub struct SysfsRootLayout {
+    /// N of the device's `hwmonN`.
     pub hwmon_index: u32,
 }
 

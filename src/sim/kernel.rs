@@ -38,16 +38,19 @@ pub enum Unnamed {
 /// What a kernel's driver does.
 #[derive(Debug, Clone, Copy)]
 pub struct KernelDef {
+    /// Which kernel.
     pub kernel: Kernel,
     /// The version as `--kernel` takes it.
     pub name: &'static str,
     /// Other names `--kernel` accepts (the former flavours).
     pub aliases: &'static [&'static str],
+    /// What it changed, for people.
     pub about: &'static str,
     /// BlueField-3 blocks are supported.
     pub bf3: bool,
     /// The counter tables have DISABLE entries (a September 2023 fix).
     pub disable_entries: bool,
+    /// What an unnamed event reads as in `event<N>`.
     pub unnamed: Unnamed,
     /// `echo NAME > event<N>` works (the trailing newline is dropped).
     pub name_newline: bool,
@@ -82,19 +85,33 @@ pub enum Quirk {
 #[derive(Debug, Clone, Copy)]
 pub enum Edit {
     /// The entry at `number` is named `name`.
-    Rename { number: u32, name: &'static str },
+    Rename {
+        /// The event's number.
+        number: u32,
+        /// The name listed.
+        name: &'static str,
+    },
     /// The entry named `name` is listed at `number`.
-    Renumber { name: &'static str, number: u32 },
+    Renumber {
+        /// The event's name.
+        name: &'static str,
+        /// The number listed.
+        number: u32,
+    },
 }
 
 /// How a quirk edits a kind's table.
 #[derive(Debug, Clone, Copy)]
 pub struct TableQuirk {
+    /// Which quirk.
     pub quirk: Quirk,
+    /// The kind whose table it affects.
     pub kind: BlockKind,
+    /// What it does to the table.
     pub edit: Edit,
 }
 
+/// Each kernel's departures from the hardware's event tables.
 pub static TABLE_QUIRKS: &[TableQuirk] = &[
     TableQuirk {
         quirk: Quirk::HnfnetSouthTwice,
@@ -135,6 +152,7 @@ const fn base(kernel: Kernel, name: &'static str, about: &'static str) -> Kernel
     }
 }
 
+/// Every kernel bfperf models, oldest first.
 pub static KERNELS: &[KernelDef] = &[
     KernelDef {
         bf3: false,
@@ -207,6 +225,7 @@ pub static KERNELS: &[KernelDef] = &[
 ];
 
 impl Kernel {
+    /// Its behaviour.
     pub fn def(self) -> &'static KernelDef {
         KERNELS
             .iter()
@@ -242,6 +261,7 @@ impl Kernel {
             .next_back()
     }
 
+    /// Its name (`6.16`).
     pub fn name(self) -> &'static str {
         self.def().name
     }

@@ -60,6 +60,7 @@ impl Sim {
         Sim::with_options(generation, kernel, clock, &SimOptions::default())
     }
 
+    /// A simulated device with options (counters per kind, workload).
     pub fn with_options(
         generation: Generation,
         kernel: Kernel,
@@ -99,10 +100,12 @@ impl Sim {
         (Sim::new(generation, kernel, clock.clone()), clock)
     }
 
+    /// The generation it simulates.
     pub fn generation(&self) -> Generation {
         self.generation
     }
 
+    /// The kernel whose driver it behaves like.
     pub fn kernel(&self) -> Kernel {
         self.kernel.kernel
     }

@@ -57,6 +57,7 @@ impl Default for Flows {
 pub struct Phase {
     /// How long the phase lasts, seconds.
     pub seconds: f64,
+    /// The traffic during the phase.
     #[serde(flatten)]
     pub flows: Flows,
 }
@@ -66,8 +67,10 @@ pub struct Phase {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Workload {
+    /// Start again from the first phase after the last (default true).
     #[serde(default = "yes")]
     pub repeat: bool,
+    /// The phases, in order (`[[phase]]`).
     #[serde(rename = "phase")]
     pub phases: Vec<Phase>,
 }
@@ -227,8 +230,16 @@ impl Source {
 /// at a steady background rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Drive {
-    Flow { source_index: usize, share: f64 },
+    /// A share of one of the flows' sources.
+    Flow {
+        /// Which source (`Source` as an index).
+        source_index: usize,
+        /// The share of it the event counts.
+        share: f64,
+    },
+    /// A steady background rate, events per second.
     Steady(u64),
+    /// It does not count.
     Still,
 }
 

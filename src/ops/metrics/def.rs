@@ -14,12 +14,16 @@ use crate::block::{BlockKind, Generation};
 /// One metric as written in a file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MetricDef {
+    /// Its name (a Prometheus-valid name).
     #[serde(rename = "MetricName")]
     pub name: String,
+    /// Its formula.
     #[serde(rename = "MetricExpr")]
     pub expr: String,
+    /// Its groups, `;`-separated.
     #[serde(rename = "MetricGroup", default)]
     pub group: String,
+    /// What it measures.
     #[serde(rename = "BriefDescription", default)]
     pub description: String,
     /// A scale and a unit: `100%`, `1e-9GB/s`, `1MHz`.
@@ -34,6 +38,7 @@ pub struct MetricDef {
 }
 
 impl MetricDef {
+    /// It applies to this generation.
     pub fn applies_to(&self, gen: Generation) -> bool {
         self.compat.is_empty() || self.compat.split('|').any(|c| c.trim() == gen.label())
     }
@@ -55,6 +60,7 @@ impl MetricDef {
         (scale, s[split..].to_string())
     }
 
+    /// The kind named in `Unit`, when known.
     pub fn block_kind(&self) -> Option<BlockKind> {
         BlockKind::parse(&self.kind)
     }

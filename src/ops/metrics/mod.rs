@@ -63,9 +63,13 @@ struct Compiled {
 /// is large, and a file may hold many metrics never asked for).
 #[derive(Debug, Clone)]
 pub struct Metric {
+    /// Its definition as written.
     pub def: MetricDef,
+    /// The block kind whose events it names plainly.
     pub kind: BlockKind,
+    /// The factor from its formula's value to the displayed unit.
     pub scale: f64,
+    /// The displayed unit (`GB/s`, `%`).
     pub unit: String,
     /// Where it was defined: `built-in` or a file.
     pub source: String,
@@ -166,17 +170,22 @@ fn metric_refs(expr: &str, kinds: &HashMap<String, BlockKind>) -> Vec<String> {
 /// A metric that could not be loaded, kept so that asking for it says why.
 #[derive(Debug, Clone)]
 pub struct Broken {
+    /// The metric's name.
     pub name: String,
+    /// Where it was defined.
     pub source: String,
+    /// Why it cannot be used.
     pub problem: String,
 }
 
 /// The metrics available on a generation.
 #[derive(Debug, Clone, Default)]
 pub struct MetricSet {
+    /// The metrics loaded, built-ins first.
     pub metrics: Vec<Metric>,
     /// Where each metric is in `metrics`, by name.
     index: HashMap<String, usize>,
+    /// Metrics that could not be loaded, and why.
     pub broken: Vec<Broken>,
     /// Files that could not be read at all (warned, not fatal).
     pub warnings: Vec<String>,
@@ -488,6 +497,7 @@ impl MetricSet {
             .collect();
     }
 
+    /// The metric of this name.
     pub fn get(&self, name: &str) -> Option<&Metric> {
         self.index.get(name).map(|&i| &self.metrics[i])
     }
@@ -653,7 +663,14 @@ pub fn counters_needed(m: &Metric, gen: Generation) -> usize {
 /// (below 1 when multiplexed: the value is a scaled estimate), or why there is none.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
-    Value { value: f64, coverage: f64 },
+    /// A value counted.
+    Value {
+        /// The count (scaled when multiplexed).
+        value: f64,
+        /// The share of the span it was counted, 0 to 1.
+        coverage: f64,
+    },
+    /// No value, and why.
     Missing(String),
 }
 
@@ -663,7 +680,9 @@ pub enum Input {
 pub struct Inputs {
     /// block → (kind, event → input).
     pub blocks: BTreeMap<String, (BlockKind, HashMap<String, Input>)>,
+    /// The span measured, seconds.
     pub duration_s: f64,
+    /// Values from the command line (`pcie_link_bytes_per_s`).
     pub params: HashMap<String, f64>,
 }
 
@@ -731,14 +750,19 @@ impl Inputs {
 /// A metric's value for a block, or for the sum of a kind's blocks.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct MetricValue {
+    /// The metric's name.
     pub metric: String,
     /// The block, or the kind for the sum of its blocks.
     pub block: String,
+    /// The metric's kind.
     pub kind: BlockKind,
     /// Null where it cannot be computed (a division by zero, a missing count or value).
     pub value: Option<f64>,
+    /// The displayed unit.
     pub unit: String,
+    /// Its groups (`;`-separated).
     pub group: String,
+    /// What it measures.
     pub description: String,
     /// The least share of the span its inputs were counted: below 1, the value is
     /// an estimate from multiplexed (scaled) counts.

@@ -70,7 +70,9 @@ enum Level {
 /// Where a rule is evaluated: per block or per kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
+    /// Per block.
     Block,
+    /// Per kind, its blocks summed first.
     Kind,
 }
 

@@ -31,7 +31,9 @@ pub const MULTIPLEX_TICK: Duration = Duration::from_millis(100);
 /// Time for a measurement: the monotonic clock and sleeping, or a manual clock in
 /// tests.
 pub trait Pacer {
+    /// The time now, ns (monotonic).
     fn now_ns(&self) -> u64;
+    /// Waits `d`.
     fn sleep(&self, d: Duration);
 }
 
@@ -111,6 +113,7 @@ impl Default for Timing {
 pub struct Count {
     /// The block, or (aggregated) the kind of the blocks summed.
     pub block: String,
+    /// The block's kind (or of the blocks summed).
     pub kind: BlockKind,
     /// How many blocks are summed (1 with -A).
     pub blocks: usize,
@@ -125,6 +128,7 @@ pub struct Count {
     pub value: Option<u64>,
     /// What the counters counted.
     pub raw: u64,
+    /// What the value counts (`events`, `cycles`, `bytes`...).
     pub unit: &'static str,
     /// The share of the span its counter counted it (1 unless multiplexed).
     pub coverage: f64,
@@ -268,14 +272,18 @@ pub struct Interval {
     pub time_s: f64,
     /// The interval's length in seconds (the last may be shorter).
     pub span_s: f64,
+    /// Each item's count over the interval.
     pub counts: Vec<Count>,
 }
 
 /// The counts of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Run {
+    /// The run (from 1).
     pub run: u32,
+    /// Seconds it lasted.
     pub elapsed_s: f64,
+    /// Each item's count over the run.
     pub counts: Vec<Count>,
 }
 
@@ -301,6 +309,7 @@ impl<'d> Measurement<'d> {
         Ok(Measurement { sampler })
     }
 
+    /// The plans: what each block counts, and in which turns.
     pub fn plans(&self) -> &[BlockPlan<'d>] {
         &self.sampler.plans
     }
@@ -437,7 +446,9 @@ pub fn spread(values: &[u64]) -> (f64, Option<f64>) {
 /// What to measure and how.
 #[derive(Debug, Clone)]
 pub struct StatRequest {
+    /// The `-e` specs (metrics already turned into specs).
     pub specs: Vec<String>,
+    /// How long, and how often to print.
     pub timing: Timing,
     /// Runs (`-r`); at least 1.
     pub repeat: u32,
@@ -453,6 +464,7 @@ pub struct StatRequest {
 /// The result of a measurement.
 #[derive(Debug)]
 pub struct StatOutcome {
+    /// Each run's counts.
     pub runs: Vec<Run>,
     /// What the user must know (duplicate event names, foreign writes).
     pub warnings: Vec<String>,

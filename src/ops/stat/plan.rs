@@ -9,6 +9,7 @@ use crate::ops::resolve::COUNT_CLOCK_BITS;
 /// One counter and the item it counts in a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slot {
+    /// The counter.
     pub counter: u32,
     /// Index into the block plan's items.
     pub item: usize,
@@ -17,13 +18,16 @@ pub struct Slot {
 /// The plan of one block.
 #[derive(Debug, Clone)]
 pub struct BlockPlan<'d> {
+    /// The block.
     pub block: &'d Block,
+    /// What it counts.
     pub items: Vec<Item>,
     /// Counter blocks: the groups that take turns (one group when all fit).
     pub groups: Vec<Vec<Slot>>,
 }
 
 impl BlockPlan<'_> {
+    /// Its items take turns (more than its counters).
     pub fn multiplexed(&self) -> bool {
         self.groups.len() > 1
     }

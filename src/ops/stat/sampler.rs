@@ -33,13 +33,24 @@ use crate::sysfs::{layout, ControlFile, ValueFile};
 #[serde(tag = "what", rename_all = "snake_case")]
 pub enum Foreign {
     /// `event<N>` names another event than the one programmed.
-    EventChanged { counter: u32, found: Option<u32> },
+    EventChanged {
+        /// The counter.
+        counter: u32,
+        /// The event it holds now (None: unreadable or stopped).
+        found: Option<u32>,
+    },
     /// The counter went backwards: it was reset or re-programmed.
-    Reset { counter: u32 },
+    Reset {
+        /// The counter.
+        counter: u32,
+    },
     /// The block's `enable` was switched off.
     Stopped,
     /// The block's `count_clock` changed.
-    CountClock { found: u32 },
+    CountClock {
+        /// The mask it holds now.
+        found: u32,
+    },
     /// A statistics register went backwards: it was cleared.
     Cleared,
 }
@@ -118,8 +129,11 @@ impl Acc {
 /// One detection of another program's write, for the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Detection {
+    /// The block.
     pub block: String,
+    /// The events or registers touched.
     pub items: Vec<String>,
+    /// What was done to them.
     pub why: Foreign,
 }
 
@@ -210,6 +224,7 @@ impl<'d> BlockState<'d> {
 /// The measurement's state: readers, accumulators, current groups.
 pub struct Sampler<'d> {
     device: &'d Device,
+    /// What each block counts, and in which turns.
     pub plans: Vec<BlockPlan<'d>>,
     states: Vec<BlockState<'d>>,
     /// Other programs' writes found since the log was last taken.
@@ -557,6 +572,7 @@ impl<'d> Sampler<'d> {
         self.states.iter().map(|s| s.group).collect()
     }
 
+    /// The device measured.
     pub fn device(&self) -> &'d Device {
         self.device
     }

@@ -14,10 +14,13 @@ use crate::sysfs::layout;
 /// A block's configuration before the measurement.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Saved {
+    /// The block.
     pub block: String,
     /// Each counter the measurement uses, and the event it had (None: unnamed).
     pub events: Vec<(u32, Option<u32>)>,
+    /// Its `enable` state (all-at-once blocks).
     pub enable: Option<bool>,
+    /// Its `count_clock` mask (BF3 blocks that have it).
     pub count_clock: Option<u32>,
     /// The number that un-programs a counter of this block on this kernel.
     stop_number: u32,

@@ -13,13 +13,18 @@ use crate::ops::resolve::resolve_event;
 /// What one counter or register of a block measures.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
+    /// An event programmed on a counter.
     Event {
+        /// Its number.
         number: u32,
+        /// Its name as the table gives it.
         name: String,
     },
     /// Clock cycles (`count_clock`).
     Cycles,
+    /// A statistics register, read as it is.
     Register {
+        /// The register's name.
         name: String,
     },
 }
@@ -33,6 +38,7 @@ impl Item {
         }
     }
 
+    /// The event number, for an event.
     pub fn number(&self) -> Option<u32> {
         match self {
             Item::Event { number, .. } => Some(*number),
@@ -44,7 +50,9 @@ impl Item {
 /// The items asked of one block, in the order given, each once.
 #[derive(Debug, Clone)]
 pub struct BlockRequest<'d> {
+    /// The block.
     pub block: &'d Block,
+    /// What to count on it.
     pub items: Vec<Item>,
     /// Items that one spec named together (indices into `items`): multiplexing
     /// keeps each set in one turn where it fits, so that a metric is computed from
@@ -55,7 +63,9 @@ pub struct BlockRequest<'d> {
 /// Specs resolved against a device, with what the user must be told.
 #[derive(Debug, Clone)]
 pub struct Resolved<'d> {
+    /// Each block and what to count on it.
     pub blocks: Vec<BlockRequest<'d>>,
+    /// What the user must know (an event name listed twice...).
     pub warnings: Vec<String>,
 }
 
