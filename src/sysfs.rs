@@ -51,6 +51,12 @@ pub trait Sysfs: Send + Sync {
         self.location()
     }
 
+    /// Whether this process may write the file (the driver's files are root's).
+    fn writable(&self, rel: &str) -> bool {
+        let _ = rel;
+        true
+    }
+
     /// Opens a file for repeated reads (sampling). The real filesystem opens it once
     /// and reads it with one `pread` at offset 0 each time, which makes sysfs
     /// generate the value afresh; the default reads the whole file each time.
@@ -172,6 +178,9 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     }
     fn canonical_location(&self) -> String {
         (**self).canonical_location()
+    }
+    fn writable(&self, rel: &str) -> bool {
+        (**self).writable(rel)
     }
 }
 
@@ -348,6 +357,15 @@ fn read_retrying(file: &mut fs::File, buf: &mut [u8]) -> io::Result<usize> {
 impl Sysfs for RealFs {
     fn read(&self, rel: &str) -> io::Result<String> {
         read_attribute(&self.path(rel))
+    }
+
+    fn writable(&self, rel: &str) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(c) = std::ffi::CString::new(self.path(rel).as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: access reads the NUL-terminated path we own.
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
     }
 
     fn open_value(&self, rel: &str) -> io::Result<Box<dyn ValueFile + '_>> {

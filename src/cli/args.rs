@@ -180,6 +180,21 @@ pub enum Command {
     Stat(StatArgs),
     /// Export the counters to Prometheus: serve /metrics, or write a node_exporter textfile
     Exporter(ExporterArgs),
+    /// Watch the device live: bandwidths, ratios and every block's activity, refreshed in place
+    #[command(
+        long_about = "Watch the device live, full screen, refreshed in place: the headline \
+            metrics of this generation (PCIe in/out, memory or DDR and LLC bandwidth, L3 hit \
+            ratio, PLL frequencies) with their history, every block's activity sorted to show \
+            imbalance, and every counter and register's rate.\n\nIt programs what its panels \
+            need like `stat` (the writer lock, multiplexing with coverage shown, the journal) and \
+            restores the device when it ends (q, Ctrl-C, SIGTERM, SIGHUP, or a crash). Without \
+            the right to write (or with --read-only) it writes nothing and shows the registers and \
+            whatever is already programmed.\n\nKeys: q quit, p pause, Tab/arrows switch view, \
+            s sort, / filter blocks, +/- refresh interval, ? help."
+    )]
+    Top(TopArgs),
+    /// Draw a `stat -I --json` run (or several) as charts: SVG or PNG
+    Plot(PlotArgs),
     /// Put the device back as it was before a `stat` or exporter that was killed
     /// (SIGKILL, OOM, power loss), from the journal it left
     #[command(
@@ -311,6 +326,37 @@ pub struct ExporterArgs {
     /// How often to write the textfile
     #[arg(long, value_name = "TIME", default_value = "15s", value_parser = parse_duration, requires = "textfile")]
     pub interval: std::time::Duration,
+}
+
+/// `bfperf top`.
+#[derive(Debug, Args, Clone)]
+pub struct TopArgs {
+    /// Refresh every TIME (`+`/`-` change it while running)
+    #[arg(long, short = 'i', value_name = "TIME", default_value = "1s", value_parser = parse_duration)]
+    pub interval: std::time::Duration,
+    /// More metrics or groups to show (as stat -M), in a panel of their own
+    #[arg(short = 'M', long = "metric", value_name = "NAME|GROUP")]
+    pub metrics: Vec<String>,
+    /// More events to count (as stat -e), shown in the raw view
+    #[arg(short = 'e', long = "event", value_name = "SPEC")]
+    pub events: Vec<String>,
+    /// Write nothing: show the registers and whatever is already programmed
+    #[arg(long)]
+    pub read_only: bool,
+}
+
+/// `bfperf plot`.
+#[derive(Debug, Args, Clone)]
+pub struct PlotArgs {
+    /// `bfperf stat -I MS --json` outputs (NDJSON); several are drawn on the same charts
+    #[arg(value_name = "RUN.ndjson", required = true)]
+    pub runs: Vec<std::path::PathBuf>,
+    /// The chart file: .svg or .png
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: std::path::PathBuf,
+    /// One line per block (runs made with -A) instead of the kind's total
+    #[arg(long)]
+    pub per_block: bool,
 }
 
 /// `5s`, `500ms`, `2m`, `1.5s`, `3` (seconds).

@@ -10,6 +10,8 @@ pub mod manual;
 pub mod output;
 pub mod report;
 mod stat;
+mod top;
+mod plot;
 
 pub use args::{Cli, Command, ExporterArgs, FormatOpts, Global, Shell, SimCommand, StatArgs};
 pub use exit::ExitCode;
@@ -213,6 +215,8 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
     let g = &cli.global;
     match cli.command {
         Command::Stat(_) => Ok(()),
+        Command::Top(a) => Ok(top::run(g, a)?),
+        Command::Plot(a) => Ok(plot::run(a)?),
         #[cfg(feature = "exporter")]
         Command::Exporter(a) => Ok(exporter::run(g, a)?),
         #[cfg(not(feature = "exporter"))]

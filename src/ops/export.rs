@@ -49,6 +49,8 @@ pub struct Exporter<'d> {
     last_counts: Vec<Count>,
     last_accs: Vec<Vec<Acc>>,
     values: Vec<MetricValue>,
+    /// Each item's count between the last two scrapes, and that span in seconds.
+    interval: (Vec<Count>, f64),
     /// Export the metrics as gauges (`metric_gauges`).
     gauges: bool,
     reprogrammed: u64,
@@ -244,6 +246,7 @@ impl<'d> Exporter<'d> {
             last_counts: Vec::new(),
             last_accs: Vec::new(),
             values: Vec::new(),
+            interval: (Vec::new(), 0.0),
             gauges: config.metric_gauges,
             reprogrammed: 0,
             events,
@@ -313,6 +316,7 @@ impl<'d> Exporter<'d> {
                 })
                 .collect();
             let mut inputs = metric_inputs(&delta, span_s);
+            self.interval = (delta.clone(), span_s);
             inputs.params = self.params.clone();
             let chosen: Vec<&metrics::Metric> = self
                 .metric_names
@@ -535,6 +539,32 @@ impl<'d> Exporter<'d> {
         }
     }
 
+    /// The metrics' values over the time between the last two scrapes, per block and
+    /// per kind (`of_kind`).
+    pub fn values(&self) -> &[MetricValue] {
+        &self.values
+    }
+
+    /// Each item's count between the last two scrapes (estimates where
+    /// multiplexed), and that span in seconds.
+    pub fn interval_counts(&self) -> (&[Count], f64) {
+        (&self.interval.0, self.interval.1)
+    }
+
+    /// The blocks it reads (and programs, when they count events).
+    pub fn blocks(&self) -> Vec<&str> {
+        self.sampler
+            .plans
+            .iter()
+            .map(|p| p.block.name.as_str())
+            .collect()
+    }
+
+    /// The metric set the values come from.
+    pub fn metric_set(&self) -> &MetricSet {
+        &self.set
+    }
+
     /// Puts the device back as it was, and drops the journal.
     pub fn stop(self) -> Result<()> {
         session::restore(self.device, &self.saved)?;
@@ -571,7 +601,7 @@ fn counter_of(p: &BlockPlan, item: usize) -> String {
 }
 
 /// `0x45: NAME` (upstream) or `45: NAME` (NVIDIA's out-of-tree driver).
-fn event_list_format(device: &Device) -> &'static str {
+pub fn event_list_format(device: &Device) -> &'static str {
     for b in device
         .blocks()
         .iter()

@@ -15,6 +15,7 @@ pub mod read;
 pub mod resolve;
 pub mod snapshot;
 pub mod stat;
+pub mod watch;
 
 pub use plan::{Plan, PlannedWrite};
 

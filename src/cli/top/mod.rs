@@ -1,0 +1,417 @@
+//! `bfperf top`: a live, full-screen view of the device. The numbers come from the
+//! stat machinery (the exporter's live core: lock, journal, multiplexing with coverage,
+//! restore), or, without the right to write, from a passive [`Watch`] of what is
+//! already programmed. [`view`] draws the [`App`]'s state; this module runs the loop,
+//! owns the terminal and puts it and the device back on every way out.
+
+mod panels;
+mod view;
+
+use std::collections::VecDeque;
+use std::io::{self, Stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::{cursor, execute, terminal};
+use ratatui::Terminal;
+
+use super::args::TopArgs;
+use super::{load_metrics, lock_device, metric_params, open_device, Global};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ops::export::{self, ExportConfig, Exporter};
+use crate::ops::metrics::{self, MetricSet, MetricValue};
+use crate::ops::read::monotonic_ns;
+use crate::ops::watch::{Rate, Watch};
+use crate::sysfs::layout;
+
+/// How many refreshes of history a sparkline keeps.
+const HISTORY: usize = 120;
+/// How often multiplexed counters take turns between refreshes.
+const TICK: Duration = Duration::from_millis(100);
+
+/// One metric of a panel: its kind's total (or its one block's value), its blocks.
+#[derive(Debug, Clone, Default)]
+pub struct MetricRow {
+    pub name: String,
+    pub unit: String,
+    pub total: Option<f64>,
+    pub coverage: f64,
+    pub reason: Option<String>,
+    pub history: VecDeque<f64>,
+    pub blocks: Vec<(String, Option<f64>)>,
+}
+
+/// A panel as shown.
+#[derive(Debug, Clone)]
+pub struct PanelState {
+    pub title: String,
+    pub rows: Vec<MetricRow>,
+}
+
+/// The views.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Overview,
+    Blocks,
+    Raw,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 3] = [Tab::Overview, Tab::Blocks, Tab::Raw];
+
+    fn next(self, step: isize) -> Tab {
+        let i = Tab::ALL.iter().position(|t| *t == self).unwrap_or(0) as isize;
+        Tab::ALL[(i + step).rem_euclid(3) as usize]
+    }
+}
+
+/// Everything the screen shows.
+pub struct App {
+    pub device: String,
+    pub generation: String,
+    pub format: String,
+    pub owner: String,
+    pub interval: Duration,
+    pub tab: Tab,
+    pub paused: bool,
+    pub by_name: bool,
+    pub filter: String,
+    pub typing: bool,
+    pub help: bool,
+    pub color: bool,
+    pub panels: Vec<PanelState>,
+    pub raw: Vec<Rate>,
+    pub refreshes: u64,
+}
+
+/// Where the numbers come from.
+enum Source<'d> {
+    /// Programmed and owned by this process.
+    Live(Option<Exporter<'d>>),
+    /// Read as they are.
+    Passive(MetricSet, Vec<String>),
+}
+
+impl Source<'_> {
+    fn values(&mut self, watch: &Watch, now: u64) -> Vec<MetricValue> {
+        match self {
+            Source::Live(Some(e)) => match e.scrape(now) {
+                Ok(()) => e.values().to_vec(),
+                Err(_) => Vec::new(),
+            },
+            Source::Live(None) => Vec::new(),
+            Source::Passive(set, names) => {
+                let chosen: Vec<&metrics::Metric> =
+                    names.iter().filter_map(|n| set.get(n)).collect();
+                metrics::evaluate(set, &chosen, &watch.inputs(), true)
+            }
+        }
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        match self {
+            Source::Live(e) => e.take().map_or(Ok(()), Exporter::stop),
+            Source::Passive(..) => Ok(()),
+        }
+    }
+}
+
+/// Restores the device if the loop ends any other way than through `stop`.
+struct Restore<'a, 'd>(&'a mut Source<'d>);
+
+impl Drop for Restore<'_, '_> {
+    fn drop(&mut self) {
+        let _ = self.0.stop();
+    }
+}
+
+/// Whether this process may program the device.
+fn may_write(device: &Device) -> bool {
+    let fs = device.fs();
+    device
+        .blocks()
+        .iter()
+        .find(|b| b.is_counter_block() && !b.is_empty())
+        .is_some_and(|b| {
+            let rel = match b.counters.first() {
+                Some(c) => layout::event(&b.name, *c),
+                None => layout::enable(&b.name),
+            };
+            fs.writable(&rel)
+        })
+}
+
+/// Runs `bfperf top` until q, Ctrl-C, SIGTERM or SIGHUP.
+pub fn run(global: &Global, args: TopArgs) -> Result<()> {
+    let device = open_device(global)?;
+    let gen = device.generation();
+    let set = load_metrics(global, &[gen])?;
+    let mut titled: Vec<(String, Vec<String>)> = panels::for_generation(gen)
+        .map(|p| {
+            let names = p.metrics.iter().map(|m| m.to_string()).collect();
+            (p.title.to_string(), names)
+        })
+        .collect();
+    if !args.metrics.is_empty() {
+        let chosen = set.select(&args.metrics)?;
+        let names = chosen.iter().map(|m| m.def.name.clone()).collect();
+        titled.push(("Metrics (-M)".into(), names));
+    }
+    let all: Vec<String> = titled.iter().flat_map(|(_, n)| n.clone()).collect();
+    let writable = !args.read_only && (global.sim.is_some() || may_write(&device));
+    if !writable && !args.events.is_empty() {
+        return Err(Error::BadAssignment {
+            problem: "-e programs counters, which needs the right to write the device (root); without it top shows what is already programmed".into(),
+        });
+    }
+    let _lock;
+    let mut source = if writable {
+        let config = ExportConfig {
+            events: args.events.clone(),
+            metrics: all.clone(),
+            params: metric_params(global)?,
+            journal: global.sim.is_none(),
+            metric_gauges: false,
+            strict: false,
+        };
+        // Everything is checked before the first write.
+        export::check(&device, &config, &set)?;
+        _lock = lock_device(global, &device)?;
+        Source::Live(Some(Exporter::start(
+            &device,
+            &config,
+            set.clone(),
+            monotonic_ns,
+        )?))
+    } else {
+        _lock = None;
+        Source::Passive(set.clone(), all)
+    };
+    let owned: Vec<String> = match &source {
+        Source::Live(Some(e)) => e.blocks().into_iter().map(str::to_string).collect(),
+        _ => Vec::new(),
+    };
+    let restore = Restore(&mut source);
+    // The blocks the measurement owns are read through it (it restarts their windows).
+    let skip: Vec<&str> = owned.iter().map(String::as_str).collect();
+    let mut watch = Watch::open(&device, &skip)?;
+    let owner = match (writable, global.sim.is_some()) {
+        (true, true) => "simulator (no lock)".to_string(),
+        (true, false) => format!("held by this bfperf (pid {})", std::process::id()),
+        (false, _) => "read-only: nothing is written; showing what is programmed".to_string(),
+    };
+    let mut app = App {
+        device: device.location(),
+        generation: gen.label().to_string(),
+        format: export::event_list_format(&device).to_string(),
+        owner,
+        interval: args.interval.max(Duration::from_millis(100)),
+        tab: Tab::Overview,
+        paused: false,
+        by_name: false,
+        filter: String::new(),
+        typing: false,
+        help: false,
+        color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        panels: titled
+            .iter()
+            .map(|(t, names)| PanelState {
+                title: t.clone(),
+                rows: names
+                    .iter()
+                    .filter_map(|n| set.get(n))
+                    .map(|m| MetricRow {
+                        name: m.def.name.clone(),
+                        unit: m.unit.clone(),
+                        ..MetricRow::default()
+                    })
+                    .collect(),
+            })
+            .filter(|p| !p.rows.is_empty())
+            .collect(),
+        raw: Vec::new(),
+        refreshes: 0,
+    };
+    let result = with_terminal(|term| event_loop(term, &mut app, restore.0, &mut watch));
+    drop(restore);
+    result
+}
+
+/// Sets up the terminal (raw mode, alternate screen, hidden cursor), runs `f`, and
+/// puts the terminal back whatever happens, a panic included.
+fn with_terminal(
+    f: impl FnOnce(&mut Terminal<CrosstermBackend<Stdout>>) -> Result<()>,
+) -> Result<()> {
+    let io_err = |e: io::Error| Error::Io {
+        message: format!("the terminal: {e} (bfperf top needs a terminal)"),
+        source: e,
+    };
+    terminal::enable_raw_mode().map_err(io_err)?;
+    let _back = TerminalBack;
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        leave_terminal();
+        previous(info);
+    }));
+    execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide).map_err(io_err)?;
+    let mut term = Terminal::new(CrosstermBackend::new(io::stdout())).map_err(io_err)?;
+    f(&mut term)
+}
+
+fn leave_terminal() {
+    let _ = terminal::disable_raw_mode();
+    let _ = execute!(io::stdout(), terminal::LeaveAlternateScreen, cursor::Show);
+}
+
+/// Leaves the alternate screen on every way out of `with_terminal`.
+struct TerminalBack;
+
+impl Drop for TerminalBack {
+    fn drop(&mut self) {
+        leave_terminal();
+    }
+}
+
+fn event_loop(
+    term: &mut Terminal<CrosstermBackend<Stdout>>,
+    app: &mut App,
+    source: &mut Source,
+    watch: &mut Watch,
+) -> Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    let draw = |term: &mut Terminal<CrosstermBackend<Stdout>>, app: &App| {
+        term.draw(|f| view::draw(f, app))
+            .map(|_| ())
+            .map_err(|e| Error::Io {
+                message: format!("drawing the screen: {e}"),
+                source: e,
+            })
+    };
+    // A first sample now, so the first refresh has an interval behind it.
+    watch.sample(monotonic_ns());
+    let mut next = Instant::now() + app.interval.min(Duration::from_millis(500));
+    let mut last_tick = Instant::now();
+    draw(term, app)?;
+    while !stop.load(Ordering::SeqCst) {
+        let now = Instant::now();
+        if now >= next {
+            if !app.paused {
+                refresh(app, source, watch);
+            }
+            next = now + app.interval;
+            draw(term, app)?;
+        } else if now.duration_since(last_tick) >= TICK {
+            if let Source::Live(Some(e)) = source {
+                let _ = e.sweep(monotonic_ns());
+            }
+            last_tick = now;
+        }
+        let wait = next
+            .saturating_duration_since(Instant::now())
+            .min(TICK);
+        if event::poll(wait).unwrap_or(false) {
+            if let Ok(Event::Key(k)) = event::read() {
+                if k.kind != KeyEventKind::Release && key(app, k) {
+                    return Ok(());
+                }
+            }
+            draw(term, app)?;
+        }
+    }
+    Ok(())
+}
+
+/// Handles a key; true to quit.
+fn key(app: &mut App, k: KeyEvent) -> bool {
+    if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
+        return true;
+    }
+    if app.typing {
+        match k.code {
+            KeyCode::Enter | KeyCode::Esc => app.typing = false,
+            KeyCode::Backspace => {
+                app.filter.pop();
+            }
+            KeyCode::Char(c) => app.filter.push(c),
+            _ => {}
+        }
+        return false;
+    }
+    match k.code {
+        KeyCode::Char('q') => return true,
+        KeyCode::Char('p') | KeyCode::Char(' ') => app.paused = !app.paused,
+        KeyCode::Tab | KeyCode::Right => app.tab = app.tab.next(1),
+        KeyCode::BackTab | KeyCode::Left => app.tab = app.tab.next(-1),
+        KeyCode::Char('1') => app.tab = Tab::Overview,
+        KeyCode::Char('2') => app.tab = Tab::Blocks,
+        KeyCode::Char('3') => app.tab = Tab::Raw,
+        KeyCode::Char('s') => app.by_name = !app.by_name,
+        KeyCode::Char('/') => {
+            app.typing = true;
+            app.filter.clear();
+        }
+        KeyCode::Char('+') => app.interval = (app.interval * 2).min(Duration::from_secs(60)),
+        KeyCode::Char('-') => {
+            app.interval = (app.interval / 2).max(Duration::from_millis(100));
+        }
+        KeyCode::Char('?') | KeyCode::Char('h') => app.help = !app.help,
+        KeyCode::Esc => {
+            app.help = false;
+            app.filter.clear();
+        }
+        _ => {}
+    }
+    false
+}
+
+/// One refresh: the values over the last interval, into the panels and their history.
+fn refresh(app: &mut App, source: &mut Source, watch: &mut Watch) {
+    let now = monotonic_ns();
+    app.raw = watch.sample(now).to_vec();
+    let values = source.values(watch, now);
+    if let Source::Live(Some(e)) = source {
+        let (counts, span) = e.interval_counts();
+        app.raw.extend(counts.iter().filter(|c| c.unit != "level").map(|c| Rate {
+            block: c.block.clone(),
+            kind: c.kind,
+            name: c.event.clone(),
+            per_s: c.value.filter(|_| span > 0.0).map(|v| v as f64 / span),
+            idle: false,
+            level: false,
+        }));
+    }
+    for panel in &mut app.panels {
+        for row in &mut panel.rows {
+            let mine: Vec<&MetricValue> = values.iter().filter(|v| v.metric == row.name).collect();
+            row.blocks = mine
+                .iter()
+                .filter(|v| !v.of_kind)
+                .map(|v| (v.block.clone(), v.value))
+                .collect();
+            let total = mine
+                .iter()
+                .find(|v| v.of_kind)
+                .or(if mine.len() == 1 { mine.first() } else { None });
+            row.total = total.and_then(|v| v.value);
+            row.coverage = total.map_or(0.0, |v| v.coverage);
+            row.reason = total.and_then(|v| v.reason.clone());
+            if mine.is_empty() {
+                row.reason = Some("not counted on this device".into());
+            }
+            if let Some(t) = row.total {
+                row.history.push_back(t);
+                if row.history.len() > HISTORY {
+                    row.history.pop_front();
+                }
+            }
+        }
+    }
+    app.refreshes += 1;
+}

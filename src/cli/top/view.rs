@@ -1,0 +1,289 @@
+//! Drawing `bfperf top`: a header, the view's tabs, the view, a line of keys. Fits
+//! 80×24 and uses more room when there is more; colour only without NO_COLOR.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table, Tabs, Wrap};
+use ratatui::Frame;
+
+use super::{App, MetricRow, Tab};
+use crate::cli::output::readable;
+
+const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// Draws the whole screen.
+pub fn draw(f: &mut Frame, app: &App) {
+    let [head, tabs, body, keys] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Length(1),
+        Constraint::Min(5),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
+    header(f, app, head);
+    let titles = ["1 Overview", "2 Blocks", "3 Raw"];
+    let selected = Tab::ALL.iter().position(|t| *t == app.tab).unwrap_or(0);
+    f.render_widget(
+        Tabs::new(titles.to_vec())
+            .select(selected)
+            .highlight_style(style(app, Color::Yellow).add_modifier(Modifier::BOLD)),
+        tabs,
+    );
+    match app.tab {
+        Tab::Overview => overview(f, app, body),
+        Tab::Blocks => blocks(f, app, body),
+        Tab::Raw => raw(f, app, body),
+    }
+    let status = if app.typing {
+        format!("filter blocks: {}_  (Enter to keep, Esc to clear)", app.filter)
+    } else {
+        let filter = match app.filter.is_empty() {
+            true => String::new(),
+            false => format!("  filter: {}", app.filter),
+        };
+        format!(
+            "q quit  p pause  Tab view  s sort ({})  / filter  +/- interval  ? help{filter}",
+            if app.by_name { "name" } else { "activity" }
+        )
+    };
+    f.render_widget(Paragraph::new(status).style(dim(app)), keys);
+    if app.help {
+        help(f, app, body);
+    }
+}
+
+fn style(app: &App, c: Color) -> Style {
+    match app.color {
+        true => Style::default().fg(c),
+        false => Style::default(),
+    }
+}
+
+fn dim(app: &App) -> Style {
+    match app.color {
+        true => Style::default().fg(Color::DarkGray),
+        false => Style::default(),
+    }
+}
+
+fn header(f: &mut Frame, app: &App, area: Rect) {
+    let state = if app.paused { "  [paused]" } else { "" };
+    let lines = vec![
+        Line::from(vec![
+            Span::styled("bfperf top", style(app, Color::Cyan).add_modifier(Modifier::BOLD)),
+            Span::raw(format!(
+                "  {}  every {}  event_list {}{}",
+                app.generation,
+                seconds(app.interval.as_secs_f64()),
+                app.format,
+                state
+            )),
+        ]),
+        Line::from(Span::styled(
+            format!("{}  lock: {}", app.device, app.owner),
+            dim(app),
+        )),
+    ];
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+fn seconds(s: f64) -> String {
+    match s < 1.0 {
+        true => format!("{:.0} ms", s * 1e3),
+        false => format!("{s:.1} s"),
+    }
+}
+
+/// A value and its unit, as people read it.
+pub fn value_text(v: Option<f64>, unit: &str) -> String {
+    let Some(v) = v else {
+        return "-".into();
+    };
+    let digits = match v.abs() {
+        a if a >= 1000.0 => 0,
+        a if a >= 100.0 => 1,
+        _ => 2,
+    };
+    format!("{v:.digits$} {unit}")
+}
+
+/// The last `width` values as a sparkline scaled to their maximum.
+fn sparkline<'a>(values: impl DoubleEndedIterator<Item = &'a f64>, width: usize) -> String {
+    let mut last: Vec<f64> = values.rev().take(width).copied().collect();
+    last.reverse();
+    let max = last.iter().copied().fold(0.0_f64, f64::max);
+    last.iter()
+        .map(|v| match max > 0.0 {
+            true => BARS[((v / max) * 7.0).round().clamp(0.0, 7.0) as usize],
+            false => BARS[0],
+        })
+        .collect()
+}
+
+fn coverage_text(row: &MetricRow) -> String {
+    match (row.total, row.coverage) {
+        (None, _) => row.reason.clone().unwrap_or_default(),
+        (Some(_), c) if c < 0.999 => format!("{:.0}% counted", c * 100.0),
+        _ => String::new(),
+    }
+}
+
+fn overview(f: &mut Frame, app: &App, area: Rect) {
+    let n = app.panels.len().max(1);
+    let mut heights: Vec<Constraint> = app
+        .panels
+        .iter()
+        .map(|p| Constraint::Length(p.rows.len() as u16 + 2))
+        .collect();
+    heights.push(Constraint::Min(0));
+    let areas = Layout::vertical(heights).split(area);
+    let width = area.width as usize;
+    let spark = width.saturating_sub(64).clamp(8, 60);
+    for (p, a) in app.panels.iter().zip(areas.iter()).take(n) {
+        let rows: Vec<Row> = p
+            .rows
+            .iter()
+            .map(|r| {
+                let strip = sparkline(
+                    r.blocks.iter().filter_map(|(_, v)| v.as_ref()).collect::<Vec<_>>().into_iter(),
+                    16,
+                );
+                Row::new(vec![
+                    Cell::from(r.name.clone()),
+                    Cell::from(value_text(r.total, &r.unit)).style(style(app, Color::Green)),
+                    Cell::from(sparkline(r.history.iter(), spark)).style(style(app, Color::Cyan)),
+                    Cell::from(strip).style(style(app, Color::Magenta)),
+                    Cell::from(coverage_text(r)).style(dim(app)),
+                ])
+            })
+            .collect();
+        let table = Table::new(
+            rows,
+            [
+                Constraint::Length(24),
+                Constraint::Length(12),
+                Constraint::Length(spark as u16),
+                Constraint::Length(10),
+                Constraint::Min(6),
+            ],
+        )
+        .block(Block::bordered().title(format!(" {} ", p.title)));
+        f.render_widget(table, *a);
+    }
+}
+
+fn shown(app: &App, block: &str) -> bool {
+    app.filter.is_empty() || block.contains(app.filter.as_str())
+}
+
+fn blocks(f: &mut Frame, app: &App, area: Rect) {
+    let mut rows: Vec<(String, String, Option<f64>, f64, String)> = Vec::new();
+    for p in &app.panels {
+        for r in &p.rows {
+            let max = r.blocks.iter().filter_map(|(_, v)| *v).fold(0.0_f64, f64::max);
+            for (b, v) in r.blocks.iter().filter(|(b, _)| shown(app, b)) {
+                let share = match (v, max > 0.0) {
+                    (Some(v), true) => v / max,
+                    _ => 0.0,
+                };
+                rows.push((r.name.clone(), b.clone(), *v, share, r.unit.clone()));
+            }
+        }
+    }
+    if app.by_name {
+        rows.sort_by(|a, b| (&a.0, crate::device::natural_key(&a.1)).cmp(&(&b.0, crate::device::natural_key(&b.1))));
+    } else {
+        rows.sort_by(|a, b| a.0.cmp(&b.0).then(b.3.total_cmp(&a.3)));
+    }
+    let bar_width = (area.width as usize).saturating_sub(58).clamp(10, 60);
+    let table_rows: Vec<Row> = rows
+        .iter()
+        .map(|(m, b, v, share, unit)| {
+            let filled = (share * bar_width as f64).round() as usize;
+            Row::new(vec![
+                Cell::from(m.clone()),
+                Cell::from(b.clone()),
+                Cell::from(value_text(*v, unit)).style(style(app, Color::Green)),
+                Cell::from("█".repeat(filled)).style(style(app, heat(*share))),
+            ])
+        })
+        .collect();
+    let table = Table::new(
+        table_rows,
+        [
+            Constraint::Length(24),
+            Constraint::Length(14),
+            Constraint::Length(14),
+            Constraint::Min(10),
+        ],
+    )
+    .header(Row::new(vec!["METRIC", "BLOCK", "VALUE", "SHARE OF THE BUSIEST"]).style(dim(app)))
+    .block(Block::bordered().title(" Blocks: activity per block (imbalance shows as short bars) "));
+    f.render_widget(table, area);
+}
+
+fn heat(share: f64) -> Color {
+    match share {
+        s if s > 0.8 => Color::Red,
+        s if s > 0.5 => Color::Yellow,
+        _ => Color::Green,
+    }
+}
+
+fn raw(f: &mut Frame, app: &App, area: Rect) {
+    let mut rates: Vec<&crate::ops::watch::Rate> =
+        app.raw.iter().filter(|r| shown(app, &r.block)).collect();
+    if !app.by_name {
+        rates.sort_by(|a, b| b.per_s.unwrap_or(-1.0).total_cmp(&a.per_s.unwrap_or(-1.0)));
+    }
+    let rows: Vec<Row> = rates
+        .iter()
+        .map(|r| {
+            let value = match (r.per_s, r.level, r.idle) {
+                (_, _, true) => "not programmed".to_string(),
+                (Some(v), true, _) => format!("{v:.0}"),
+                (Some(v), false, _) => {
+                    let (n, u) = readable(v, "/s");
+                    format!("{n} {u}")
+                }
+                (None, _, _) => "-".to_string(),
+            };
+            Row::new(vec![
+                Cell::from(r.block.clone()),
+                Cell::from(r.name.clone()),
+                Cell::from(value),
+            ])
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [Constraint::Length(16), Constraint::Length(36), Constraint::Min(12)],
+    )
+    .header(Row::new(vec!["BLOCK", "EVENT OR REGISTER", "PER SECOND"]).style(dim(app)))
+    .block(Block::bordered().title(" Raw: every counter and register "));
+    f.render_widget(table, area);
+}
+
+fn help(f: &mut Frame, app: &App, area: Rect) {
+    let text = "q, Ctrl-C   quit (the device is put back as it was)\n\
+        p, space    pause / resume\n\
+        Tab, ←/→    switch view (1 overview, 2 blocks, 3 raw)\n\
+        s           sort by activity or by name\n\
+        /           filter blocks by name (Enter keeps, Esc clears)\n\
+        +, -        refresh half as often / twice as often\n\
+        ?           this help\n\n\
+        Overview: each metric's value over the last interval (the kind's blocks\n\
+        summed), its history, and a strip of its blocks. 'N% counted': multiplexed,\n\
+        the value is scaled from the share of the interval it was counted.";
+    let w = area.width.min(80);
+    let h = area.height.min(14);
+    let r = Rect::new(area.x + (area.width - w) / 2, area.y + (area.height - h) / 2, w, h);
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(text)
+            .wrap(Wrap { trim: false })
+            .block(Block::bordered().title(" Help ").style(style(app, Color::White))),
+        r,
+    );
+}

@@ -1,0 +1,164 @@
+//! Watching without writing: every counter and statistics register of the device,
+//! each value file opened once and read with one `pread` per sample, turned into
+//! rates per second between samples (a counter that went backwards is a reset, not a
+//! rate). Nothing is programmed: counters count whatever they already count, so an
+//! unprivileged user can watch the PCIe registers, and `top` shows the device as it is.
+
+use super::metrics::Inputs;
+use super::parse_value;
+use crate::block::{BlockKind, Mechanism};
+use crate::device::Device;
+use crate::error::Result;
+use crate::kinds::Role;
+use crate::sysfs::{layout, ValueFile};
+
+/// One watched value.
+struct Watched<'d> {
+    block: String,
+    kind: BlockKind,
+    /// The event's or register's name (`counter 3` when the event has no name).
+    name: String,
+    /// The counter's event is not known to count (stopped, or never programmed).
+    idle: bool,
+    level: bool,
+    width_bits: u32,
+    file: Box<dyn ValueFile + 'd>,
+    last: Option<u64>,
+}
+
+/// A value's rate over the last interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rate {
+    /// The block.
+    pub block: String,
+    /// Its kind.
+    pub kind: BlockKind,
+    /// The event's or register's name.
+    pub name: String,
+    /// Per second over the last interval (a level: its value); None before the
+    /// second sample, after a reset or when the file could not be read.
+    pub per_s: Option<f64>,
+    /// The counter is not programmed: it counts nothing.
+    pub idle: bool,
+    /// A level (a reading, not a count).
+    pub level: bool,
+}
+
+/// Every counter and register of a device, opened for sampling.
+pub struct Watch<'d> {
+    values: Vec<Watched<'d>>,
+    last_ns: Option<u64>,
+    rates: Vec<Rate>,
+}
+
+impl<'d> Watch<'d> {
+    /// Opens every value file of every block but `skip` (none is written).
+    pub fn open(device: &'d Device, skip: &[&str]) -> Result<Watch<'d>> {
+        let fs = device.fs();
+        let mut values = Vec::new();
+        for b in device.blocks().iter().filter(|b| !skip.contains(&b.name.as_str())) {
+            let def = b.kind.def();
+            let open = |rel: &str| {
+                fs.open_value(rel)
+                    .map_err(|e| crate::error::io_error("opening", rel, None, e))
+            };
+            if b.mechanism == Mechanism::Registers {
+                for r in &b.registers {
+                    values.push(Watched {
+                        block: b.name.clone(),
+                        kind: b.kind,
+                        name: r.trim_end().to_string(),
+                        idle: false,
+                        level: def.role(r) != Role::Count,
+                        width_bits: b.width_bits,
+                        file: open(&layout::register(&b.name, r))?,
+                        last: None,
+                    });
+                }
+                continue;
+            }
+            for &c in &b.counters {
+                let event = super::read::read_event(fs, &b.name, c).unwrap_or(None);
+                let named = event.as_ref().and_then(|(n, name)| {
+                    name.clone().or_else(|| {
+                        device
+                            .catalog(b)
+                            .ok()
+                            .and_then(|cat| cat.by_number(*n).map(|e| e.name.clone()))
+                    })
+                });
+                let idle = match &named {
+                    None => true,
+                    Some(n) => n == "DISABLE",
+                };
+                values.push(Watched {
+                    block: b.name.clone(),
+                    kind: b.kind,
+                    name: named.unwrap_or_else(|| format!("counter {c}")),
+                    idle,
+                    level: false,
+                    width_bits: b.width_bits,
+                    file: open(&layout::counter(&b.name, c))?,
+                    last: None,
+                });
+            }
+        }
+        Ok(Watch {
+            values,
+            last_ns: None,
+            rates: Vec::new(),
+        })
+    }
+
+    /// Reads every value once at `now_ns` and updates the rates.
+    pub fn sample(&mut self, now_ns: u64) -> &[Rate] {
+        let span_s = self
+            .last_ns
+            .map(|t| now_ns.saturating_sub(t) as f64 / 1e9)
+            .filter(|s| *s > 0.0);
+        self.rates.clear();
+        for w in &mut self.values {
+            let value = w.file.read_now().ok().and_then(|t| parse_value(t.trim()));
+            let per_s = match (value, w.last, span_s) {
+                (Some(v), _, _) if w.level => Some(v as f64),
+                (Some(v), Some(l), Some(s)) if v >= l => Some((v - l) as f64 / s),
+                // 32-bit counters wrap; wider ones going backwards were reset.
+                (Some(v), Some(l), Some(s)) if w.width_bits < 64 => {
+                    Some((v + (1u64 << w.width_bits) - l) as f64 / s)
+                }
+                _ => None,
+            };
+            w.last = value;
+            self.rates.push(Rate {
+                block: w.block.clone(),
+                kind: w.kind,
+                name: w.name.clone(),
+                per_s,
+                idle: w.idle,
+                level: w.level,
+            });
+        }
+        self.last_ns = Some(now_ns);
+        &self.rates
+    }
+
+    /// The last sample's rates.
+    pub fn rates(&self) -> &[Rate] {
+        &self.rates
+    }
+
+    /// Metric inputs from the last interval: each counting event's rate as a count
+    /// over one second (so `duration_time` is 1), each level as it is.
+    pub fn inputs(&self) -> Inputs {
+        let mut inputs = Inputs {
+            duration_s: 1.0,
+            ..Inputs::default()
+        };
+        for r in self.rates.iter().filter(|r| !r.idle) {
+            if let Some(v) = r.per_s {
+                inputs.add(&r.block, r.kind, &r.name, v, 1.0);
+            }
+        }
+        inputs
+    }
+}
