@@ -8,10 +8,10 @@ pub mod exit;
 mod exporter;
 pub mod manual;
 pub mod output;
+mod plot;
 pub mod report;
 mod stat;
 mod top;
-mod plot;
 
 pub use args::{Cli, Command, ExporterArgs, FormatOpts, Global, Shell, SimCommand, StatArgs};
 pub use exit::ExitCode;

@@ -56,7 +56,11 @@ impl<'d> Watch<'d> {
     pub fn open(device: &'d Device, skip: &[&str]) -> Result<Watch<'d>> {
         let fs = device.fs();
         let mut values = Vec::new();
-        for b in device.blocks().iter().filter(|b| !skip.contains(&b.name.as_str())) {
+        for b in device
+            .blocks()
+            .iter()
+            .filter(|b| !skip.contains(&b.name.as_str()))
+        {
             let def = b.kind.def();
             let open = |rel: &str| {
                 fs.open_value(rel)

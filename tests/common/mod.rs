@@ -188,6 +188,11 @@ impl Mount {
     /// Mounts a simulated device, or returns None (after saying why) where FUSE cannot
     /// be used. With BFPERF_REQUIRE_FUSE set, failing to mount fails the test.
     pub fn start(gen: &str, flavor: &str) -> Option<Mount> {
+        Mount::start_with(gen, flavor, &[])
+    }
+
+    /// Mounts a simulated device with more `sim mount` arguments (`--workload F`).
+    pub fn start_with(gen: &str, flavor: &str, extra: &[&str]) -> Option<Mount> {
         if let Some(reason) = fuse_unavailable_reason() {
             skip_or_fail(&reason);
             return None;
@@ -195,6 +200,7 @@ impl Mount {
         let dir = tempfile::tempdir().unwrap();
         let child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("bfperf"))
             .args(["sim", "mount", "--gen", gen, "--kernel", flavor])
+            .args(extra)
             .arg(dir.path())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())

@@ -91,7 +91,7 @@ pub struct App {
 /// Where the numbers come from.
 enum Source<'d> {
     /// Programmed and owned by this process.
-    Live(Option<Exporter<'d>>),
+    Live(Option<Box<Exporter<'d>>>),
     /// Read as they are.
     Passive(MetricSet, Vec<String>),
 }
@@ -114,7 +114,7 @@ impl Source<'_> {
 
     fn stop(&mut self) -> Result<()> {
         match self {
-            Source::Live(e) => e.take().map_or(Ok(()), Exporter::stop),
+            Source::Live(e) => e.take().map_or(Ok(()), |e| e.stop()),
             Source::Passive(..) => Ok(()),
         }
     }
@@ -181,12 +181,12 @@ pub fn run(global: &Global, args: TopArgs) -> Result<()> {
         // Everything is checked before the first write.
         export::check(&device, &config, &set)?;
         _lock = lock_device(global, &device)?;
-        Source::Live(Some(Exporter::start(
+        Source::Live(Some(Box::new(Exporter::start(
             &device,
             &config,
             set.clone(),
             monotonic_ns,
-        )?))
+        )?)))
     } else {
         _lock = None;
         Source::Passive(set.clone(), all)
@@ -313,9 +313,7 @@ fn event_loop(
             }
             last_tick = now;
         }
-        let wait = next
-            .saturating_duration_since(Instant::now())
-            .min(TICK);
+        let wait = next.saturating_duration_since(Instant::now()).min(TICK);
         if event::poll(wait).unwrap_or(false) {
             if let Ok(Event::Key(k)) = event::read() {
                 if k.kind != KeyEventKind::Release && key(app, k) {
@@ -378,14 +376,15 @@ fn refresh(app: &mut App, source: &mut Source, watch: &mut Watch) {
     let values = source.values(watch, now);
     if let Source::Live(Some(e)) = source {
         let (counts, span) = e.interval_counts();
-        app.raw.extend(counts.iter().filter(|c| c.unit != "level").map(|c| Rate {
-            block: c.block.clone(),
-            kind: c.kind,
-            name: c.event.clone(),
-            per_s: c.value.filter(|_| span > 0.0).map(|v| v as f64 / span),
-            idle: false,
-            level: false,
-        }));
+        app.raw
+            .extend(counts.iter().filter(|c| c.unit != "level").map(|c| Rate {
+                block: c.block.clone(),
+                kind: c.kind,
+                name: c.event.clone(),
+                per_s: c.value.filter(|_| span > 0.0).map(|v| v as f64 / span),
+                idle: false,
+                level: false,
+            }));
     }
     for panel in &mut app.panels {
         for row in &mut panel.rows {
@@ -395,10 +394,11 @@ fn refresh(app: &mut App, source: &mut Source, watch: &mut Watch) {
                 .filter(|v| !v.of_kind)
                 .map(|v| (v.block.clone(), v.value))
                 .collect();
-            let total = mine
-                .iter()
-                .find(|v| v.of_kind)
-                .or(if mine.len() == 1 { mine.first() } else { None });
+            let total = mine.iter().find(|v| v.of_kind).or(if mine.len() == 1 {
+                mine.first()
+            } else {
+                None
+            });
             row.total = total.and_then(|v| v.value);
             row.coverage = total.map_or(0.0, |v| v.coverage);
             row.reason = total.and_then(|v| v.reason.clone());

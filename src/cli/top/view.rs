@@ -36,7 +36,10 @@ pub fn draw(f: &mut Frame, app: &App) {
         Tab::Raw => raw(f, app, body),
     }
     let status = if app.typing {
-        format!("filter blocks: {}_  (Enter to keep, Esc to clear)", app.filter)
+        format!(
+            "filter blocks: {}_  (Enter to keep, Esc to clear)",
+            app.filter
+        )
     } else {
         let filter = match app.filter.is_empty() {
             true => String::new(),
@@ -71,7 +74,10 @@ fn header(f: &mut Frame, app: &App, area: Rect) {
     let state = if app.paused { "  [paused]" } else { "" };
     let lines = vec![
         Line::from(vec![
-            Span::styled("bfperf top", style(app, Color::Cyan).add_modifier(Modifier::BOLD)),
+            Span::styled(
+                "bfperf top",
+                style(app, Color::Cyan).add_modifier(Modifier::BOLD),
+            ),
             Span::raw(format!(
                 "  {}  every {}  event_list {}{}",
                 app.generation,
@@ -146,7 +152,11 @@ fn overview(f: &mut Frame, app: &App, area: Rect) {
             .iter()
             .map(|r| {
                 let strip = sparkline(
-                    r.blocks.iter().filter_map(|(_, v)| v.as_ref()).collect::<Vec<_>>().into_iter(),
+                    r.blocks
+                        .iter()
+                        .filter_map(|(_, v)| v.as_ref())
+                        .collect::<Vec<_>>()
+                        .into_iter(),
                     16,
                 );
                 Row::new(vec![
@@ -181,7 +191,11 @@ fn blocks(f: &mut Frame, app: &App, area: Rect) {
     let mut rows: Vec<(String, String, Option<f64>, f64, String)> = Vec::new();
     for p in &app.panels {
         for r in &p.rows {
-            let max = r.blocks.iter().filter_map(|(_, v)| *v).fold(0.0_f64, f64::max);
+            let max = r
+                .blocks
+                .iter()
+                .filter_map(|(_, v)| *v)
+                .fold(0.0_f64, f64::max);
             for (b, v) in r.blocks.iter().filter(|(b, _)| shown(app, b)) {
                 let share = match (v, max > 0.0) {
                     (Some(v), true) => v / max,
@@ -192,7 +206,9 @@ fn blocks(f: &mut Frame, app: &App, area: Rect) {
         }
     }
     if app.by_name {
-        rows.sort_by(|a, b| (&a.0, crate::device::natural_key(&a.1)).cmp(&(&b.0, crate::device::natural_key(&b.1))));
+        rows.sort_by(|a, b| {
+            (&a.0, crate::device::natural_key(&a.1)).cmp(&(&b.0, crate::device::natural_key(&b.1)))
+        });
     } else {
         rows.sort_by(|a, b| a.0.cmp(&b.0).then(b.3.total_cmp(&a.3)));
     }
@@ -258,7 +274,11 @@ fn raw(f: &mut Frame, app: &App, area: Rect) {
         .collect();
     let table = Table::new(
         rows,
-        [Constraint::Length(16), Constraint::Length(36), Constraint::Min(12)],
+        [
+            Constraint::Length(16),
+            Constraint::Length(36),
+            Constraint::Min(12),
+        ],
     )
     .header(Row::new(vec!["BLOCK", "EVENT OR REGISTER", "PER SECOND"]).style(dim(app)))
     .block(Block::bordered().title(" Raw: every counter and register "));
@@ -278,12 +298,19 @@ fn help(f: &mut Frame, app: &App, area: Rect) {
         the value is scaled from the share of the interval it was counted.";
     let w = area.width.min(80);
     let h = area.height.min(14);
-    let r = Rect::new(area.x + (area.width - w) / 2, area.y + (area.height - h) / 2, w, h);
+    let r = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
     f.render_widget(Clear, r);
     f.render_widget(
-        Paragraph::new(text)
-            .wrap(Wrap { trim: false })
-            .block(Block::bordered().title(" Help ").style(style(app, Color::White))),
+        Paragraph::new(text).wrap(Wrap { trim: false }).block(
+            Block::bordered()
+                .title(" Help ")
+                .style(style(app, Color::White)),
+        ),
         r,
     );
 }
