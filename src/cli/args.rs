@@ -170,6 +170,9 @@ pub enum Command {
         /// Refuse snapshots of different hosts, devices or generations (default: warn)
         #[arg(long)]
         strict: bool,
+        /// Also draw each value's rate as a bar chart into FILE (.svg or .png)
+        #[arg(long, value_name = "FILE")]
+        plot: Option<PathBuf>,
         #[command(flatten)]
         format: FormatOpts,
     },

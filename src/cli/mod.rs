@@ -371,6 +371,7 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
             old,
             new,
             strict,
+            plot: chart,
             format,
         } => {
             let a = snapshot::load(&old)?;
@@ -380,6 +381,9 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
                 diag(&format!("warning: {w}"));
             }
             let d = diff::diff(&a, &b);
+            if let Some(path) = &chart {
+                plot::diff_bars(&d, path)?;
+            }
             let set = load_metrics(g, &[Generation::from_label(&b.generation)])?;
             let values = diff::metrics(&d, &b, &set, metric_params(g)?);
             out.emit(

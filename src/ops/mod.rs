@@ -13,6 +13,7 @@ pub mod plan;
 pub mod program;
 pub mod read;
 pub mod resolve;
+pub mod series;
 pub mod snapshot;
 pub mod stat;
 pub mod watch;

@@ -1,0 +1,204 @@
+//! Time series from `bfperf stat -I MS --json` runs (NDJSON), for charts: one chart
+//! per metric and one per kind and unit of raw counts (as rates per second), a line
+//! per block (or per kind total) and per run.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// The largest run file read (a day of 100 ms intervals of a full device is less).
+const MAX_RUN_BYTES: u64 = 512 << 20;
+
+/// One line of a chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// What it shows: the block (or kind), and the run's file when there are several.
+    pub label: String,
+    /// (seconds from the run's start, value).
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One chart: a metric, or a kind's raw counts in one unit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    /// Its title.
+    pub title: String,
+    /// The unit of its values.
+    pub unit: String,
+    /// Its lines.
+    pub lines: Vec<Line>,
+}
+
+/// A chart's place (metrics first), title and unit.
+type ChartKey = (u8, String, String);
+
+/// The records of a run that are drawn.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+enum Record {
+    Interval {
+        run: u32,
+        time_s: f64,
+        block: String,
+        kind: String,
+        event: String,
+        value: Option<f64>,
+        unit: String,
+    },
+    Metric {
+        time_s: f64,
+        metric: String,
+        block: String,
+        kind: String,
+        value: Option<f64>,
+        unit: String,
+    },
+    End {
+        command: Option<String>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// Charts of runs, and a title naming what was measured. `per_block`: a line per
+/// block (runs made with `-A`) instead of per kind total.
+pub fn charts(files: &[&Path], per_block: bool) -> Result<(String, Vec<Chart>)> {
+    let mut charts: BTreeMap<ChartKey, BTreeMap<String, Vec<(f64, f64)>>> = BTreeMap::new();
+    let mut commands = Vec::new();
+    for path in files {
+        let label = |block: &str| match files.len() {
+            1 => block.to_string(),
+            _ => format!(
+                "{} {block}",
+                path.file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            ),
+        };
+        let text = read_run(path)?;
+        // The start of each item's current interval, to turn counts into rates.
+        let mut last_time: BTreeMap<(u32, String, String), f64> = BTreeMap::new();
+        for (n, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let record: Record = serde_json::from_str(line).map_err(|e| Error::BadConfig {
+                path: path.to_path_buf(),
+                problem: format!(
+                    "line {}: not a `bfperf stat --json` record ({e}); make runs with `bfperf stat -I MS --json`",
+                    n + 1
+                ),
+            })?;
+            match record {
+                Record::Interval {
+                    run,
+                    time_s,
+                    block,
+                    kind,
+                    event,
+                    value,
+                    unit,
+                } => {
+                    let key = (run, block.clone(), event.clone());
+                    let start = last_time.insert(key, time_s).unwrap_or(0.0);
+                    let span = time_s - start;
+                    if !wanted(&block, &kind, per_block) || span <= 0.0 {
+                        continue;
+                    }
+                    if let Some(v) = value {
+                        charts
+                            .entry((1, format!("{kind}: {unit} per second"), format!("{unit}/s")))
+                            .or_default()
+                            .entry(label(&format!("{block} {event}")))
+                            .or_default()
+                            .push((time_s, v / span));
+                    }
+                }
+                Record::Metric {
+                    time_s,
+                    metric,
+                    block,
+                    kind,
+                    value,
+                    unit,
+                    ..
+                } => {
+                    if !wanted(&block, &kind, per_block) {
+                        continue;
+                    }
+                    if let Some(v) = value {
+                        charts
+                            .entry((0, metric, unit))
+                            .or_default()
+                            .entry(label(&block))
+                            .or_default()
+                            .push((time_s, v));
+                    }
+                }
+                Record::End { command } => commands.extend(command),
+                Record::Other => {}
+            }
+        }
+    }
+    if charts.is_empty() {
+        return Err(Error::BadConfig {
+            path: files.first().map(|p| p.to_path_buf()).unwrap_or_default(),
+            problem: format!(
+                "no intervals to draw{}: make the run with `bfperf stat -I MS --json`",
+                if per_block {
+                    " per block (was it made with -A?)"
+                } else {
+                    ""
+                }
+            ),
+        });
+    }
+    let title = match commands.is_empty() {
+        true => format!("bfperf stat: {}", names(files)),
+        false => format!("bfperf stat -- {}", commands.join(" | ")),
+    };
+    let out = charts
+        .into_iter()
+        .map(|((_, title, unit), lines)| Chart {
+            title,
+            unit,
+            lines: lines
+                .into_iter()
+                .map(|(label, points)| Line { label, points })
+                .collect(),
+        })
+        .collect();
+    Ok((title, out))
+}
+
+/// A per-block record with `per_block`, a kind's total without it.
+fn wanted(block: &str, kind: &str, per_block: bool) -> bool {
+    (block != kind) == per_block
+}
+
+fn names(files: &[&Path]) -> String {
+    files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn read_run(path: &Path) -> Result<String> {
+    let err = |source| Error::File {
+        what: "cannot read the run",
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(err)?;
+    if !meta.is_file() || meta.len() > MAX_RUN_BYTES {
+        return Err(Error::BadConfig {
+            path: path.to_path_buf(),
+            problem: format!("not a regular file of at most {} MiB", MAX_RUN_BYTES >> 20),
+        });
+    }
+    std::fs::read_to_string(path).map_err(err)
+}
