@@ -481,3 +481,32 @@ fn a_reader_that_goes_away_ends_the_measurement_quietly_and_restores() {
     );
     assert_eq!(m.config("tile0"), before);
 }
+
+#[test]
+fn stat_without_events_counts_the_generations_default_set() {
+    // BF2's flows: reads 8 GB/s, writes 4 GB/s, 75 % hits; 6 and 3 GB/s of PCIe.
+    let out = bfperf()
+        .args(["--sim", "bf2", "stat", "--json", "--", "sleep", "0.5"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("default set"));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let metric = |name: &str| -> f64 {
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|r| r["record"] == "metric" && r["metric"] == name)
+            .and_then(|r| r["value"].as_f64())
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+    };
+    for (name, want) in [
+        ("memory_read_bandwidth", 2.0),
+        ("memory_write_bandwidth", 1.0),
+        ("pcie_in_bandwidth", 6.0),
+        ("pcie_out_bandwidth", 3.0),
+        ("l3_hit_ratio", 75.0),
+    ] {
+        let got = metric(name);
+        assert!((got - want).abs() < want * 0.02, "{name}: {got} vs {want}");
+    }
+}

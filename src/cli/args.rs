@@ -77,6 +77,17 @@ pub enum Command {
     Info(FormatOpts),
     /// List the blocks: kind, mechanism, counters, enable state, events known
     Blocks(FormatOpts),
+    /// List events, registers, metrics and groups across the device, as perf list
+    List {
+        /// Only what matches one of these (a glob or a substring, any case) in its
+        /// name, description, kind or group
+        patterns: Vec<String>,
+        /// Metrics with their formulas and the events they need
+        #[arg(long)]
+        details: bool,
+        #[command(flatten)]
+        format: FormatOpts,
+    },
     /// List the events of a block: number, name, description
     Events {
         /// The block (e.g. tile2)
@@ -262,13 +273,9 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct StatArgs {
     /// BLOCKS/EVENT[,EVENT...]/ : blocks by name, kind, glob or list; events by name,
-    /// number, `cycles`, register name or glob (repeatable)
-    #[arg(
-        short = 'e',
-        long = "event",
-        value_name = "SPEC",
-        required_unless_present = "metric"
-    )]
+    /// number, `cycles`, register name or glob (repeatable). Without -e and -M: the
+    /// generation's default set and its metrics
+    #[arg(short = 'e', long = "event", value_name = "SPEC")]
     pub events: Vec<String>,
     /// Metrics or metric groups to compute (comma list; repeatable): their events are
     /// counted, shared ones once; see `bfperf metrics`
@@ -286,6 +293,15 @@ pub struct StatArgs {
     /// One row per block instead of sums per kind
     #[arg(short = 'A', long = "no-aggr")]
     pub no_aggr: bool,
+    /// Stop after N intervals of -I (as perf stat --interval-count)
+    #[arg(long = "interval-count", value_name = "N", requires = "interval", conflicts_with_all = ["duration", "command"], value_parser = clap::value_parser!(u64).range(1..))]
+    pub interval_count: Option<u64>,
+    /// NDJSON, one record per line (as perf stat -j; same as --json)
+    #[arg(short = 'j', long = "json-lines")]
+    pub json_lines: bool,
+    /// Accepted for perf's habit: the DPU's counters are system-wide anyway
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
     #[command(flatten)]
     pub format: FormatOpts,
     /// CSV with this field separator (one character), as perf stat -x

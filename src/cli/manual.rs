@@ -82,6 +82,24 @@ const SECTIONS: &[(&str, &str, &[&str])] = &[
         ],
     ),
     (
+        "bfperf-top",
+        "EXAMPLES",
+        &[
+            "bfperf top",
+            "bfperf top -i 500ms -M l3",
+            "bfperf top --read-only   (writes nothing; what a user without root gets)",
+        ],
+    ),
+    (
+        "bfperf-plot",
+        "EXAMPLES",
+        &[
+            "bfperf stat -M ddr,llc -A -I 250 --json --duration 1m > run.ndjson",
+            "bfperf plot run.ndjson --per-block -o run.svg",
+            "bfperf plot before.ndjson after.ndjson -o compare.png",
+        ],
+    ),
+    (
         "bfperf-restore",
         "EXAMPLES",
         &["bfperf restore   (after `kill -9` of a stat or exporter)"],

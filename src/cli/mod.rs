@@ -235,6 +235,19 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
         }
         Command::Info(f) => out.emit(f.or(Format::Table), &info(&open_device(g)?)),
         Command::Blocks(f) => out.emit(f.or(Format::Table), &blocks(&open_device(g)?)?),
+        Command::List {
+            patterns,
+            details,
+            format,
+        } => {
+            let device = open_device(g)?;
+            let set = load_metrics(g, &[device.generation()])?;
+            let listing = crate::ops::list::list(&device, &set, &patterns, details)?;
+            if listing.events.is_empty() && listing.metrics.is_empty() {
+                diag(&format!("nothing matches {}", patterns.join(" or ")));
+            }
+            out.emit(format.or(Format::Table), &ListReport { listing, patterns })
+        }
         Command::Events {
             block,
             pattern,

@@ -225,11 +225,26 @@ fn stat_format(a: &StatArgs) -> Result<StatFormat> {
         }
         return Ok(StatFormat::Csv(b[0]));
     }
+    if a.json_lines {
+        return Ok(StatFormat::Ndjson);
+    }
     Ok(match a.format.or(Format::Table) {
         Format::Table => StatFormat::Table,
         Format::Json => StatFormat::Ndjson,
         Format::Csv => StatFormat::Csv(b','),
     })
+}
+
+/// A request for one spec, to check whether the device can count it.
+fn default_request(spec: &str) -> StatRequest {
+    StatRequest {
+        specs: vec![spec.to_string()],
+        timing: Timing::default(),
+        repeat: 1,
+        restore: true,
+        multiplex: true,
+        journal: false,
+    }
 }
 
 /// Runs `bfperf stat`; returns the exit code (the command's, or 128 + the signal
@@ -242,6 +257,24 @@ pub fn run(
 ) -> std::result::Result<i32, Failure> {
     let format = stat_format(&a)?;
     let device = open_device(global)?;
+    let mut a = a;
+    if a.all_cpus {
+        diag("-a: the DPU's counters are system-wide already; nothing changes");
+    }
+    if let (Some(n), Some(ms)) = (a.interval_count, a.interval) {
+        a.duration = Some(Duration::from_millis(ms * n));
+    }
+    if a.events.is_empty() && a.metric.is_empty() {
+        // As perf stat does with no -e: the generation's default set (the exporter's),
+        // where this device can count it.
+        let (events, metrics) = crate::ops::export::default_set(device.generation());
+        a.events = events
+            .into_iter()
+            .filter(|e| stat::prepare(&device, &default_request(e)).is_ok())
+            .collect();
+        a.metric = metrics;
+        diag("no -e or -M: counting this generation's default set (as the exporter does)");
+    }
     let set = if a.metric.is_empty() {
         metrics::MetricSet::default()
     } else {

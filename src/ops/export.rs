@@ -99,6 +99,47 @@ const BF12_DEFAULT: &[&str] = &[
     "tile/MEMORY_READS,MEMORY_WRITES/",
 ];
 
+/// The metrics the default set computes, per generation (those the generation's
+/// metric files define; the default events and the registers are their inputs).
+pub const DEFAULT_METRICS: &[(Generation, &[&str])] = &[
+    (
+        Generation::Bf1,
+        &["pcie_in_bandwidth", "pcie_out_bandwidth", "l3_hit_ratio"],
+    ),
+    (
+        Generation::Bf2,
+        &[
+            "pcie_in_bandwidth",
+            "pcie_out_bandwidth",
+            "memory_read_bandwidth",
+            "memory_write_bandwidth",
+            "l3_hit_ratio",
+        ],
+    ),
+    (
+        Generation::Bf3,
+        &[
+            "ddr_read_bandwidth",
+            "ddr_write_bandwidth",
+            "llc_read_bandwidth",
+            "llc_write_bandwidth",
+            "llc_read_miss_ratio",
+        ],
+    ),
+];
+
+/// A generation's default set: its event specs and the metrics computed from them.
+pub fn default_set(gen: Generation) -> (Vec<String>, Vec<String>) {
+    let of = |table: &[(Generation, &[&str])]| -> Vec<String> {
+        table
+            .iter()
+            .filter(|(g, _)| *g == gen)
+            .flat_map(|(_, v)| v.iter().map(|s| s.to_string()))
+            .collect()
+    };
+    (of(DEFAULT_EVENTS), of(DEFAULT_METRICS))
+}
+
 /// The word that stands for [`DEFAULT_EVENTS`] in a config's `events`.
 pub const DEFAULT: &str = "default";
 

@@ -6,6 +6,7 @@ pub mod control;
 pub mod diff;
 pub mod export;
 pub mod journal;
+pub mod list;
 pub mod lock;
 pub mod metrics;
 pub mod outfile;

@@ -7,6 +7,7 @@
 
 mod device;
 mod diff;
+mod list;
 mod metrics;
 mod read;
 mod stat;
@@ -14,6 +15,7 @@ mod write;
 
 pub use device::{BlockRow, BlocksReport, EventsReport, InfoReport};
 pub use diff::DiffReport;
+pub use list::ListReport;
 pub use metrics::{metric_table, MetricRow, MetricsReport};
 pub use read::{ReadReport, SnapshotReport};
 pub use stat::{Ending, StatFormat, StatWriter};
@@ -97,5 +99,6 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("program", schema::<OneOrMany<ProgramReport>>()),
         ("control", schema::<OneOrMany<ControlReport>>()),
         ("metrics", schema::<MetricsReport>()),
+        ("list", schema::<ListReport>()),
     ]
 }

@@ -108,6 +108,24 @@ pub fn split(spec: &str) -> Result<(&str, Vec<&str>)> {
     Ok((blocks.trim(), events))
 }
 
+/// The error for an event a block lacks, pointing to the kind that has it.
+fn wrong_kind(device: &Device, spec: &str, block: &Block, typed: &str, e: Error) -> Error {
+    let kinds: Vec<String> = kinds_with(device, typed)
+        .into_iter()
+        .filter(|k| k != block.kind.as_str())
+        .collect();
+    match kinds.first() {
+        Some(k) => bad(
+            spec,
+            format!(
+                "{typed} is an event of {k}, not of {}; did you mean {k}/{typed}/?",
+                block.kind.as_str()
+            ),
+        ),
+        None => e,
+    }
+}
+
 fn is_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
@@ -198,8 +216,97 @@ fn counter_items(
     }])
 }
 
+/// Splits perf's event list into specs: `-e 'tile/A/,tile/B/'` is two specs,
+/// `{tile/A,B/}` a group (its braces dropped: a spec's events are one set, kept in
+/// one turn), `HNF_REQUESTS,MEMORY_READS` two bare names, and `KIND/event=0x4c/`
+/// the event numbered 0x4c. A comma inside `BLOCKS/.../` belongs to the spec.
+pub fn expand(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut slashes = 0;
+    for c in text.trim().chars().filter(|c| !matches!(c, '{' | '}')) {
+        match c {
+            '/' => {
+                slashes += 1;
+                cur.push(c);
+                if slashes == 2 {
+                    push_spec(&mut out, &mut cur);
+                    slashes = 0;
+                }
+            }
+            // Between specs, or between bare event names (upper case, as the driver
+            // names them); before a '/', a comma separates blocks (`tile0,tile1/A/`).
+            ',' if slashes == 0 && !names_blocks(&cur) => push_spec(&mut out, &mut cur),
+            _ => cur.push(c),
+        }
+    }
+    push_spec(&mut out, &mut cur);
+    out
+}
+
+/// Whether the text before a comma is a block selector (the driver's block names and
+/// kinds are lower case) rather than a bare event name.
+fn names_blocks(cur: &str) -> bool {
+    let last = cur.rsplit(',').next().unwrap_or("").trim();
+    last.chars().any(|c| c.is_ascii_lowercase())
+}
+
+fn push_spec(out: &mut Vec<String>, cur: &mut String) {
+    let t = cur.trim().trim_start_matches(',').trim();
+    if !t.is_empty() {
+        // `event=0x4c` is perf's term for an event by number.
+        let t = t.replace("event=", "");
+        out.push(t);
+    }
+    cur.clear();
+}
+
+/// The kinds on the device whose table has an event of this name.
+fn kinds_with(device: &Device, name: &str) -> Vec<String> {
+    let mut kinds: Vec<String> = Vec::new();
+    for b in device.blocks() {
+        let k = b.kind.as_str().to_string();
+        if kinds.contains(&k) {
+            continue;
+        }
+        if device
+            .catalog(b)
+            .is_ok_and(|c| c.resolve(name).is_ok() && !name.starts_with("0x"))
+        {
+            kinds.push(k);
+        }
+    }
+    kinds
+}
+
+/// A bare event name (`-e HNF_REQUESTS`) becomes a spec on every kind that has it.
+fn bare(device: &Device, spec: &str) -> Result<String> {
+    let kinds = kinds_with(device, spec);
+    if kinds.is_empty() {
+        let names = device
+            .blocks()
+            .iter()
+            .filter_map(|b| device.catalog(b).ok())
+            .flat_map(|c| c.events.iter().map(|e| e.name.clone()).collect::<Vec<_>>())
+            .collect::<Vec<_>>();
+        return Err(bad(
+            spec,
+            format!(
+                "no block of this device has an event named {spec}{}; `bfperf list` shows them",
+                crate::catalog::did_you_mean(&crate::catalog::suggest(
+                    spec,
+                    names.iter().map(String::as_str)
+                ))
+            ),
+        ));
+    }
+    Ok(format!("{}/{spec}/", kinds.join(",")))
+}
+
 /// Resolves every spec against the device. Several specs may name one block: its
-/// items are merged, each once.
+/// items are merged, each once. Each `-e` may hold several specs in perf's grammar
+/// ([`expand`]); a selector of several blocks counts an event on those that have it,
+/// and fails only when none does.
 pub fn resolve<'d>(device: &'d Device, specs: &[String]) -> Result<Resolved<'d>> {
     if specs.is_empty() {
         return Err(Error::BadSpec {
@@ -209,11 +316,23 @@ pub fn resolve<'d>(device: &'d Device, specs: &[String]) -> Result<Resolved<'d>>
     }
     let mut out: Vec<BlockRequest<'d>> = Vec::new();
     let mut warnings = Vec::new();
-    for spec in specs {
+    let mut expanded = Vec::new();
+    for text in specs {
+        for spec in expand(text) {
+            expanded.push(match spec.contains('/') {
+                true => spec,
+                false => bare(device, &spec)?,
+            });
+        }
+    }
+    for spec in &expanded {
         let (blocks, events) = split(spec)?;
         let chosen = device
             .select(&[blocks.to_string()])
             .map_err(|e| bad(spec, e))?;
+        let several = chosen.len() > 1;
+        let mut counted = 0;
+        let mut first_error = None;
         for block in chosen {
             if block.is_empty() {
                 return Err(bad(
@@ -226,14 +345,30 @@ pub fn resolve<'d>(device: &'d Device, specs: &[String]) -> Result<Resolved<'d>>
             }
             let catalog = device.catalog(block)?;
             let mut items = Vec::new();
+            let mut failed = None;
             for typed in &events {
-                let mut new = if block.mechanism == Mechanism::Registers {
-                    register_items(spec, block, &catalog, typed)?
+                let new = if block.mechanism == Mechanism::Registers {
+                    register_items(spec, block, &catalog, typed)
                 } else {
-                    counter_items(spec, block, &catalog, typed, &mut warnings)?
+                    counter_items(spec, block, &catalog, typed, &mut warnings)
                 };
-                items.append(&mut new);
+                match new {
+                    Ok(mut new) => items.append(&mut new),
+                    Err(e) => {
+                        failed = Some((typed.to_string(), e));
+                        break;
+                    }
+                }
             }
+            if let Some((typed, e)) = failed {
+                // A glob or kind over blocks of several kinds counts where it can.
+                if several {
+                    first_error.get_or_insert((typed, e));
+                    continue;
+                }
+                return Err(wrong_kind(device, spec, block, &typed, e));
+            }
+            counted += 1;
             let entry = match out.iter_mut().find(|r| r.block.name == block.name) {
                 Some(e) => e,
                 None => {
@@ -259,6 +394,12 @@ pub fn resolve<'d>(device: &'d Device, specs: &[String]) -> Result<Resolved<'d>>
                 }
             }
             entry.sets.push(set);
+        }
+        if counted == 0 {
+            if let Some((typed, e)) = first_error {
+                let block = device.select(&[blocks.to_string()])?[0];
+                return Err(wrong_kind(device, spec, block, &typed, e));
+            }
         }
     }
     warnings.sort();

@@ -1,0 +1,94 @@
+//! `bfperf list`: events, registers, metrics and groups across the device.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::cli::output::{to_json, Cell, Document, Report, Table};
+use crate::ops::list::Listing;
+
+/// `bfperf list`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListReport {
+    /// What was found.
+    #[serde(flatten)]
+    pub listing: Listing,
+    /// The patterns searched for (none: everything).
+    pub patterns: Vec<String>,
+}
+
+impl Report for ListReport {
+    fn json(&self) -> serde_json::Value {
+        to_json(self)
+    }
+
+    fn document(&self) -> Document {
+        let mut d = Document::default();
+        let mut t = Table::new(&["KIND", "EVENT", "NAME", "DESCRIPTION", "BLOCKS"]);
+        for e in &self.listing.events {
+            t.row(vec![
+                Cell::text(e.kind.as_str()),
+                Cell::text(
+                    e.number
+                        .map_or_else(|| "register".into(), |n| format!("{n:#x}")),
+                ),
+                Cell::text(format!("{}/{}/", e.kind.as_str(), e.name)),
+                Cell::text(&e.description),
+                Cell::text(blocks_text(&e.blocks)),
+            ]);
+        }
+        d.table(t);
+        if !self.listing.metrics.is_empty() {
+            let mut m = Table::new(&["METRIC", "GROUP", "KIND", "UNIT", "DESCRIPTION"]);
+            for x in &self.listing.metrics {
+                m.row(vec![
+                    Cell::text(&x.metric),
+                    Cell::text(&x.group),
+                    Cell::text(x.kind.as_str()),
+                    Cell::text(&x.unit),
+                    Cell::text(match &x.formula {
+                        Some(f) => format!("{} = {f}", x.description),
+                        None => x.description.clone(),
+                    }),
+                ]);
+            }
+            d.table(m);
+            for (g, names) in &self.listing.groups {
+                d.line(format!("group {g}: {}", names.join(", ")));
+            }
+        }
+        d
+    }
+
+    fn records(&self) -> Option<Table> {
+        let mut t = Table::new(&["what", "kind", "number", "name", "description", "blocks"]);
+        for e in &self.listing.events {
+            t.row(vec![
+                Cell::text(e.what),
+                Cell::text(e.kind.as_str()),
+                Cell::text(e.number.map(|n| n.to_string()).unwrap_or_default()),
+                Cell::text(&e.name),
+                Cell::text(&e.description),
+                Cell::text(e.blocks.join(" ")),
+            ]);
+        }
+        for m in &self.listing.metrics {
+            t.row(vec![
+                Cell::text("metric"),
+                Cell::text(m.kind.as_str()),
+                Cell::text(""),
+                Cell::text(&m.metric),
+                Cell::text(&m.description),
+                Cell::text(""),
+            ]);
+        }
+        Some(t)
+    }
+}
+
+/// `tile0-7` style when the blocks are one kind numbered in a row, else a list.
+fn blocks_text(blocks: &[String]) -> String {
+    match blocks.len() {
+        0..=3 => blocks.join(","),
+        n => format!("{} … {} ({n})", blocks[0], blocks[n - 1]),
+    }
+}
