@@ -71,6 +71,10 @@ fn every_json_output_validates_against_its_schema() {
         );
         validate("read", &stdout_of(on_fixture(gen).args(["read", "--json"])));
         validate(
+            "list",
+            &stdout_of(on_fixture(gen).args(["list", "--json", "--details"])),
+        );
+        validate(
             "snapshot",
             &stdout_of(on_fixture(gen).args(["snapshot", "all"])),
         );

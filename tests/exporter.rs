@@ -184,6 +184,9 @@ fn the_exposition_passes_promtool_and_serves_only_metrics() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "events = [\"llt0/cycles,GDC_BANK0_RD_REQ/\", \"mss0/SKYLIB_DDN_TX_FLITS/\"]\nmetrics = [\"ddr\"]\nmetric_gauges = true\n");
     let (_e, port) = serve(&m, dir.path(), &cfg);
+    // A metric gauge covers the time since the previous scrape: let it be a second
+    // (the reads of one sweep take a few milliseconds over FUSE).
+    std::thread::sleep(std::time::Duration::from_secs(1));
     let (status, text) = get(port, "/metrics", "text/plain");
     assert!(status.contains("200"), "{status}");
     promtool_accepts(&promtool, &text);

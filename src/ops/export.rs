@@ -261,8 +261,10 @@ impl<'d> Exporter<'d> {
         // The window opens when the counters start, not when the exporter did.
         let mut now = 0;
         let started = Sampler::open(device, plans, &masks).and_then(|mut s| {
+            s.start(clock())?;
+            // Baselines read again once everything is programmed and counting.
             now = clock();
-            s.start(now)?;
+            s.rebase(now)?;
             Ok(s)
         });
         let sampler = match started {

@@ -281,6 +281,12 @@ fn kinds_with(device: &Device, name: &str) -> Vec<String> {
 
 /// A bare event name (`-e HNF_REQUESTS`) becomes a spec on every kind that has it.
 fn bare(device: &Device, spec: &str) -> Result<String> {
+    if device.select(&[spec.to_string()]).is_ok() {
+        return Err(bad(
+            spec,
+            format!("{spec} names blocks, not an event: an event spec is BLOCKS/EVENT[,EVENT...]/, e.g. {spec}/EVENT/ (`bfperf list` shows the events)"),
+        ));
+    }
     let kinds = kinds_with(device, spec);
     if kinds.is_empty() {
         let names = device

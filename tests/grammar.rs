@@ -1,0 +1,209 @@
+//! perf's habits: `bfperf list` across the device, and perf's `-e` grammar in
+//! `stat`, checked against the simulator's rates (values, not exit codes).
+
+mod common;
+
+use bfperf::sim::{Kernel, Sim};
+use bfperf::Generation;
+use common::*;
+use predicates::prelude::*;
+
+/// The simulator's rate of an event summed over the blocks named, per second.
+fn truth(gen: Generation, blocks: &[&str], event: u32) -> f64 {
+    let (sim, _) = Sim::with_manual_clock(gen, Kernel::V6_16);
+    blocks
+        .iter()
+        .map(|b| sim.event_rate(b, event).unwrap() as f64)
+        .sum()
+}
+
+/// `stat --json` over 500 ms: each (block, event) count per second.
+fn rates(args: &[&str]) -> Vec<(String, String, f64)> {
+    let mut cmd = bfperf();
+    cmd.args(["--sim", "bf2", "stat", "--json", "--duration", "500ms"])
+        .args(args);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["record"] == "interval" || r["record"] == "total")
+        .map(|r| {
+            let v = r["value"].as_f64().unwrap() / r["time_s"].as_f64().unwrap();
+            (
+                r["block"].as_str().unwrap().to_string(),
+                r["event"].as_str().unwrap().to_string(),
+                v,
+            )
+        })
+        .collect()
+}
+
+fn close(got: f64, want: f64, what: &str) {
+    assert!(
+        ((got - want) / want).abs() < 0.03,
+        "{what}: {got} vs the simulator's {want}"
+    );
+}
+
+const TILES: [&str; 4] = ["tile0", "tile1", "tile2", "tile3"];
+
+#[test]
+fn every_form_of_the_grammar_counts_what_the_simulator_counts() {
+    let reads = truth(Generation::Bf2, &TILES, 0x4c);
+    let writes = truth(Generation::Bf2, &TILES, 0x4d);
+    let requests = truth(Generation::Bf2, &TILES, 0x45);
+    let of = |rs: &[(String, String, f64)], event: &str| {
+        rs.iter()
+            .find(|r| r.1 == event)
+            .map(|r| r.2)
+            .unwrap_or_else(|| panic!("no {event} in {rs:?}"))
+    };
+    // Two specs in one -e.
+    let r = rates(&["-e", "tile/MEMORY_READS/,tile/MEMORY_WRITES/"]);
+    close(
+        of(&r, "MEMORY_READS"),
+        reads,
+        "tile/MEMORY_READS/,tile/MEMORY_WRITES/",
+    );
+    close(of(&r, "MEMORY_WRITES"), writes, "the second spec");
+    // An event by number.
+    close(
+        of(&rates(&["-e", "tile/event=0x4c/"]), "MEMORY_READS"),
+        reads,
+        "tile/event=0x4c/",
+    );
+    // A group.
+    let r = rates(&["-e", "{tile/MEMORY_READS,HNF_REQUESTS/}"]);
+    close(
+        of(&r, "HNF_REQUESTS"),
+        requests,
+        "{tile/MEMORY_READS,HNF_REQUESTS/}",
+    );
+    // Bare names, on every block that has them.
+    let r = rates(&["-e", "HNF_REQUESTS,MEMORY_WRITES"]);
+    close(of(&r, "HNF_REQUESTS"), requests, "HNF_REQUESTS");
+    close(of(&r, "MEMORY_WRITES"), writes, "MEMORY_WRITES");
+    // A glob over blocks of two kinds (tile, tilenet): the tiles count it.
+    close(
+        of(&rates(&["-e", "tile*/MEMORY_READS/"]), "MEMORY_READS"),
+        reads,
+        "tile*/MEMORY_READS/",
+    );
+    // A list of blocks before the '/'.
+    let two = truth(Generation::Bf2, &["tile0", "tile1"], 0x4c);
+    close(
+        of(&rates(&["-e", "tile0,tile1/MEMORY_READS/"]), "MEMORY_READS"),
+        two,
+        "tile0,tile1/MEMORY_READS/",
+    );
+}
+
+#[test]
+fn refused_forms_name_the_token_and_the_right_spelling() {
+    bfperf()
+        .args([
+            "--sim",
+            "bf2",
+            "stat",
+            "-e",
+            "tile/HITS_BANK0/",
+            "--duration",
+            "10ms",
+        ])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("HITS_BANK0 is an event of l3cache")
+                .and(predicate::str::contains("l3cache/HITS_BANK0/")),
+        );
+    bfperf()
+        .args([
+            "--sim",
+            "bf2",
+            "stat",
+            "-e",
+            "MEMORY_REDS",
+            "--duration",
+            "10ms",
+        ])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("MEMORY_REDS").and(predicate::str::contains("MEMORY_READS")),
+        );
+    // -a is a no-op said aloud; --interval-count stops after N intervals; -j is NDJSON.
+    let out = bfperf()
+        .args([
+            "--sim",
+            "bf2",
+            "stat",
+            "-a",
+            "-e",
+            "HNF_REQUESTS",
+            "-I",
+            "100",
+            "--interval-count",
+            "3",
+            "-j",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("system-wide"));
+    let intervals = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"record\":\"interval\""))
+        .count();
+    assert_eq!(intervals, 3);
+}
+
+#[test]
+fn list_searches_every_kind_and_counts_what_the_catalogs_hold() {
+    // A pattern matches across kinds: READ in tile, trio, mss, l3cache...
+    let out = stdout_of(bfperf().args(["--sim", "bf2", "list", "*READ*", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let kinds: std::collections::BTreeSet<&str> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.len() >= 3, "{kinds:?}");
+    // Without a pattern: one row per kind and event, as many as the kinds' catalogs
+    // hold (DISABLE aside), each naming its blocks.
+    let all: serde_json::Value = serde_json::from_str(&stdout_of(
+        bfperf().args(["--sim", "bf3", "list", "--json"]),
+    ))
+    .unwrap();
+    let events = all["events"].as_array().unwrap();
+    let llt: Vec<&serde_json::Value> = events.iter().filter(|e| e["kind"] == "llt").collect();
+    let catalog = stdout_of(bfperf().args(["--sim", "bf3", "events", "llt0", "--json"]));
+    let c: serde_json::Value = serde_json::from_str(&catalog).unwrap();
+    let in_catalog = c["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event_name"] != "DISABLE")
+        .count();
+    assert_eq!(llt.len(), in_catalog);
+    assert_eq!(llt[0]["blocks"].as_array().unwrap().len(), 8);
+    // Metrics and groups too.
+    assert!(all["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["metric"] == "ddr_read_bandwidth"));
+    assert!(all["groups"]["llc"].as_array().is_some());
+    let details = stdout_of(bfperf().args(["--sim", "bf3", "list", "ddr_read", "--details"]));
+    assert!(
+        details.contains("SKYLIB_DDN_TX_FLITS * 64 / duration_time"),
+        "{details}"
+    );
+}
