@@ -88,9 +88,9 @@ pub enum Command {
         #[command(flatten)]
         format: FormatOpts,
     },
-    /// List the events of a block: number, name, description
+    /// List the events of a block, or of the kinds of several (a kind, a glob, a list, all)
     Events {
-        /// The block (e.g. tile2)
+        /// The block (tile2), or blocks: a kind (tile), a glob ('llt*'), a list or all
         block: String,
         /// Show only events whose name or description contains this (any case)
         pattern: Option<String>,

@@ -253,7 +253,21 @@ fn run_once(cli: Cli, out: &mut Out) -> std::result::Result<(), Failure> {
             pattern,
             format,
         } => {
-            let r = events(&open_device(g)?, &block, pattern)?;
+            let device = open_device(g)?;
+            if device.block(&block).is_err() {
+                // A kind, a glob, a list or `all`: the events of every kind chosen.
+                let chosen = device.select(std::slice::from_ref(&block))?;
+                let patterns: Vec<String> = pattern.into_iter().collect();
+                let listing = crate::ops::list::list_blocks(
+                    &device,
+                    &chosen,
+                    &metrics::MetricSet::default(),
+                    &patterns,
+                    false,
+                )?;
+                return out.emit(format.or(Format::Table), &ListReport { listing, patterns });
+            }
+            let r = events(&device, &block, pattern)?;
             if r.events.is_empty() {
                 diag(&format!(
                     "no event of {} matches '{}'",

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::metrics::MetricSet;
-use crate::block::{BlockKind, Mechanism};
+use crate::block::{Block, BlockKind, Mechanism};
 use crate::device::Device;
 use crate::error::Result;
 
@@ -85,8 +85,20 @@ pub fn list(
     patterns: &[String],
     details: bool,
 ) -> Result<Listing> {
+    let all: Vec<&Block> = device.blocks().iter().collect();
+    list_blocks(device, &all, set, patterns, details)
+}
+
+/// [`list`] over some blocks only (`bfperf events tile`, `events 'llt*'`).
+pub fn list_blocks(
+    device: &Device,
+    blocks: &[&Block],
+    set: &MetricSet,
+    patterns: &[String],
+    details: bool,
+) -> Result<Listing> {
     let mut events: BTreeMap<(BlockKind, String), ListedEvent> = BTreeMap::new();
-    for b in device.blocks() {
+    for b in blocks {
         let catalog = device.catalog(b)?;
         let registers = b.mechanism == Mechanism::Registers;
         for e in catalog.events.iter().filter(|e| e.name != "DISABLE") {
@@ -117,7 +129,7 @@ pub fn list(
     events.sort_by(|a, b| {
         (a.kind.as_str(), a.number, &a.name).cmp(&(b.kind.as_str(), b.number, &b.name))
     });
-    let kinds: Vec<BlockKind> = device.blocks().iter().map(|b| b.kind).collect();
+    let kinds: Vec<BlockKind> = blocks.iter().map(|b| b.kind).collect();
     let mut metrics = Vec::new();
     let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for m in set

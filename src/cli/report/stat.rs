@@ -40,6 +40,9 @@ pub struct StatWriter<'w> {
     aggregate: bool,
     width: Option<u16>,
     header_done: bool,
+    /// When the measurement started (wall clock): records carry `time_s` after it
+    /// as an RFC 3339 `timestamp` too.
+    started: std::time::SystemTime,
 }
 
 const COLUMNS: [&str; 17] = [
@@ -67,6 +70,8 @@ struct Line<'a> {
     record: &'static str,
     run: Option<u32>,
     time_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamp: Option<String>,
     #[serde(flatten)]
     count: &'a Count,
     stddev_pct: Option<f64>,
@@ -77,6 +82,8 @@ struct MetricLine<'a> {
     record: &'static str,
     run: Option<u32>,
     time_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamp: Option<String>,
     #[serde(flatten)]
     value: &'a MetricValue,
 }
@@ -125,7 +132,15 @@ impl<'w> StatWriter<'w> {
             aggregate,
             width,
             header_done: false,
+            started: std::time::SystemTime::now(),
         }
+    }
+
+    /// The wall-clock time `time_s` after the start, RFC 3339.
+    fn timestamp(&self, time_s: Option<f64>) -> Option<String> {
+        let t = time_s.filter(|t| t.is_finite() && *t >= 0.0)?;
+        let at = self.started + std::time::Duration::from_secs_f64(t);
+        Some(crate::ops::snapshot::rfc3339(at))
     }
 
     /// Escapes control characters in CSV text (set when writing to a terminal).
@@ -256,6 +271,7 @@ impl<'w> StatWriter<'w> {
                         record,
                         run,
                         time_s,
+                        timestamp: self.timestamp(time_s),
                         value: v,
                     })?;
                 }
@@ -298,6 +314,7 @@ impl<'w> StatWriter<'w> {
                 record: "interval",
                 run: Some(i.run),
                 time_s: Some(i.time_s),
+                timestamp: self.timestamp(Some(i.time_s)),
                 count: c,
                 stddev_pct: None,
             })
@@ -346,6 +363,7 @@ impl<'w> StatWriter<'w> {
                             record: "total",
                             run: Some(r.run),
                             time_s: Some(r.elapsed_s),
+                            timestamp: self.timestamp(Some(r.elapsed_s)),
                             count: c,
                             stddev_pct: None,
                         })?;
@@ -360,6 +378,7 @@ impl<'w> StatWriter<'w> {
                             record: "mean",
                             run: None,
                             time_s: None,
+                            timestamp: self.timestamp(None),
                             count: c,
                             stddev_pct: *sd,
                         })?;
@@ -387,6 +406,7 @@ impl<'w> StatWriter<'w> {
                         record: "total",
                         run: Some(r.run),
                         time_s: Some(r.elapsed_s),
+                        timestamp: self.timestamp(Some(r.elapsed_s)),
                         count: c,
                         stddev_pct: None,
                     }));
@@ -396,6 +416,7 @@ impl<'w> StatWriter<'w> {
                         record: "mean",
                         run: None,
                         time_s: None,
+                        timestamp: self.timestamp(None),
                         count: c,
                         stddev_pct: *sd,
                     }));

@@ -110,19 +110,27 @@ pub fn split(spec: &str) -> Result<(&str, Vec<&str>)> {
 
 /// The error for an event a block lacks, pointing to the kind that has it.
 fn wrong_kind(device: &Device, spec: &str, block: &Block, typed: &str, e: Error) -> Error {
+    // `cycles`, numbers and patterns have errors of their own.
+    if typed.eq_ignore_ascii_case("cycles")
+        || is_glob(typed)
+        || typed.starts_with(|c: char| c.is_ascii_digit())
+    {
+        return e;
+    }
     let kinds: Vec<String> = kinds_with(device, typed)
         .into_iter()
         .filter(|k| k != block.kind.as_str())
         .collect();
-    match kinds.first() {
-        Some(k) => bad(
-            spec,
-            format!(
-                "{typed} is an event of {k}, not of {}; did you mean {k}/{typed}/?",
-                block.kind.as_str()
-            ),
-        ),
-        None => e,
+    let Some(k) = kinds.first() else {
+        return e;
+    };
+    let hint = format!(
+        "{typed} is an event of {k}, not of {}; did you mean {k}/{typed}/?",
+        block.kind.as_str()
+    );
+    match e {
+        Error::BadSpec { problem, .. } => bad(spec, format!("{problem}; {hint}")),
+        _ => bad(spec, hint),
     }
 }
 
@@ -224,12 +232,22 @@ pub fn expand(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut slashes = 0;
-    for c in text.trim().chars().filter(|c| !matches!(c, '{' | '}')) {
+    let chars: Vec<char> = text
+        .trim()
+        .chars()
+        .filter(|c| !matches!(c, '{' | '}'))
+        .collect();
+    for (i, &c) in chars.iter().enumerate() {
         match c {
             '/' => {
                 slashes += 1;
                 cur.push(c);
                 if slashes == 2 {
+                    // A closed spec is followed by a comma or nothing; anything else
+                    // is one malformed spec, reported whole.
+                    if !matches!(chars.get(i + 1), None | Some(',')) {
+                        return vec![text.trim().to_string()];
+                    }
                     push_spec(&mut out, &mut cur);
                     slashes = 0;
                 }
