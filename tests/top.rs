@@ -303,3 +303,46 @@ fn sigterm_restores_the_terminal_and_the_device_and_read_only_writes_nothing() {
         .collect();
     assert_eq!(before, after);
 }
+
+#[test]
+fn a_panic_restores_the_terminal_and_the_device() {
+    if !tmux_available() {
+        return;
+    }
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let before: Vec<_> = ["tile0", "l3cachehalf1"]
+        .iter()
+        .map(|b| m.config(b))
+        .collect();
+    let rc = dir.path().join("rc");
+    let cmd = format!(
+        "BFPERF_TOP_PANIC_AFTER=2 {bin} --sysfs-root {root} --lock-file {lock} top -i 200ms 2>{err}; echo $? > {rc}; sleep 60",
+        bin = assert_cmd::cargo::cargo_bin!("bfperf").display(),
+        root = m.root().display(),
+        lock = dir.path().join("lock").display(),
+        err = dir.path().join("err").display(),
+        rc = rc.display(),
+    );
+    let t = Tmux::start(&cmd, 80, 24);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !rc.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "top did not end:\n{}",
+            t.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(std::fs::read_to_string(&rc).unwrap().trim(), "101");
+    let err = std::fs::read_to_string(dir.path().join("err")).unwrap();
+    assert!(err.contains("the crash path"), "{err}");
+    assert_eq!(t.display("#{alternate_on} #{cursor_flag}"), "0 1");
+    let after: Vec<_> = ["tile0", "l3cachehalf1"]
+        .iter()
+        .map(|b| m.config(b))
+        .collect();
+    assert_eq!(before, after, "the device is not as it was after the panic");
+}

@@ -414,4 +414,13 @@ fn refresh(app: &mut App, source: &mut Source, watch: &mut Watch) {
         }
     }
     app.refreshes += 1;
+    // The crash path's test: a panic after N refreshes must leave the terminal and
+    // the device as they were (the unwinding guards restore both).
+    if std::env::var("BFPERF_TOP_PANIC_AFTER")
+        .ok()
+        .and_then(|n| n.parse::<u64>().ok())
+        .is_some_and(|n| app.refreshes >= n)
+    {
+        panic!("BFPERF_TOP_PANIC_AFTER: the crash path, as asked");
+    }
 }
