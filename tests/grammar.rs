@@ -207,3 +207,87 @@ fn list_searches_every_kind_and_counts_what_the_catalogs_hold() {
         "{details}"
     );
 }
+
+/// A line of perf stat -x output, read by position as perf's CSV readers do.
+struct PerfLine {
+    time: Option<f64>,
+    value: String,
+    event: String,
+    run_time_ns: f64,
+    metric_value: String,
+    metric_unit: String,
+}
+
+fn perf_csv(text: &str, sep: char, interval: bool) -> Vec<PerfLine> {
+    text.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(sep).collect();
+            let (time, f) = match interval {
+                true => (f[0].parse().ok(), &f[1..]),
+                false => (None, &f[..]),
+            };
+            assert_eq!(f.len(), 7, "{l}");
+            PerfLine {
+                time,
+                value: f[0].to_string(),
+                event: f[2].to_string(),
+                run_time_ns: f[3].parse().unwrap_or(0.0),
+                metric_value: f[5].to_string(),
+                metric_unit: f[6].to_string(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn dash_x_writes_perfs_columns() {
+    let reads = truth(Generation::Bf2, &TILES, 0x4c);
+    let out = stdout_of(bfperf().args([
+        "--sim",
+        "bf2",
+        "stat",
+        "-x,",
+        "-e",
+        "tile/MEMORY_READS/",
+        "-M",
+        "memory",
+        "-I",
+        "200",
+        "--interval-count",
+        "2",
+    ]));
+    let lines = perf_csv(&out, ',', true);
+    let counts: Vec<&PerfLine> = lines
+        .iter()
+        .filter(|l| l.event == "tile/MEMORY_READS/")
+        .collect();
+    assert_eq!(counts.len(), 2, "{out}");
+    for c in &counts {
+        assert!(c.time.is_some());
+        let rate = c.value.parse::<f64>().unwrap() / (c.run_time_ns / 1e9);
+        close(rate, reads, "MEMORY_READS from perf's columns");
+    }
+    let metric = lines
+        .iter()
+        .find(|l| l.metric_unit == "GB/s memory_read_bandwidth tile")
+        .unwrap_or_else(|| panic!("{out}"));
+    close(
+        metric.metric_value.parse().unwrap(),
+        reads * 64.0 / 1e9,
+        "memory_read_bandwidth",
+    );
+    // Without -I: no time column.
+    let out = stdout_of(bfperf().args([
+        "--sim",
+        "bf2",
+        "stat",
+        "-x;",
+        "-e",
+        "tile/MEMORY_READS/",
+        "--duration",
+        "300ms",
+    ]));
+    let lines = perf_csv(&out, ';', false);
+    assert_eq!(lines.len(), 1, "{out}");
+    assert_eq!(lines[0].event, "tile/MEMORY_READS/");
+}

@@ -223,7 +223,7 @@ fn stat_format(a: &StatArgs) -> Result<StatFormat> {
                 problem: format!("-x takes one character (such as , ; or a tab), not '{sep}'"),
             });
         }
-        return Ok(StatFormat::Csv(b[0]));
+        return Ok(StatFormat::PerfCsv(b[0]));
     }
     if a.json_lines {
         return Ok(StatFormat::Ndjson);

@@ -16,6 +16,9 @@ pub enum StatFormat {
     Table,
     Ndjson,
     Csv(u8),
+    /// perf stat -x: no header, perf's columns by position (`[time,]value,unit,
+    /// event,run_time,percentage,metric_value,metric_unit`).
+    PerfCsv(u8),
 }
 
 /// The end of a measurement, for the summary.
@@ -217,6 +220,69 @@ impl<'w> StatWriter<'w> {
         out.flush()
     }
 
+    /// Counts as perf stat -x writes them: `[time,]value,unit,event,run_time_ns,
+    /// percentage_running,,` (`<not counted>` for a count that never had a turn).
+    fn perf_rows(
+        &mut self,
+        sep: u8,
+        time: Option<f64>,
+        span_s: f64,
+        counts: &[Count],
+    ) -> io::Result<()> {
+        let rows: Vec<Vec<String>> = counts
+            .iter()
+            .map(|c| {
+                let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
+                r.push(
+                    c.value
+                        .map_or_else(|| "<not counted>".into(), |v| v.to_string()),
+                );
+                r.push(c.unit.to_string());
+                r.push(self.text(&format!("{}/{}/", c.block, c.event)));
+                r.push(format!("{:.0}", span_s * c.coverage * 1e9));
+                r.push(format!("{:.2}", c.coverage * 100.0));
+                r.push(String::new());
+                r.push(String::new());
+                r
+            })
+            .collect();
+        self.perf_write(sep, &rows)
+    }
+
+    /// Metrics as perf stat -x writes them: empty count fields, then the metric's
+    /// value and `unit name` in the metric columns.
+    fn perf_metrics(
+        &mut self,
+        sep: u8,
+        time: Option<f64>,
+        values: &[MetricValue],
+    ) -> io::Result<()> {
+        let rows: Vec<Vec<String>> = values
+            .iter()
+            .map(|v| {
+                let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
+                r.extend(std::iter::repeat_n(String::new(), 5));
+                r.push(v.value.map(|x| format!("{x:.6}")).unwrap_or_default());
+                r.push(self.text(&format!("{} {} {}", v.unit, v.metric, v.block)));
+                r
+            })
+            .collect();
+        self.perf_write(sep, &rows)
+    }
+
+    fn perf_write(&mut self, sep: u8, rows: &[Vec<String>]) -> io::Result<()> {
+        let mut out = ::csv::WriterBuilder::new()
+            .delimiter(sep)
+            .has_headers(false)
+            .flexible(true)
+            .from_writer(&mut *self.w);
+        for r in rows {
+            out.write_record(r)
+                .map_err(|e| io::Error::other(e.to_string()))?;
+        }
+        out.flush()
+    }
+
     /// Metric values as CSV rows: the metric in `event`, its value in `value`.
     fn csv_metrics(
         &mut self,
@@ -278,6 +344,10 @@ impl<'w> StatWriter<'w> {
                 Ok(())
             }
             StatFormat::Csv(_) => self.csv_metrics(run, time_s, values),
+            StatFormat::PerfCsv(sep) => match record {
+                "metric" => self.perf_metrics(sep, time_s, values),
+                _ => self.perf_metrics(sep, None, values),
+            },
             StatFormat::Table => {
                 for v in values {
                     let (value, unit) = match v.value {
@@ -326,6 +396,10 @@ impl<'w> StatWriter<'w> {
                 }
             }
             StatFormat::Csv(_) => self.csv_rows(&lines)?,
+            StatFormat::PerfCsv(sep) => {
+                self.header_done = true;
+                self.perf_rows(sep, Some(i.time_s), i.span_s, &counts)?
+            }
             StatFormat::Table => {
                 for c in &counts {
                     let line = format!(
@@ -356,6 +430,19 @@ impl<'w> StatWriter<'w> {
         let per_run: Vec<Vec<Count>> = runs.iter().map(|r| self.shown(&r.counts)).collect();
         let mean = mean_counts(&per_run);
         match self.format {
+            // perf stat -x -I prints intervals only; without -I, the counts (the
+            // mean over -r runs) and the metrics, with no time column.
+            StatFormat::PerfCsv(sep) => {
+                if self.header_done {
+                    return self.w.flush();
+                }
+                let counts: Vec<Count> = mean.iter().map(|(c, _)| c.clone()).collect();
+                let span = runs.iter().map(|r| r.elapsed_s).sum::<f64>() / runs.len().max(1) as f64;
+                self.perf_rows(sep, None, span, &counts)?;
+                if let Some(m) = metrics.last() {
+                    self.perf_metrics(sep, None, m)?;
+                }
+            }
             StatFormat::Ndjson => {
                 for (i, (r, counts)) in runs.iter().zip(&per_run).enumerate() {
                     for c in counts {
