@@ -291,3 +291,50 @@ fn dash_x_writes_perfs_columns() {
     assert_eq!(lines.len(), 1, "{out}");
     assert_eq!(lines[0].event, "tile/MEMORY_READS/");
 }
+
+#[test]
+fn metric_only_prints_the_metrics_alone() {
+    let out = stdout_of(bfperf().args([
+        "--sim",
+        "bf3",
+        "stat",
+        "-M",
+        "ddr",
+        "--metric-only",
+        "-j",
+        "--duration",
+        "300ms",
+    ]));
+    let records: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        records
+            .iter()
+            .all(|r| r["record"] == "metric" || r["record"] == "end"),
+        "{out}"
+    );
+    let ddr = records
+        .iter()
+        .find(|r| r["metric"] == "ddr_read_bandwidth")
+        .and_then(|r| r["value"].as_f64())
+        .unwrap();
+    // The simulator's DDN TX flits over both mss, 64 bytes each, in GB/s.
+    let (sim, _) = Sim::with_manual_clock(Generation::Bf3, Kernel::V6_16);
+    let number = stdout_of(bfperf().args([
+        "--sim",
+        "bf3",
+        "events",
+        "mss0",
+        "SKYLIB_DDN_TX_FLITS",
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&number).unwrap();
+    let n = v["events"][0]["event"].as_u64().unwrap() as u32;
+    let want: f64 = ["mss0", "mss1"]
+        .iter()
+        .map(|b| sim.event_rate(b, n).unwrap() as f64 * 64.0 / 1e9)
+        .sum();
+    close(ddr, want, "ddr_read_bandwidth");
+}

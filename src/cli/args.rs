@@ -296,6 +296,9 @@ pub struct StatArgs {
     /// Stop after N intervals of -I (as perf stat --interval-count)
     #[arg(long = "interval-count", value_name = "N", requires = "interval", conflicts_with_all = ["duration", "command"], value_parser = clap::value_parser!(u64).range(1..))]
     pub interval_count: Option<u64>,
+    /// Print the metrics only, not the counts (as perf stat --metric-only)
+    #[arg(long = "metric-only", requires = "metric")]
+    pub metric_only: bool,
     /// NDJSON, one record per line (as perf stat -j; same as --json)
     #[arg(short = 'j', long = "json-lines")]
     pub json_lines: bool,

@@ -373,7 +373,9 @@ pub fn run(
             wakeup: wakeup2.clone(),
         }))
     };
-    let mut writer = StatWriter::new(&mut out, format, !a.no_aggr, width).escaping(to_terminal);
+    let mut writer = StatWriter::new(&mut out, format, !a.no_aggr, width)
+        .escaping(to_terminal)
+        .metric_only(a.metric_only);
     let mut output_error: Option<std::io::Error> = None;
     let stop_on_output = stop.clone();
     let measuring_a_command = !a.command.is_empty();

@@ -43,6 +43,8 @@ pub struct StatWriter<'w> {
     aggregate: bool,
     width: Option<u16>,
     header_done: bool,
+    /// Print metrics only (`--metric-only`).
+    metric_only: bool,
     /// When the measurement started (wall clock): records carry `time_s` after it
     /// as an RFC 3339 `timestamp` too.
     started: std::time::SystemTime,
@@ -135,8 +137,15 @@ impl<'w> StatWriter<'w> {
             aggregate,
             width,
             header_done: false,
+            metric_only: false,
             started: std::time::SystemTime::now(),
         }
+    }
+
+    /// Prints the metrics only, as perf stat --metric-only.
+    pub fn metric_only(mut self, on: bool) -> Self {
+        self.metric_only = on;
+        self
     }
 
     /// The wall-clock time `time_s` after the start, RFC 3339.
@@ -161,6 +170,9 @@ impl<'w> StatWriter<'w> {
     }
 
     fn shown(&self, counts: &[Count]) -> Vec<Count> {
+        if self.metric_only {
+            return Vec::new();
+        }
         if self.aggregate {
             aggregate(counts)
         } else {
@@ -645,7 +657,10 @@ impl Report for SummaryTable<'_> {
             row.push(Cell::text(note_text(c)));
             t.row(row);
         }
-        d.table(t);
+        // --metric-only leaves no counts.
+        if !self.mean.is_empty() {
+            d.table(t);
+        }
         if !self.metrics.is_empty() {
             d.table(super::metric_table(self.metrics));
         }
