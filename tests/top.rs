@@ -82,6 +82,15 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
+    /// Waits (15 s at most) until the command wrote its exit status to `rc`.
+    fn wait_exit(&self, rc: &std::path::Path, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !rc.exists() {
+            assert!(Instant::now() < deadline, "{what}:\n{}", self.screen());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Waits until the screen satisfies `ok`, returning it.
     fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(15);
@@ -209,15 +218,7 @@ fn top_shows_the_simulators_rates_follows_a_phase_and_restores_everything() {
     });
     assert_eq!(t.display("#{alternate_on}"), "1");
     t.keys("q");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !rc.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "top did not exit on q:\n{}",
-            t.screen()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    t.wait_exit(&rc, "top did not exit on q");
     assert_eq!(std::fs::read_to_string(&rc).unwrap().trim(), "0");
     assert_eq!(t.display("#{alternate_on} #{cursor_flag}"), "0 1");
     let after: Vec<_> = ["tile0", "tile3", "l3cachehalf0"]
@@ -265,11 +266,7 @@ fn sigterm_restores_the_terminal_and_the_device_and_read_only_writes_nothing() {
         .unwrap();
     // SAFETY: signalling the top process this test started.
     unsafe { libc::kill(pid, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !rc.exists() {
-        assert!(Instant::now() < deadline, "top did not end on SIGTERM");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    t.wait_exit(&rc, "top did not end on SIGTERM");
     assert_eq!(t.display("#{alternate_on} #{cursor_flag}"), "0 1");
     let after: Vec<_> = ["mss0", "llt0", "llt_miss7"]
         .iter()
@@ -327,15 +324,7 @@ fn a_panic_restores_the_terminal_and_the_device() {
         rc = rc.display(),
     );
     let t = Tmux::start(&cmd, 80, 24);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !rc.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "top did not end:\n{}",
-            t.screen()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    t.wait_exit(&rc, "top did not end");
     assert_eq!(std::fs::read_to_string(&rc).unwrap().trim(), "101");
     let err = std::fs::read_to_string(dir.path().join("err")).unwrap();
     assert!(err.contains("the crash path"), "{err}");
