@@ -213,14 +213,9 @@ impl Device {
     fn unknown_block(&self, name: &str, selector: bool) -> Error {
         let kinds = self.kinds();
         let names = self.blocks.iter().map(|b| b.name.as_str());
-        // A selector may be a kind too: suggest kinds first.
+        // A selector may be a kind too: kinds and block names compete on closeness.
         let sugg = if selector {
-            let k = suggest(name, kinds.iter().copied());
-            if k.is_empty() {
-                suggest(name, names)
-            } else {
-                k
-            }
+            suggest(name, kinds.iter().copied().chain(names))
         } else {
             suggest(name, names)
         };
