@@ -338,3 +338,71 @@ fn metric_only_prints_the_metrics_alone() {
         .sum();
     close(ddr, want, "ddr_read_bandwidth");
 }
+
+/// `stat --json -A` over 600 ms on tile0: each event's (count per second, coverage).
+fn tile0_counts(specs: &[&str]) -> Vec<(String, f64, f64)> {
+    let mut cmd = bfperf();
+    cmd.args(["--sim", "bf2", "stat", "--json", "-A", "--duration", "600ms"]);
+    for s in specs {
+        cmd.args(["-e", s]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    ndjson(&String::from_utf8(out.stdout).unwrap())
+        .into_iter()
+        .filter(|r| r["record"] == "total")
+        .map(|r| {
+            (
+                r["event"].as_str().unwrap().to_string(),
+                r["value"].as_f64().unwrap() / r["time_s"].as_f64().unwrap(),
+                r["coverage"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_group_is_counted_in_one_turn_and_refused_when_it_cannot_fit() {
+    // Five events on tile0's four counters take turns. Plain chunking puts the first
+    // four in one turn and RNF_REQUESTS alone; the group keeps VICTIM_WRITE and
+    // RNF_REQUESTS together, so both are counted over the same time.
+    let five = "tile0/HNF_REQUESTS,MEMORY_READS,MEMORY_WRITES,VICTIM_WRITE,RNF_REQUESTS/";
+    let got = tile0_counts(&[five, "{tile0/VICTIM_WRITE,RNF_REQUESTS/}"]);
+    let of = |name: &str| got.iter().find(|g| g.0 == name).unwrap().clone();
+    let (victim, rnf) = (of("VICTIM_WRITE"), of("RNF_REQUESTS"));
+    assert!(victim.2 < 1.0, "multiplexed: {got:?}");
+    assert_eq!(victim.2, rnf.2, "one turn, one coverage: {got:?}");
+    close(victim.1, truth(Generation::Bf2, &["tile0"], 0x4e), "VICTIM_WRITE");
+    close(rnf.1, truth(Generation::Bf2, &["tile0"], 0x4a), "RNF_REQUESTS");
+    // Without the group, plain chunking separates them.
+    let plain = tile0_counts(&[five]);
+    let cov = |name: &str| plain.iter().find(|g| g.0 == name).unwrap().2;
+    assert_ne!(cov("VICTIM_WRITE"), cov("RNF_REQUESTS"), "{plain:?}");
+
+    // A group larger than the block's counters is refused before anything is written.
+    let c = Copy::of("bf2");
+    let before = c.contents();
+    c.cmd()
+        .args(["stat", "--duration", "10ms", "-e"])
+        .arg("{tile0/HNF_REQUESTS,MEMORY_READS,MEMORY_WRITES,VICTIM_WRITE,RNF_REQUESTS/}")
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("needs 5 counters on tile0 and it has 4")
+                .and(predicate::str::contains("drop the braces")),
+        );
+    assert_eq!(before, c.contents(), "a refused group wrote to the device");
+    // Unbalanced braces name the problem.
+    for (spec, problem) in [
+        ("{tile/MEMORY_READS/", "never closed"),
+        ("tile/MEMORY_READS/}", "closes no group"),
+        ("{{tile/MEMORY_READS/}}", "do not nest"),
+        ("{tile/MEMORY_READS/}:u", "modifiers"),
+    ] {
+        bfperf()
+            .args(["--sim", "bf2", "stat", "--duration", "10ms", "-e", spec])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(problem).and(predicate::str::contains(spec)));
+    }
+}

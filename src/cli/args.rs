@@ -273,7 +273,8 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct StatArgs {
     /// BLOCKS/EVENT[,EVENT...]/ : blocks by name, kind, glob or list; events by name,
-    /// number, `cycles`, register name or glob (repeatable). Without -e and -M: the
+    /// number, `cycles`, register name or glob; several per -e, comma-separated, and
+    /// `{...}` groups, always counted together (repeatable). Without -e and -M: the
     /// generation's default set and its metrics
     #[arg(short = 'e', long = "event", value_name = "SPEC")]
     pub events: Vec<String>,

@@ -72,27 +72,65 @@ fn merged_sets(items: usize, sets: &[Vec<usize>]) -> Vec<Vec<usize>> {
     out
 }
 
-/// Groups of at most `n` items that take turns: each set whole in one group where
-/// it fits (largest first, into the first group with room), a set larger than `n`
-/// in chunks of its own.
-fn turns(items: usize, sets: &[Vec<usize>], n: usize) -> Vec<Vec<usize>> {
-    let mut sets = merged_sets(items, sets);
-    sets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    for set in sets {
-        if set.len() > n {
-            groups.extend(set.chunks(n).map(<[usize]>::to_vec));
+/// Packs units (sets of items) into turns of at most `n` items: largest first, each
+/// into the first turn with room.
+fn pack(mut units: Vec<Vec<usize>>, n: usize) -> Vec<Vec<usize>> {
+    units.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut turns: Vec<Vec<usize>> = Vec::new();
+    for unit in units {
+        match turns.iter_mut().find(|g| g.len() + unit.len() <= n) {
+            Some(g) => g.extend(unit),
+            None => turns.push(unit),
+        }
+    }
+    turns
+}
+
+/// Turns of at most `n` items that take turns on the counters. A `{...}` group (with
+/// the groups it shares items with) is always one turn; each set is whole in one turn
+/// where it fits, and a set larger than `n` is cut between its groups and items.
+/// The caller has checked that every group fits.
+fn turns(items: usize, sets: &[Vec<usize>], groups: &[Vec<usize>], n: usize) -> Vec<Vec<usize>> {
+    let strict = merged_sets(items, groups);
+    let all: Vec<Vec<usize>> = sets.iter().chain(groups).cloned().collect();
+    let mut units = Vec::new();
+    for set in merged_sets(items, &all) {
+        if set.len() <= n {
+            units.push(set);
             continue;
         }
-        match groups.iter_mut().find(|g| g.len() + set.len() <= n) {
-            Some(g) => g.extend(set),
-            None => groups.push(set),
-        }
+        // Too large for one turn: its groups stay whole, its other items fill in.
+        let parts: Vec<Vec<usize>> = strict
+            .iter()
+            .filter(|g| set.contains(&g[0]))
+            .cloned()
+            .collect();
+        units.extend(pack(parts, n));
     }
-    for g in &mut groups {
+    let mut turns = pack(units, n);
+    for g in &mut turns {
         g.sort_unstable();
     }
-    groups
+    turns
+}
+
+/// Refuses a group that cannot be counted in one turn on this block.
+fn check_groups(r: &BlockRequest<'_>, n: usize) -> Result<()> {
+    for g in merged_sets(r.items.len(), &r.groups) {
+        if g.len() > n && r.groups.iter().any(|x| x.contains(&g[0])) {
+            let names: Vec<&str> = g.iter().map(|&i| r.items[i].label()).collect();
+            return Err(Error::NotSupported {
+                block: r.block.name.clone(),
+                problem: format!(
+                    "the group {{{}}} needs {} counters on {} and it has {n}; a group is always counted at once, so split it into smaller groups or drop the braces to let its events take turns",
+                    names.join(","),
+                    g.len(),
+                    r.block.name
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Places items on counters. Cycles items go first in each group, on the lowest
@@ -118,7 +156,8 @@ fn place_block(r: BlockRequest<'_>, allow_multiplex: bool) -> Result<BlockPlan<'
     }
     let counters: Vec<u32> = block.counters.clone();
     let n = counters.len();
-    let groups: Vec<Vec<Slot>> = turns(r.items.len(), &r.sets, n.max(1))
+    check_groups(&r, n)?;
+    let groups: Vec<Vec<Slot>> = turns(r.items.len(), &r.sets, &r.groups, n.max(1))
         .into_iter()
         .map(|mut g| {
             g.sort_by_key(|&i| r.items[i] != Item::Cycles);
@@ -168,17 +207,32 @@ mod tests {
     fn sets_stay_in_one_turn_where_they_fit() {
         // L3's metrics: hit and miss rates need 0..4, evictions 4 and 5; 5 counters.
         let sets = vec![vec![0, 1, 2, 3], vec![0, 1, 2, 3], vec![4, 5]];
-        assert_eq!(turns(6, &sets, 5), vec![vec![0, 1, 2, 3], vec![4, 5]]);
+        assert_eq!(turns(6, &sets, &[], 5), vec![vec![0, 1, 2, 3], vec![4, 5]]);
         // Sets sharing an item are merged; one too large is cut in chunks.
         assert_eq!(
-            turns(5, &[vec![0, 1], vec![1, 2], vec![3, 4]], 3),
+            turns(5, &[vec![0, 1], vec![1, 2], vec![3, 4]], &[], 3),
             vec![vec![0, 1, 2], vec![3, 4]]
         );
         assert_eq!(
-            turns(6, &[(0..6).collect()], 4),
+            turns(6, &[(0..6).collect()], &[], 4),
             vec![vec![0, 1, 2, 3], vec![4, 5]]
         );
         // Everything fits: one group.
-        assert_eq!(turns(3, &[vec![0], vec![1, 2]], 4), vec![vec![0, 1, 2]]);
+        assert_eq!(
+            turns(3, &[vec![0], vec![1, 2]], &[], 4),
+            vec![vec![0, 1, 2]]
+        );
+    }
+
+    #[test]
+    fn a_group_is_never_split() {
+        // Five items in one set on four counters, items 3 and 4 a group: they share a
+        // turn, where plain chunking would have cut them apart.
+        let t = turns(5, &[(0..5).collect()], &[vec![3, 4]], 4);
+        assert_eq!(t.len(), 2);
+        assert!(t.iter().any(|g| g.contains(&3) && g.contains(&4)), "{t:?}");
+        // Groups sharing an item are one group.
+        let t = turns(5, &[], &[vec![0, 1], vec![1, 2]], 3);
+        assert!(t.iter().any(|g| g == &vec![0, 1, 2]), "{t:?}");
     }
 }

@@ -58,6 +58,20 @@ pub struct BlockRequest<'d> {
     /// keeps each set in one turn where it fits, so that a metric is computed from
     /// events counted over the same time.
     pub sets: Vec<Vec<usize>>,
+    /// Items a `{...}` group named together (indices into `items`): always counted in
+    /// one turn, refused if they cannot fit the block's counters.
+    pub groups: Vec<Vec<usize>>,
+    /// The group number of each entry of `groups`.
+    group_of: Vec<usize>,
+}
+
+/// One spec of an event list, and the `{...}` group it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    /// The spec, `BLOCKS/EVENTS/` or a bare event name.
+    pub spec: String,
+    /// The group, numbered in order of appearance within its event list.
+    pub group: Option<usize>,
 }
 
 /// Specs resolved against a device, with what the user must be told.
@@ -225,41 +239,78 @@ fn counter_items(
 }
 
 /// Splits perf's event list into specs: `-e 'tile/A/,tile/B/'` is two specs,
-/// `{tile/A,B/}` a group (its braces dropped: a spec's events are one set, kept in
-/// one turn), `HNF_REQUESTS,MEMORY_READS` two bare names, and `KIND/event=0x4c/`
-/// the event numbered 0x4c. A comma inside `BLOCKS/.../` belongs to the spec.
-pub fn expand(text: &str) -> Vec<String> {
+/// `{tile/A,B/}` or `{tile/A/,tile/B/}` a group (counted together, in one turn),
+/// `HNF_REQUESTS,MEMORY_READS` two bare names, and `KIND/event=0x4c/` the event
+/// numbered 0x4c. A comma inside `BLOCKS/.../` belongs to the spec. A malformed spec
+/// is reported whole; unbalanced or nested braces are refused.
+pub fn expand(text: &str) -> Result<Vec<Term>> {
+    let text = text.trim();
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut slashes = 0;
-    let chars: Vec<char> = text
-        .trim()
-        .chars()
-        .filter(|c| !matches!(c, '{' | '}'))
-        .collect();
+    let mut group: Option<usize> = None;
+    let mut groups = 0;
+    let chars: Vec<char> = text.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
         match c {
+            '{' if slashes == 0 && cur.trim().trim_start_matches(',').trim().is_empty() => {
+                if group.is_some() {
+                    return Err(bad(
+                        text,
+                        "groups do not nest: close the first '}' before opening another '{'",
+                    ));
+                }
+                group = Some(groups);
+                groups += 1;
+            }
+            '}' if slashes == 0 => {
+                if group.is_none() {
+                    return Err(bad(
+                        text,
+                        "a '}' closes no group: a group is {KIND/A,B/} or {KIND/A/,KIND/B/}",
+                    ));
+                }
+                push_spec(&mut out, &mut cur, group);
+                if !matches!(chars.get(i + 1), None | Some(',')) {
+                    return Err(bad(text, "a group's '}' is followed by a comma or nothing (modifiers such as :u do not apply to DPU counters)"));
+                }
+                group = None;
+            }
             '/' => {
                 slashes += 1;
                 cur.push(c);
                 if slashes == 2 {
-                    // A closed spec is followed by a comma or nothing; anything else
-                    // is one malformed spec, reported whole.
-                    if !matches!(chars.get(i + 1), None | Some(',')) {
-                        return vec![text.trim().to_string()];
+                    // A closed spec is followed by a comma, a group's end or nothing;
+                    // anything else is one malformed spec, reported whole.
+                    match chars.get(i + 1) {
+                        None | Some(',') => {}
+                        Some('}') if group.is_some() => {}
+                        Some('}') => return Err(bad(
+                            text,
+                            "a '}' closes no group: a group is {KIND/A,B/} or {KIND/A/,KIND/B/}",
+                        )),
+                        _ => {
+                            return Ok(vec![Term {
+                                spec: text.to_string(),
+                                group: None,
+                            }])
+                        }
                     }
-                    push_spec(&mut out, &mut cur);
+                    push_spec(&mut out, &mut cur, group);
                     slashes = 0;
                 }
             }
             // Between specs, or between bare event names (upper case, as the driver
             // names them); before a '/', a comma separates blocks (`tile0,tile1/A/`).
-            ',' if slashes == 0 && !names_blocks(&cur) => push_spec(&mut out, &mut cur),
+            ',' if slashes == 0 && !names_blocks(&cur) => push_spec(&mut out, &mut cur, group),
             _ => cur.push(c),
         }
     }
-    push_spec(&mut out, &mut cur);
-    out
+    if group.is_some() {
+        return Err(bad(text, "a '{' is never closed: a group is {KIND/A,B/}"));
+    }
+    push_spec(&mut out, &mut cur, None);
+    Ok(out)
 }
 
 /// Whether the text before a comma is a block selector (the driver's block names and
@@ -269,12 +320,14 @@ fn names_blocks(cur: &str) -> bool {
     last.chars().any(|c| c.is_ascii_lowercase())
 }
 
-fn push_spec(out: &mut Vec<String>, cur: &mut String) {
+fn push_spec(out: &mut Vec<Term>, cur: &mut String, group: Option<usize>) {
     let t = cur.trim().trim_start_matches(',').trim();
     if !t.is_empty() {
         // `event=0x4c` is perf's term for an event by number.
-        let t = t.replace("event=", "");
-        out.push(t);
+        out.push(Term {
+            spec: t.replace("event=", ""),
+            group,
+        });
     }
     cur.clear();
 }
@@ -341,15 +394,26 @@ pub fn resolve<'d>(device: &'d Device, specs: &[String]) -> Result<Resolved<'d>>
     let mut out: Vec<BlockRequest<'d>> = Vec::new();
     let mut warnings = Vec::new();
     let mut expanded = Vec::new();
+    // Groups are numbered across every -e, so `{...}` in two options are two groups.
+    let mut groups = 0;
     for text in specs {
-        for spec in expand(text) {
-            expanded.push(match spec.contains('/') {
-                true => spec,
-                false => bare(device, &spec)?,
-            });
+        let terms = expand(text)?;
+        let here = terms
+            .iter()
+            .filter_map(|t| t.group)
+            .max()
+            .map_or(0, |g| g + 1);
+        for t in terms {
+            let spec = match t.spec.contains('/') {
+                true => t.spec,
+                false => bare(device, &t.spec)?,
+            };
+            expanded.push((spec, t.group.map(|g| g + groups)));
         }
+        groups += here;
     }
-    for spec in &expanded {
+    for (spec, group) in &expanded {
+        let (spec, group) = (spec.as_str(), *group);
         let (blocks, events) = split(spec)?;
         let chosen = device
             .select(&[blocks.to_string()])
@@ -400,6 +464,8 @@ pub fn resolve<'d>(device: &'d Device, specs: &[String]) -> Result<Resolved<'d>>
                         block,
                         items: Vec::new(),
                         sets: Vec::new(),
+                        groups: Vec::new(),
+                        group_of: Vec::new(),
                     });
                     out.last_mut().expect("just pushed")
                 }
@@ -415,6 +481,23 @@ pub fn resolve<'d>(device: &'d Device, specs: &[String]) -> Result<Resolved<'d>>
                 };
                 if !set.contains(&index) {
                     set.push(index);
+                }
+            }
+            if let Some(g) = group {
+                // The group's specs on this block are one group.
+                match entry.group_of.iter().position(|&o| o == g) {
+                    Some(k) => {
+                        let members = &mut entry.groups[k];
+                        for &i in &set {
+                            if !members.contains(&i) {
+                                members.push(i);
+                            }
+                        }
+                    }
+                    None => {
+                        entry.group_of.push(g);
+                        entry.groups.push(set.clone());
+                    }
                 }
             }
             entry.sets.push(set);
