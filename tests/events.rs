@@ -46,7 +46,7 @@ fn bf3_llt_includes_histogram_bins_the_driver_cut() {
     for bin in 0..10 {
         let number = 0xa2 + bin;
         assert_eq!(
-            r[1 + bin],
+            r[1 + bin][..2],
             [
                 format!("0x{number:x}"),
                 format!("HISTOGRAM_HISTOGRAM_BIN{bin}*")

@@ -342,12 +342,24 @@ fn metric_only_prints_the_metrics_alone() {
 /// `stat --json -A` over 600 ms on tile0: each event's (count per second, coverage).
 fn tile0_counts(specs: &[&str]) -> Vec<(String, f64, f64)> {
     let mut cmd = bfperf();
-    cmd.args(["--sim", "bf2", "stat", "--json", "-A", "--duration", "600ms"]);
+    cmd.args([
+        "--sim",
+        "bf2",
+        "stat",
+        "--json",
+        "-A",
+        "--duration",
+        "600ms",
+    ]);
     for s in specs {
         cmd.args(["-e", s]);
     }
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     ndjson(&String::from_utf8(out.stdout).unwrap())
         .into_iter()
         .filter(|r| r["record"] == "total")
@@ -372,8 +384,16 @@ fn a_group_is_counted_in_one_turn_and_refused_when_it_cannot_fit() {
     let (victim, rnf) = (of("VICTIM_WRITE"), of("RNF_REQUESTS"));
     assert!(victim.2 < 1.0, "multiplexed: {got:?}");
     assert_eq!(victim.2, rnf.2, "one turn, one coverage: {got:?}");
-    close(victim.1, truth(Generation::Bf2, &["tile0"], 0x4e), "VICTIM_WRITE");
-    close(rnf.1, truth(Generation::Bf2, &["tile0"], 0x4a), "RNF_REQUESTS");
+    close(
+        victim.1,
+        truth(Generation::Bf2, &["tile0"], 0x4e),
+        "VICTIM_WRITE",
+    );
+    close(
+        rnf.1,
+        truth(Generation::Bf2, &["tile0"], 0x4a),
+        "RNF_REQUESTS",
+    );
     // Without the group, plain chunking separates them.
     let plain = tile0_counts(&[five]);
     let cov = |name: &str| plain.iter().find(|g| g.0 == name).unwrap().2;
@@ -405,4 +425,26 @@ fn a_group_is_counted_in_one_turn_and_refused_when_it_cannot_fit() {
             .code(1)
             .stderr(predicate::str::contains(problem).and(predicate::str::contains(spec)));
     }
+}
+
+#[test]
+fn bf3_events_carry_what_nvidia_says_they_measure_or_say_there_is_nothing() {
+    let out = stdout_of(bfperf().args(["--sim", "bf3", "list", "GDC_*_REQ", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let desc = |name: &str| {
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"].as_str().unwrap().contains(name))
+            .unwrap_or_else(|| panic!("no {name}"))["description"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(desc("GDC_BANK0_RD_REQ").contains("Read requests"));
+    assert!(desc("GDC_MISS_MACHINE_WR_REQ").contains("missed"));
+    // An event no vendor text describes says so, in list and events alike.
+    let events = stdout_of(bfperf().args(["--sim", "bf3", "events", "llt0", "HNF0_CYCLES"]));
+    assert!(events.contains("no vendor description"), "{events}");
 }

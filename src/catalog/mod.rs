@@ -30,6 +30,8 @@ impl EventDef {
 }
 
 const RESERVED: &str = "Reserved for internal use";
+/// What people are shown for an event the vendor does not describe.
+pub const NO_DESCRIPTION: &str = "no vendor description";
 /// The event that stops a counter on kernels that have it.
 pub const DISABLE: &str = "DISABLE";
 /// The length of the driver's per-line buffer: a list this close to a page was cut.

@@ -1,5 +1,8 @@
 // Event tables of the mlxbf-pmc driver (numbers and names as the upstream driver
 // defines them), with the vendor documentation's descriptions where it has one.
+// BlueField-3 (llt, llt_miss, mss): the descriptions are what NVIDIA's own BF3
+// bandwidth tool uses each event to measure (DDR and LLC traffic, a 64-byte line per
+// event); the other BF3 events have no vendor description (`None`), shown as such.
 // Generated once from those sources; edit by hand from now on.
 
 use super::EventDef;
@@ -684,12 +687,12 @@ pub static MSS_BF1: &[EventDef] = &[
 
 pub static MSS_BF3: &[EventDef] = &[
     EventDef::new(0x0, "SKYLIB_CDN_TX_FLITS", None),
-    EventDef::new(0x1, "SKYLIB_DDN_TX_FLITS", None),
+    EventDef::new(0x1, "SKYLIB_DDN_TX_FLITS", Some("DDR reads: flits the memory subsystem sends onto the data network, one 64-byte line each")),
     EventDef::new(0x2, "SKYLIB_NDN_TX_FLITS", None),
     EventDef::new(0x3, "SKYLIB_SDN_TX_FLITS", None),
     EventDef::new(0x4, "SKYLIB_UDN_TX_FLITS", None),
     EventDef::new(0x5, "SKYLIB_CDN_RX_FLITS", None),
-    EventDef::new(0x6, "SKYLIB_DDN_RX_FLITS", None),
+    EventDef::new(0x6, "SKYLIB_DDN_RX_FLITS", Some("DDR writes: flits the memory subsystem takes from the data network, one 64-byte line each")),
     EventDef::new(0x7, "SKYLIB_NDN_RX_FLITS", None),
     EventDef::new(0x8, "SKYLIB_SDN_RX_FLITS", None),
     EventDef::new(0x9, "SKYLIB_UDN_RX_FLITS", None),
@@ -925,8 +928,16 @@ pub static LLT: &[EventDef] = &[
     EventDef::new(0x51, "HNF1_MAF_N_BUSY", None),
     EventDef::new(0x52, "HNF1_MAF_N_REQS", None),
     EventDef::new(0x53, "HNF1_SEL_OPCODE", None),
-    EventDef::new(0x54, "GDC_BANK0_RD_REQ", None),
-    EventDef::new(0x55, "GDC_BANK0_WR_REQ", None),
+    EventDef::new(
+        0x54,
+        "GDC_BANK0_RD_REQ",
+        Some("Read requests to this last-level cache tile, bank 0; one 64-byte line each"),
+    ),
+    EventDef::new(
+        0x55,
+        "GDC_BANK0_WR_REQ",
+        Some("Write requests to this last-level cache tile, bank 0; one 64-byte line each"),
+    ),
     EventDef::new(0x56, "GDC_BANK0_ALLOCATE", None),
     EventDef::new(0x57, "GDC_BANK0_HIT", None),
     EventDef::new(0x58, "GDC_BANK0_MISS", None),
@@ -965,8 +976,16 @@ pub static LLT: &[EventDef] = &[
     EventDef::new(0x78, "GDC_BANK0_G_FIFO_FF_GGA_RSP_WR1", None),
     EventDef::new(0x79, "GDC_BANK0_G_FIFO_FF_GGA_RSP_WR2", None),
     EventDef::new(0x7a, "GDC_BANK0_G_FIFO_FF_GGA_RSP_WR3", None),
-    EventDef::new(0x7b, "GDC_BANK1_RD_REQ", None),
-    EventDef::new(0x7c, "GDC_BANK1_WR_REQ", None),
+    EventDef::new(
+        0x7b,
+        "GDC_BANK1_RD_REQ",
+        Some("Read requests to this last-level cache tile, bank 1; one 64-byte line each"),
+    ),
+    EventDef::new(
+        0x7c,
+        "GDC_BANK1_WR_REQ",
+        Some("Write requests to this last-level cache tile, bank 1; one 64-byte line each"),
+    ),
     EventDef::new(0x7d, "GDC_BANK1_ALLOCATE", None),
     EventDef::new(0x7e, "GDC_BANK1_HIT", None),
     EventDef::new(0x7f, "GDC_BANK1_MISS", None),
@@ -1017,8 +1036,8 @@ pub static LLT: &[EventDef] = &[
 ];
 
 pub static LLT_MISS: &[EventDef] = &[
-    EventDef::new(0x0, "GDC_MISS_MACHINE_RD_REQ", None),
-    EventDef::new(0x1, "GDC_MISS_MACHINE_WR_REQ", None),
+    EventDef::new(0x0, "GDC_MISS_MACHINE_RD_REQ", Some("Reads that missed this last-level cache tile and went to memory; one 64-byte line each")),
+    EventDef::new(0x1, "GDC_MISS_MACHINE_WR_REQ", Some("Writes that missed this last-level cache tile and went to memory; one 64-byte line each")),
     EventDef::new(0x2, "GDC_MISS_MACHINE_SNP_REQ", None),
     EventDef::new(0x3, "GDC_MISS_MACHINE_EVICT_REQ", None),
     EventDef::new(0x4, "GDC_MISS_MACHINE_FW_REQ", None),

@@ -101,12 +101,16 @@ pub fn list_blocks(
     for b in blocks {
         let catalog = device.catalog(b)?;
         let registers = b.mechanism == Mechanism::Registers;
-        for e in catalog.events.iter().filter(|e| e.name != "DISABLE") {
+        for e in catalog
+            .events
+            .iter()
+            .filter(|e| e.name != crate::catalog::DISABLE)
+        {
             let description = e
                 .description
                 .clone()
                 .filter(|d| !d.trim().is_empty())
-                .unwrap_or_else(|| "no vendor description".into());
+                .unwrap_or_else(|| crate::catalog::NO_DESCRIPTION.into());
             if !matches(patterns, &[&e.name, &description, b.kind.as_str()]) {
                 continue;
             }

@@ -179,7 +179,11 @@ impl Report for EventsReport {
                 } else {
                     e.name.clone()
                 }),
-                Cell::text(e.description.clone().unwrap_or_default()),
+                Cell::text(
+                    e.description
+                        .as_deref()
+                        .unwrap_or(crate::catalog::NO_DESCRIPTION),
+                ),
             ]);
         }
         let mut d = Document::default();
