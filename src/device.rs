@@ -213,11 +213,27 @@ impl Device {
     fn unknown_block(&self, name: &str, selector: bool) -> Error {
         let kinds = self.kinds();
         let names = self.blocks.iter().map(|b| b.name.as_str());
-        // A selector may be a kind too: kinds and block names compete on closeness.
-        let sugg = if selector {
-            suggest(name, kinds.iter().copied().chain(names))
-        } else {
-            suggest(name, names)
+        // A selector may be a kind too: the kinds win unless a block name is closer
+        // (`tiel` suggests tile, `tlie2` tile2).
+        let blocks = suggest(name, names);
+        let sugg = match selector {
+            true => {
+                let k = suggest(name, kinds.iter().copied());
+                let d = |s: &[String]| {
+                    s.first().map(|c| {
+                        crate::catalog::edit_distance(
+                            &name.to_ascii_lowercase(),
+                            &c.to_ascii_lowercase(),
+                        )
+                    })
+                };
+                match (d(&k), d(&blocks)) {
+                    (Some(a), Some(b)) if b < a => blocks,
+                    (Some(_), _) => k,
+                    _ => blocks,
+                }
+            }
+            false => blocks,
         };
         let hint = if !sugg.is_empty() {
             did_you_mean(&sugg)

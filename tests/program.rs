@@ -354,3 +354,47 @@ fn writing_commands_take_kinds_globs_and_lists_validated_as_a_whole() {
     assert_eq!(c.read("l3cachehalf0/enable"), "1");
     assert_eq!(c.read("l3cachehalf1/enable"), "1");
 }
+
+#[test]
+fn a_glob_over_two_kinds_programs_the_kind_that_has_the_event() {
+    // tile* is the tile and the tilenet blocks; only the tiles have HNF_REQUESTS.
+    let c = Copy::of("bf2");
+    let before = c.contents();
+    c.cmd()
+        .args(["program", "tile*", "0=HNF_REQUESTS"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "tile* also matches 4 tilenet block(s), skipped",
+        ));
+    for t in 0..4 {
+        assert_eq!(c.read(&format!("tile{t}/event0")), "0x45");
+    }
+    let after = c.contents();
+    let changed: Vec<String> = after
+        .iter()
+        .filter(|(p, v)| before.get(*p) != Some(*v))
+        .map(|(p, _)| p.display().to_string())
+        .collect();
+    assert!(
+        changed
+            .iter()
+            .all(|p| p.contains("/tile") && !p.contains("tilenet")),
+        "{changed:?}"
+    );
+    // No kind has it: refused, nothing written.
+    let c = Copy::of("bf2");
+    let before = c.contents();
+    c.cmd()
+        .args(["program", "tile*", "0=NO_SUCH_EVENT"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("NO_SUCH_EVENT"));
+    assert_eq!(before, c.contents());
+    // A counter no block of either kind has: refused, nothing written.
+    c.cmd()
+        .args(["program", "tile*", "9=HNF_REQUESTS"])
+        .assert()
+        .code(1);
+    assert_eq!(before, c.contents());
+}

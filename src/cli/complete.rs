@@ -10,7 +10,8 @@ use std::path::PathBuf;
 
 use clap::CommandFactory;
 
-use super::args::{Cli, Global, Shell};
+use super::args::{Global, Shell};
+use super::commands::Cli;
 use crate::block::Mechanism;
 use crate::device::Device;
 use crate::kinds::Role;
@@ -327,7 +328,7 @@ fn values(line: &Line, current: &str, after_equals: bool) -> Vec<Candidate> {
 }
 
 fn open(global: &Global) -> Option<Device> {
-    super::open_device(global).ok()
+    super::setup::open_device(global).ok()
 }
 
 fn block_names(device: &Device, keep: impl Fn(&crate::block::Block) -> bool) -> Vec<Candidate> {

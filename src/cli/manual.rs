@@ -1,27 +1,16 @@
 //! The man pages: clap's synopsis, description and options (the global ones on every
 //! page), then the sections a reader looks for, kept here as data: EXIT STATUS,
-//! ENVIRONMENT, FILES and SEE ALSO on every page, and per command its EXAMPLES and
-//! its rules (the spec grammar, multiplexing and restore on bfperf-stat(1)).
+//! ENVIRONMENT, FILES and SEE ALSO on every page, per command its rules (the spec
+//! grammar, multiplexing and restore on bfperf-stat(1)), and its EXAMPLES, taken from
+//! the command's `--help` so that both show the same.
 //! `docs/man/` holds them generated (`BFPERF_BLESS=1 cargo test --test docs`).
 
 use clap::CommandFactory;
 
-use super::args::Cli;
+use super::commands::Cli;
 
 /// Sections of one page beyond clap's: (page, section title, paragraphs).
 const SECTIONS: &[(&str, &str, &[&str])] = &[
-    (
-        "bfperf",
-        "EXAMPLES",
-        &[
-            "bfperf info",
-            "bfperf stat -M ddr,llc --duration 10s",
-            "bfperf stat -e 'tile/MEMORY_READS,MEMORY_WRITES/' -I 1000 -- ./workload",
-            "bfperf exporter",
-            "bfperf program tile2 3 HNF_REQUESTS && bfperf read tile2",
-            "bfperf --sim bf3 stat -M ddr --duration 2s   (no DPU needed)",
-        ],
-    ),
     (
         "bfperf-stat",
         "EVENT SPECIFICATIONS",
@@ -47,62 +36,12 @@ const SECTIONS: &[(&str, &str, &[&str])] = &[
         ],
     ),
     (
-        "bfperf-stat",
-        "EXAMPLES",
-        &[
-            "bfperf stat -M l3 --duration 5s",
-            "bfperf stat -e 'tile/MEMORY_READS/' -e 'l3cache/HITS_BANK0,MISSES_BANK0/' -- make -j8",
-            "bfperf stat -M ddr -I 1000 -x, -o ddr.csv --duration 1m",
-            "bfperf stat -M pcie --pcie-link gen4x16 -A --json --duration 10s",
-        ],
-    ),
-    (
         "bfperf-exporter",
         "CONFIGURATION",
         &[
             "The config (TOML, default /etc/bfperf/exporter.toml; without it, the default set) names the counters to program: events = [\"default\", \"BLOCKS/EVENT/\"...] as stat -e takes them, where \"default\" is the generation's default set; metrics = [...] programs what those metrics need; metric_gauges = true also exports their values as gauges; strict = true refuses entries the device lacks instead of skipping them with a warning; pcie_link = \"gen4x16\". Statistics registers and PLL frequencies are always exported. SIGHUP reloads it.",
             "Series follow Prometheus' naming: raw counters (bfperf_events_total, bfperf_cycles_total, bfperf_register_bytes_total, ...) labelled by block and kind, PLL frequencies in hertz. Rates and metrics are computed by Prometheus with the recording rules of `bfperf metrics --format prometheus-rules` (installed in /usr/share/bfperf/prometheus/).",
         ],
-    ),
-    (
-        "bfperf-exporter",
-        "EXAMPLES",
-        &[
-            "systemctl enable --now bfperf-exporter",
-            "bfperf exporter --listen 0.0.0.0:9839 --web.config.file /etc/bfperf/web.yml",
-            "bfperf exporter --textfile /var/lib/node_exporter/textfile/bfperf.prom",
-        ],
-    ),
-    (
-        "bfperf-metrics",
-        "EXAMPLES",
-        &[
-            "bfperf metrics ddr",
-            "bfperf metrics --all --format prometheus-rules > /etc/prometheus/rules/bfperf.yml",
-        ],
-    ),
-    (
-        "bfperf-top",
-        "EXAMPLES",
-        &[
-            "bfperf top",
-            "bfperf top -i 500ms -M l3",
-            "bfperf top --read-only   (writes nothing; what a user without root gets)",
-        ],
-    ),
-    (
-        "bfperf-plot",
-        "EXAMPLES",
-        &[
-            "bfperf stat -M ddr,llc -A -I 250 --json --duration 1m > run.ndjson",
-            "bfperf plot run.ndjson --per-block -o run.svg",
-            "bfperf plot before.ndjson after.ndjson -o compare.png",
-        ],
-    ),
-    (
-        "bfperf-restore",
-        "EXAMPLES",
-        &["bfperf restore   (after `kill -9` of a stat or exporter)"],
     ),
 ];
 
@@ -195,10 +134,12 @@ fn page(name: &str, cmd: clap::Command, see_also: &[String]) -> (String, String)
     let _ = man.render_subcommands_section(&mut buf);
     text.push_str(&String::from_utf8_lossy(&buf));
     for (_, title, paragraphs) in SECTIONS.iter().filter(|(p, _, _)| *p == name) {
-        match *title == "EXAMPLES" {
-            true => literal(&mut text, title, paragraphs),
-            false => section(&mut text, title, paragraphs),
-        }
+        section(&mut text, title, paragraphs);
+    }
+    let examples = examples(&man_cmd);
+    if !examples.is_empty() {
+        let lines: Vec<&str> = examples.iter().map(String::as_str).collect();
+        literal(&mut text, "EXAMPLES", &lines);
     }
     section(&mut text, "EXIT STATUS", EXIT_STATUS);
     section(&mut text, "ENVIRONMENT", ENVIRONMENT);
@@ -209,6 +150,21 @@ fn page(name: &str, cmd: clap::Command, see_also: &[String]) -> (String, String)
     section(&mut text, "SEE ALSO", &[&also]);
     text.push_str(&format!(".SH VERSION\nv{}\n", env!("CARGO_PKG_VERSION")));
     (format!("{name}.1"), text)
+}
+
+/// The examples of a command's help (its `after_help`, after "Examples:"): one list
+/// for `--help` and the man page.
+fn examples(cmd: &clap::Command) -> Vec<String> {
+    let Some(help) = cmd.get_after_help() else {
+        return Vec::new();
+    };
+    help.to_string()
+        .lines()
+        .skip_while(|l| !l.starts_with("Examples:"))
+        .skip(1)
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 /// A section of paragraphs, escaped for roff.

@@ -6,7 +6,6 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::args::PlotArgs;
 use crate::error::{Error, Result};
 use crate::ops::diff::Diff;
 use crate::ops::series::{self, Chart};
@@ -34,8 +33,19 @@ enum Job<'a> {
     },
 }
 
+/// What `bfperf plot` was asked for.
+#[derive(Debug, Clone)]
+pub struct PlotOptions {
+    /// `bfperf stat -I MS --json` outputs (NDJSON); several are drawn on the same charts
+    pub runs: Vec<std::path::PathBuf>,
+    /// The chart file: .svg or .png
+    pub output: std::path::PathBuf,
+    /// One line per block (runs made with -A) instead of the kind's total
+    pub per_block: bool,
+}
+
 /// Draws the runs' charts into the output file.
-pub fn run(a: PlotArgs) -> Result<()> {
+pub fn run(a: PlotOptions) -> Result<()> {
     extension(&a.output)?;
     let files: Vec<&Path> = a.runs.iter().map(|p| p.as_path()).collect();
     let (title, charts) = series::charts(&files, a.per_block)?;

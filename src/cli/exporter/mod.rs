@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use super::args::ExporterArgs;
+use super::args::Global;
 use super::exit::diag;
-use super::{load_metrics, lock_device, metric_params, open_device, Global};
+use super::setup::{load_metrics, lock_device, metric_params, open_device};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ops::export::{self, ExportConfig, Exporter, TextFormat};
@@ -106,7 +106,7 @@ fn signals() -> Signals {
 fn reload<'d>(
     device: &'d Device,
     global: &Global,
-    args: &ExporterArgs,
+    args: &ExporterOptions,
     current: Exporter<'d>,
 ) -> Result<Exporter<'d>> {
     let checked = read_config(args.config.as_deref(), global).and_then(|c| {
@@ -138,8 +138,25 @@ fn log_events(e: &mut Exporter) {
     }
 }
 
+/// What `bfperf exporter` was asked for.
+#[derive(Debug, Clone)]
+pub struct ExporterOptions {
+    /// The config (TOML): events and metrics to export, as stat -e and -M take them
+    /// [default: /etc/bfperf/exporter.toml; without it, the registers only]
+    pub config: Option<PathBuf>,
+    /// Where to serve /metrics [default: 127.0.0.1:9839]; any other address is your explicit choice
+    pub listen: Option<String>,
+    /// TLS and basic authentication, in Prometheus' exporter-toolkit format (YAML:
+    /// tls_server_config with cert_file and key_file; basic_auth_users with bcrypt hashes)
+    pub web_config: Option<PathBuf>,
+    /// Write the exposition to this file atomically instead of serving it (node_exporter's textfile collector)
+    pub textfile: Option<PathBuf>,
+    /// How often to write the textfile
+    pub interval: std::time::Duration,
+}
+
 /// Runs the exporter until SIGTERM or SIGINT; restores the device then.
-pub fn run(global: &Global, args: ExporterArgs) -> Result<()> {
+pub fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     let device = open_device(global)?;
     let config = read_config(args.config.as_deref(), global)?;
     let set = load_metrics(global, &[device.generation()])?;
@@ -191,7 +208,7 @@ fn exposition<const N: usize>(e: &mut Exporter, formats: [TextFormat; N]) -> [St
 struct Running<'d, 'a> {
     device: &'d Device,
     global: &'a Global,
-    args: &'a ExporterArgs,
+    args: &'a ExporterOptions,
     exporter: Option<Exporter<'d>>,
     last_sweep: Instant,
 }

@@ -18,8 +18,8 @@ use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, Ke
 use ratatui::crossterm::{cursor, execute, terminal};
 use ratatui::Terminal;
 
-use super::args::TopArgs;
-use super::{load_metrics, lock_device, metric_params, open_device, Global};
+use super::args::Global;
+use super::setup::{load_metrics, lock_device, metric_params, open_device};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ops::export::{self, ExportConfig, Exporter};
@@ -145,8 +145,21 @@ fn may_write(device: &Device) -> bool {
         })
 }
 
+/// What `bfperf top` was asked for.
+#[derive(Debug, Clone)]
+pub struct TopOptions {
+    /// Refresh every TIME (`+`/`-` change it while running)
+    pub interval: std::time::Duration,
+    /// More metrics or groups to show (as stat -M), in a panel of their own
+    pub metrics: Vec<String>,
+    /// More events to count (as stat -e), shown in the raw view
+    pub events: Vec<String>,
+    /// Write nothing: show the registers and whatever is already programmed
+    pub read_only: bool,
+}
+
 /// Runs `bfperf top` until q, Ctrl-C, SIGTERM or SIGHUP.
-pub fn run(global: &Global, args: TopArgs) -> Result<()> {
+pub fn run(global: &Global, args: TopOptions) -> Result<()> {
     let device = open_device(global)?;
     let gen = device.generation();
     let set = load_metrics(global, &[gen])?;

@@ -1,26 +1,88 @@
-//! Running `bfperf stat`: the command to measure, signals, the writer lock, and the
-//! output stream.
+//! `bfperf stat`: its arguments, and running it: the command to measure, signals,
+//! the writer lock, and the output stream.
 
 use std::cell::RefCell;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Process};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::args::StatArgs;
-use super::exit::{diag, Failure};
-use super::output::Format;
-use super::report::{Ending, StatFormat, StatWriter};
-use super::{load_metrics, lock_device, metric_params, open_device, Global};
+use clap::Args as ClapArgs;
+
+use crate::cli::args::{parse_duration, FormatOpts, Global};
+use crate::cli::exit::{diag, Failure};
+use crate::cli::output::Format;
+use crate::cli::report::{Ending, StatFormat, StatWriter};
+use crate::cli::setup::{load_metrics, lock_device, metric_params, open_device};
+use crate::cli::Out;
 use crate::error::{Error, Result};
 use crate::ops::metrics;
 use crate::ops::stat::{self, For, Forever, Pacer, RealPacer, StatRequest, Timing, Until};
+
+/// Count events during a command or a period: `stat -e 'tile/MEMORY_READS/' -- CMD`
+#[derive(Debug, ClapArgs)]
+#[command(
+    after_help = "Examples:\n  bfperf stat -M l3 --duration 5s\n  bfperf stat -e 'tile/MEMORY_READS/' -e 'l3cache/HITS_BANK0,MISSES_BANK0/' -- make -j8\n  bfperf stat -e 'tile/HNF_REQUESTS/,tile/MEMORY_READS/' -I 1000 -- ./workload\n  bfperf stat -e '{llt/GDC_BANK0_RD_REQ,GDC_BANK1_RD_REQ/}' --duration 10s\n  bfperf stat -M ddr -I 1000 -x, -o ddr.csv --duration 1m\n  bfperf stat -M pcie --pcie-link gen4x16 -A --json --duration 10s\n  bfperf stat -- ./workload   (no -e or -M: the generation's default set)"
+)]
+pub struct Args {
+    /// BLOCKS/EVENT[,EVENT...]/ : blocks by name, kind, glob or list; events by name,
+    /// number, `cycles`, register name or glob; several per -e, comma-separated, and
+    /// `{...}` groups, always counted together (repeatable). Without -e and -M: the
+    /// generation's default set and its metrics
+    #[arg(short = 'e', long = "event", value_name = "SPEC")]
+    events: Vec<String>,
+    /// Metrics or metric groups to compute (comma list; repeatable): their events are
+    /// counted, shared ones once; see `bfperf metrics`
+    #[arg(short = 'M', long = "metric", value_name = "NAME|GROUP")]
+    metric: Vec<String>,
+    /// Count for this long (5s, 500ms, 2m); default: until COMMAND ends, or Ctrl-C
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, conflicts_with = "command")]
+    duration: Option<std::time::Duration>,
+    /// Print counts every MS milliseconds
+    #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = clap::value_parser!(u64).range(10..))]
+    interval: Option<u64>,
+    /// Repeat the measurement N times and show the mean and its spread
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+    /// One row per block instead of sums per kind
+    #[arg(short = 'A', long = "no-aggr")]
+    no_aggr: bool,
+    /// Stop after N intervals of -I (as perf stat --interval-count)
+    #[arg(long = "interval-count", value_name = "N", requires = "interval", conflicts_with_all = ["duration", "command"], value_parser = clap::value_parser!(u64).range(1..))]
+    interval_count: Option<u64>,
+    /// Print the metrics only, not the counts (as perf stat --metric-only)
+    #[arg(long = "metric-only", requires = "metric")]
+    metric_only: bool,
+    /// NDJSON, one record per line (as perf stat -j; same as --json)
+    #[arg(short = 'j', long = "json-lines")]
+    json_lines: bool,
+    /// Accepted for perf's habit: the DPU's counters are system-wide anyway
+    #[arg(short = 'a', long = "all-cpus")]
+    all_cpus: bool,
+    #[command(flatten)]
+    format: FormatOpts,
+    /// CSV with this field separator (one character), as perf stat -x
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    separator: Option<String>,
+    /// Write the counts to FILE instead of standard output
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Leave the counters programmed as the measurement left them
+    #[arg(long)]
+    no_restore: bool,
+    /// Refuse more events than a block has counters instead of taking turns
+    #[arg(long)]
+    no_multiplex: bool,
+    /// The command to measure, after `--`
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
 
 /// The measured command, shared between the runs and the end.
 type Slot = Rc<RefCell<Option<Child>>>;
@@ -215,7 +277,7 @@ fn end_child(slot: &Slot, status: &Rc<RefCell<Option<i32>>>, sig: i32) {
     }
 }
 
-fn stat_format(a: &StatArgs) -> Result<StatFormat> {
+fn stat_format(a: &Args) -> Result<StatFormat> {
     if let Some(sep) = &a.separator {
         let b = sep.as_bytes();
         if b.len() != 1 || b[0] == b'"' || b[0] == b'\n' {
@@ -249,12 +311,8 @@ fn default_request(spec: &str) -> StatRequest {
 
 /// Runs `bfperf stat`; returns the exit code (the command's, or 128 + the signal
 /// that interrupted the measurement).
-pub fn run(
-    global: &Global,
-    a: StatArgs,
-    stdout: &mut dyn Write,
-    width: Option<u16>,
-) -> std::result::Result<i32, Failure> {
+pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32, Failure> {
+    let (stdout, width) = (&mut *out.w, out.width);
     let format = stat_format(&a)?;
     let device = open_device(global)?;
     let mut a = a;

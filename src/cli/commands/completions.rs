@@ -1,0 +1,48 @@
+//! `bfperf completions`: the shell completion scripts, and the hidden
+//! `__complete` entry point they call for candidates.
+
+use clap::Args as ClapArgs;
+
+use crate::cli::args::Shell;
+use crate::cli::complete;
+use crate::cli::exit::Failure;
+use crate::cli::Out;
+
+/// Print a shell completion script
+#[derive(Debug, ClapArgs)]
+#[command(
+    after_help = "Examples:\n  bfperf completions bash > /etc/bash_completion.d/bfperf\n  bfperf completions zsh > \"${fpath[1]}/_bfperf\"\n  bfperf completions fish > ~/.config/fish/completions/bfperf.fish"
+)]
+pub struct Args {
+    #[arg(value_enum)]
+    shell: Shell,
+}
+
+/// Prints the script.
+pub fn exec(a: Args, out: &mut Out) -> Result<(), Failure> {
+    out.raw(&complete::script(a.shell))
+}
+
+/// Completion candidates for the words of a command line (used by the scripts)
+#[derive(Debug, ClapArgs)]
+pub struct CompleteArgs {
+    /// Index of the word being completed
+    #[arg(long)]
+    index: usize,
+    /// Print `candidate<TAB>description` lines (zsh, fish)
+    #[arg(long)]
+    descriptions: bool,
+    /// The command line's words, the program name first
+    #[arg(last = true, allow_hyphen_values = true)]
+    words: Vec<String>,
+}
+
+/// Prints the candidates, one per line.
+pub fn exec_complete(a: CompleteArgs, out: &mut Out) -> Result<(), Failure> {
+    let mut text = String::new();
+    for c in complete::described(&a.words, a.index) {
+        text.push_str(&c.line(a.descriptions));
+        text.push('\n');
+    }
+    out.raw(&text)
+}

@@ -1,0 +1,57 @@
+//! `bfperf diff`: what changed between two snapshots.
+
+use std::path::PathBuf;
+
+use clap::Args as ClapArgs;
+
+use crate::block::Generation;
+use crate::cli::args::{FormatOpts, Global};
+use crate::cli::exit::{diag, Failure};
+use crate::cli::output::Format;
+use crate::cli::report::DiffReport;
+use crate::cli::setup::{load_metrics, metric_params};
+use crate::cli::{plot, Out};
+use crate::ops::{diff, snapshot};
+
+/// Compare two snapshots: deltas, rates, wraps and resets, PCIe throughput
+#[derive(Debug, ClapArgs)]
+#[command(
+    after_help = "Examples:\n  bfperf diff before.json after.json\n  bfperf diff before.json after.json --plot rates.svg\n  bfperf diff a.json b.json --strict --json"
+)]
+pub struct Args {
+    /// The older snapshot
+    old: PathBuf,
+    /// The newer snapshot
+    new: PathBuf,
+    /// Refuse snapshots of different hosts, devices or generations (default: warn)
+    #[arg(long)]
+    strict: bool,
+    /// Also draw each value's rate as a bar chart into FILE (.svg or .png)
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    format: FormatOpts,
+}
+
+/// Compares the snapshots; draws the chart if asked.
+pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+    let old = snapshot::load(&a.old)?;
+    let new = snapshot::load(&a.new)?;
+    let names = (a.old.display().to_string(), a.new.display().to_string());
+    for w in diff::check(&old, &new, a.strict, (&names.0, &names.1))? {
+        diag(&format!("warning: {w}"));
+    }
+    let d = diff::diff(&old, &new);
+    if let Some(path) = &a.plot {
+        plot::diff_bars(&d, path)?;
+    }
+    let set = load_metrics(global, &[Generation::from_label(&new.generation)])?;
+    let values = diff::metrics(&d, &new, &set, metric_params(global)?);
+    out.emit(
+        a.format.or(Format::Table),
+        &DiffReport {
+            diff: d,
+            metrics: values,
+        },
+    )
+}

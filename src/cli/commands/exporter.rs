@@ -1,0 +1,64 @@
+//! `bfperf exporter`: the Prometheus exporter (served by `cli::exporter`).
+
+use std::path::PathBuf;
+
+use clap::Args as ClapArgs;
+
+use crate::cli::args::{parse_duration, Global};
+use crate::cli::exit::Failure;
+#[cfg(feature = "exporter")]
+use crate::cli::exporter::{self, ExporterOptions};
+
+/// Export the counters to Prometheus: serve /metrics, or write a node_exporter textfile
+#[derive(Debug, ClapArgs)]
+#[command(
+    after_help = "Examples:\n  systemctl enable --now bfperf-exporter\n  bfperf exporter --listen 0.0.0.0:9839 --web.config.file /etc/bfperf/web.yml\n  bfperf exporter --textfile /var/lib/node_exporter/textfile/bfperf.prom"
+)]
+pub struct Args {
+    /// The config (TOML): events and metrics to export, as stat -e and -M take them
+    /// [default: /etc/bfperf/exporter.toml; without it, the registers only]
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Where to serve /metrics [default: 127.0.0.1:9839]; any other address is your explicit choice
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile")]
+    listen: Option<String>,
+    /// TLS and basic authentication, in Prometheus' exporter-toolkit format (YAML:
+    /// tls_server_config with cert_file and key_file; basic_auth_users with bcrypt hashes)
+    #[arg(
+        long = "web.config.file",
+        value_name = "FILE",
+        conflicts_with = "textfile"
+    )]
+    web_config: Option<PathBuf>,
+    /// Write the exposition to this file atomically instead of serving it (node_exporter's textfile collector)
+    #[arg(long, value_name = "FILE")]
+    textfile: Option<PathBuf>,
+    /// How often to write the textfile
+    #[arg(long, value_name = "TIME", default_value = "15s", value_parser = parse_duration, requires = "textfile")]
+    interval: std::time::Duration,
+}
+
+#[cfg(feature = "exporter")]
+impl From<Args> for ExporterOptions {
+    fn from(a: Args) -> ExporterOptions {
+        ExporterOptions {
+            config: a.config,
+            listen: a.listen,
+            web_config: a.web_config,
+            textfile: a.textfile,
+            interval: a.interval,
+        }
+    }
+}
+
+/// Serves (or writes the textfile) until SIGTERM or SIGINT.
+#[cfg(feature = "exporter")]
+pub fn exec(global: &Global, a: Args) -> Result<(), Failure> {
+    Ok(exporter::run(global, a.into())?)
+}
+
+/// This binary was built without the exporter.
+#[cfg(not(feature = "exporter"))]
+pub fn exec(_global: &Global, _a: Args) -> Result<(), Failure> {
+    Err(crate::cli::setup::not_built("exporter").into())
+}

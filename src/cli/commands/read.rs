@@ -1,0 +1,36 @@
+//! `bfperf read`: counters and registers, now.
+
+use clap::Args as ClapArgs;
+
+use crate::cli::args::{FormatOpts, Global};
+use crate::cli::exit::Failure;
+use crate::cli::output::Format;
+use crate::cli::report::ReadReport;
+use crate::cli::setup::open_device;
+use crate::cli::Out;
+use crate::ops::{read, snapshot};
+
+/// Read counters and registers: blocks, kinds (tile, pcie, l3cache...) or all
+#[derive(Debug, ClapArgs)]
+#[command(
+    after_help = "Examples:\n  bfperf read tile2\n  bfperf read pcie --json\n  bfperf read all"
+)]
+pub struct Args {
+    #[arg(value_name = "SELECTOR")]
+    selectors: Vec<String>,
+    #[command(flatten)]
+    format: FormatOpts,
+}
+
+/// Reads the chosen blocks once.
+pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+    let device = open_device(global)?;
+    let blocks = device.select(&a.selectors)?;
+    let r = read::read_blocks(&device, &blocks)?;
+    let report = ReadReport {
+        device: device.location(),
+        timestamp: snapshot::rfc3339(r.wall),
+        blocks: r.blocks,
+    };
+    out.emit(a.format.or(Format::Table), &report)
+}

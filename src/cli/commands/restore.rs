@@ -1,0 +1,37 @@
+//! `bfperf restore`: undo what a killed `stat` or exporter left programmed.
+
+use clap::Args as ClapArgs;
+
+use crate::cli::args::Global;
+use crate::cli::exit::Failure;
+use crate::cli::setup::{lock_device, open_device};
+use crate::cli::Out;
+
+/// Put the device back as it was before a `stat` or exporter that was killed
+/// (SIGKILL, OOM, power loss), from the journal it left
+#[derive(Debug, ClapArgs)]
+#[command(
+    long_about = "Put the device back as it was before a `stat` or exporter that was killed \
+        (SIGKILL, OOM, power loss).\n\nBefore their first write, `stat` and the exporter record \
+        the programming they change (events, enable, count_clock) in a journal beside the \
+        device's lock (/run/bfperf for root), and remove it when they have restored the device. \
+        A journal left behind means its writer died; `restore` writes the recorded programming \
+        back and removes the journal. It takes the writer lock: a writer still running is named, \
+        not disturbed.",
+    after_help = "Examples:\n  bfperf restore   (after `kill -9` of a stat or exporter)"
+)]
+pub struct Args {}
+
+/// Restores a leftover journal, or says there is none.
+pub fn exec(global: &Global, _a: Args, out: &mut Out) -> Result<(), Failure> {
+    let device = open_device(global)?;
+    let _lock = lock_device(global, &device)?;
+    let text = match crate::ops::journal::restore_leftover(&device)? {
+        Some(r) => format!("{}\n", r.describe()),
+        None => format!(
+            "nothing to restore: no journal for {} (every writer restored the device, or none ran)\n",
+            device.canonical_location()
+        ),
+    };
+    out.raw(&text)
+}

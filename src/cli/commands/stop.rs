@@ -1,0 +1,31 @@
+//! `bfperf stop`: stop all-at-once blocks, or un-program counters.
+
+use clap::Args as ClapArgs;
+
+use super::writer::write_blocks;
+use crate::cli::args::{Global, WriteOpts};
+use crate::cli::exit::Failure;
+use crate::cli::Out;
+use crate::ops::control;
+
+/// Stop an all-at-once block, or un-program one or all counters of a block
+#[derive(Debug, ClapArgs)]
+#[command(
+    after_help = "Examples:\n  bfperf stop l3cachehalf0\n  bfperf stop tile2 3\n  bfperf stop 'llt*'"
+)]
+pub struct Args {
+    /// The block, or blocks: a kind, a glob or a comma list
+    block: String,
+    /// Only this counter (per-counter blocks)
+    #[arg(allow_negative_numbers = true)]
+    counter: Option<String>,
+    #[command(flatten)]
+    write: WriteOpts,
+}
+
+/// Stops every block chosen.
+pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+    write_blocks(global, out, &a.block, a.write, |device, b| {
+        control::plan_stop(device, b, a.counter.as_deref())
+    })
+}

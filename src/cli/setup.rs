@@ -1,0 +1,175 @@
+//! What every command starts from: the device the global options name, the writer
+//! lock, the metrics and their parameters, and report files.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::args::{self, Global};
+use super::exit::{diag, Failure};
+use super::output::{self, Format, Report};
+use crate::block::Generation;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ops::metrics;
+use crate::sim;
+
+/// Opens the device the global options name, and says on stderr what was skipped.
+pub fn open_device(global: &Global) -> Result<Device> {
+    let device = match (&global.sim, &global.device) {
+        (Some(spec), _) => {
+            let c = sim_choice(spec, &args::SimOpts::default(), global)?;
+            let sim = sim::Sim::with_options(
+                c.gen,
+                c.kernel,
+                Arc::new(sim::SystemClock::new()),
+                &c.options,
+            );
+            Device::open(Box::new(Arc::new(sim)))?
+        }
+        (None, Some(dir)) => Device::open_dir(dir)?,
+        (None, None) => Device::discover(&global.sysfs_root)?,
+    };
+    for w in device.warnings() {
+        diag(&format!("warning: {w}"));
+    }
+    Ok(device)
+}
+
+/// Takes the writer lock of the device (writing commands hold it while they run).
+/// An in-process simulator (`--sim`) belongs to this process alone: no lock.
+pub fn lock_device(
+    global: &Global,
+    device: &Device,
+) -> Result<Option<crate::ops::lock::WriterLock>> {
+    if global.sim.is_some() {
+        return Ok(None);
+    }
+    let path = match &global.lock_file {
+        Some(p) => p.clone(),
+        None => crate::ops::lock::default_path(&device.canonical_location())?,
+    };
+    crate::ops::lock::WriterLock::acquire(&path, global.wait).map(Some)
+}
+
+/// The metrics of these generations: built-ins and the user's files (a broken file
+/// is warned about, never fatal).
+pub fn load_metrics(global: &Global, gens: &[Generation]) -> Result<metrics::MetricSet> {
+    let files = metrics::user_files(&global.metric_files)?;
+    let set = metrics::MetricSet::load(gens, &files);
+    for w in &set.warnings {
+        diag(&format!("warning: {w}"));
+    }
+    Ok(set)
+}
+
+/// The command line's values for metric formulas.
+pub fn metric_params(global: &Global) -> Result<std::collections::HashMap<String, f64>> {
+    let mut params = std::collections::HashMap::new();
+    if let Some(link) = &global.pcie_link {
+        let bps = metrics::pcie_link_bytes_per_s(link).ok_or_else(|| Error::BadAssignment {
+            problem: format!(
+                "unknown PCIe link '{link}': give gen1 to gen5 and x1, x2, x4, x8 or x16, e.g. gen4x16"
+            ),
+        })?;
+        params.insert("pcie_link_bytes_per_s".to_string(), bps);
+    }
+    Ok(params)
+}
+
+/// Renders a report into a file, by the output file rule (`ops::outfile`).
+pub fn write_file(
+    path: &Path,
+    format: Format,
+    report: &dyn Report,
+) -> std::result::Result<(), Failure> {
+    let renderer = output::renderer(format, None, false);
+    crate::ops::outfile::replace(path, &mut |w| renderer.render(report, w))?;
+    Ok(())
+}
+
+/// What `sim mount|export` were asked for, validated.
+pub struct SimChoice {
+    /// The generation.
+    pub gen: Generation,
+    /// The kernel it behaves like.
+    pub kernel: sim::Kernel,
+    /// The other choices.
+    pub options: sim::SimOptions,
+}
+
+fn bad_sim(problem: String) -> Error {
+    Error::BadAssignment { problem }
+}
+
+/// `--sim bf3@6.14`: the generation and kernel, with the other choices of `o`.
+fn sim_choice(spec: &str, o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
+    let (gen, kernel) = spec.split_once('@').unwrap_or((spec, &o.kernel));
+    let gen = match gen.to_ascii_lowercase().trim_start_matches("bf") {
+        g @ ("1" | "2" | "3") => g.to_string(),
+        _ => {
+            return Err(bad_sim(format!(
+                "--sim takes bf1, bf2 or bf3, optionally @KERNEL (e.g. bf3@6.14), not '{spec}'"
+            )))
+        }
+    };
+    parse_sim_opts(
+        &args::SimOpts {
+            generation: gen,
+            kernel: kernel.to_string(),
+            counters: o.counters.clone(),
+        },
+        global,
+    )
+}
+
+pub fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
+    let gen = match o.generation.as_str() {
+        "1" => Generation::Bf1,
+        "3" => Generation::Bf3,
+        _ => Generation::Bf2,
+    };
+    let kernel = sim::Kernel::parse(&o.kernel).ok_or_else(|| {
+        let known: Vec<&str> = sim::kernel::KERNELS.iter().map(|k| k.name).collect();
+        bad_sim(format!(
+            "unknown kernel '{}': give a version ({}, or a later one such as 6.17) or old, new, oot",
+            o.kernel,
+            known.join(", ")
+        ))
+    })?;
+    if gen == Generation::Bf3 && !kernel.def().bf3 {
+        return Err(bad_sim(format!(
+            "kernel {} has no BlueField-3 support (it came with v6.4)",
+            kernel.name()
+        )));
+    }
+    let mut options = sim::SimOptions::default();
+    if let Some(path) = &global.workload {
+        options.workload = sim::Workload::load(path)?;
+    }
+    for c in &o.counters {
+        let parsed = c.split_once('=').and_then(|(k, n)| {
+            Some((crate::block::BlockKind::parse(k)?, n.parse::<usize>().ok()?))
+        });
+        match parsed {
+            Some((kind, n)) if n <= 64 => options.counters.push((kind, n)),
+            _ => {
+                return Err(bad_sim(format!(
+                    "--counters takes KIND=N with a block kind and 0 to 64 counters (e.g. llt=16), not '{c}'"
+                )))
+            }
+        }
+    }
+    Ok(SimChoice {
+        gen,
+        kernel,
+        options,
+    })
+}
+
+/// A command of a feature this binary was built without.
+#[allow(dead_code)]
+pub fn not_built(feature: &str) -> Error {
+    Error::BadAssignment {
+        problem: format!("this bfperf was built without the `{feature}` feature; build it with `cargo build --features {feature}`"),
+    }
+}
