@@ -132,6 +132,9 @@ pub enum BlockKind {
     Prnf,
     /// BF3 Memory Stasher and Navigator.
     Msn,
+    /// A perf_event PMU of the kernel (the Arm cores, software events): not a block of
+    /// the hwmon device, counted beside them by `stat`.
+    Perf,
     /// A name no kind matches (or, in a snapshot, a kind this bfperf does not know).
     #[serde(other)]
     #[default]

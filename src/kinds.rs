@@ -391,9 +391,20 @@ pub static UNKNOWN: KindDef = counter_kind(
     |_| &[],
 );
 
+/// The kernel's perf_event PMUs, counted beside the blocks; never a block's kind.
+pub static PERF: KindDef = counter_kind(
+    BlockKind::Perf,
+    "perf",
+    "a perf_event PMU of the kernel (Arm cores, software events)",
+    |_| &[],
+);
+
 /// The facts of a kind.
 pub fn def(kind: BlockKind) -> &'static KindDef {
-    KINDS.iter().find(|d| d.kind == kind).unwrap_or(&UNKNOWN)
+    match kind {
+        BlockKind::Perf => &PERF,
+        _ => KINDS.iter().find(|d| d.kind == kind).unwrap_or(&UNKNOWN),
+    }
 }
 
 /// The kind of a block directory, as the driver decides it.

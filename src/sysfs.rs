@@ -319,6 +319,11 @@ fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::Fi
     Ok(file)
 }
 
+/// Where the kernel lists its perf_event PMUs, under a sysfs root.
+pub fn event_source_devices(sysfs_root: &Path) -> PathBuf {
+    sysfs_root.join("bus/event_source/devices")
+}
+
 /// Reads an attribute file: at most [`MAX_ATTRIBUTE`] bytes, a regular file only, so
 /// that no device content can exhaust memory or block bfperf.
 pub fn read_attribute(path: &Path) -> io::Result<String> {

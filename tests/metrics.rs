@@ -66,6 +66,7 @@ fn measure(
         restore: true,
         multiplex: true,
         journal: false,
+        perf: Vec::new(),
     };
     let mut until =
         move |_| -> bfperf::Result<Box<dyn Until>> { Ok(Box::new(For(Duration::from_secs(secs)))) };

@@ -35,6 +35,7 @@ fn request(specs: &[&str]) -> StatRequest {
         restore: true,
         multiplex: true,
         journal: false,
+        perf: Vec::new(),
     }
 }
 

@@ -49,6 +49,7 @@ fn request(specs: &[String]) -> StatRequest {
         restore: true,
         multiplex: true,
         journal: false,
+        perf: Vec::new(),
     }
 }
 

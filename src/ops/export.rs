@@ -226,6 +226,7 @@ fn request(specs: Vec<String>) -> StatRequest {
         restore: true,
         multiplex: true,
         journal: false,
+        perf: Vec::new(),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod list;
 pub mod lock;
 pub mod metrics;
 pub mod outfile;
+pub mod perf;
 pub mod plan;
 pub mod program;
 pub mod read;

@@ -306,6 +306,7 @@ fn default_request(spec: &str) -> StatRequest {
         restore: true,
         multiplex: true,
         journal: false,
+        perf: Vec::new(),
     }
 }
 
@@ -340,7 +341,10 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
     };
     let chosen = set.select(&a.metric)?;
     let params = metric_params(global)?;
-    let mut specs = a.events.clone();
+    // perf_event events (cycles, task-clock, PMU/EVENT/) are counted beside the
+    // blocks; each is resolved here, before anything is written.
+    let pmus = crate::ops::perf::pmus(&global.sysfs_root);
+    let (perf, mut specs) = crate::ops::perf::split(&pmus, &a.events)?;
     specs.extend(metrics::specs_for(&chosen));
     let evaluate = |counts: &[stat::Count], span_s: f64| {
         if chosen.is_empty() {
@@ -361,6 +365,7 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
         multiplex: !a.no_multiplex,
         // An in-process simulator dies with the process: nothing to journal.
         journal: global.sim.is_none(),
+        perf,
     };
     // Everything is checked before the first write.
     let (_, said) = stat::prepare(&device, &req)?;

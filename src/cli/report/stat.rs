@@ -102,7 +102,7 @@ fn coverage_text(c: &Count) -> String {
 fn value_text(c: &Count) -> String {
     match c.value {
         Some(v) => group(v),
-        None => "<not counted>".into(),
+        None => c.missing_text().into(),
     }
 }
 
@@ -247,7 +247,7 @@ impl<'w> StatWriter<'w> {
                 let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
                 r.push(
                     c.value
-                        .map_or_else(|| "<not counted>".into(), |v| v.to_string()),
+                        .map_or_else(|| c.missing_text().into(), |v| v.to_string()),
                 );
                 r.push(c.unit.to_string());
                 r.push(self.text(&format!("{}/{}/", c.block, c.event)));
@@ -644,7 +644,7 @@ impl Report for SummaryTable<'_> {
                 Cell::text(&c.event),
                 match c.value {
                     Some(v) => Cell::Int(v),
-                    None => Cell::text("<not counted>"),
+                    None => Cell::text(c.missing_text()),
                 },
                 Cell::text(c.unit),
                 Cell::text(coverage_text(c)),

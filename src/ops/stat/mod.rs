@@ -140,7 +140,41 @@ pub struct Count {
     pub invalid: Option<String>,
 }
 
+/// The reason prefix of a count the kernel would not count (perf's `<not supported>`).
+pub const NOT_SUPPORTED: &str = "not supported";
+
 impl Count {
+    /// What perf prints for a count without a value: `<not supported>` when the kernel
+    /// refused the event, `<not counted>` when it never ran.
+    pub fn missing_text(&self) -> &'static str {
+        match self.invalid.as_deref() {
+            Some(r) if r.contains(NOT_SUPPORTED) => "<not supported>",
+            _ => "<not counted>",
+        }
+    }
+
+    /// The count of a perf event over a span.
+    pub fn of_perf(r: &crate::ops::perf::Reading) -> Count {
+        Count {
+            block: r.event.pmu.clone(),
+            kind: BlockKind::Perf,
+            blocks: 1,
+            counter: None,
+            event: r.event.name.clone(),
+            event_number: None,
+            value: r.value,
+            raw: r.raw,
+            unit: r.event.unit,
+            coverage: r.coverage,
+            counted: r.value.is_some(),
+            valid: r.unsupported.is_none(),
+            invalid: r
+                .unsupported
+                .as_ref()
+                .map(|why| format!("{NOT_SUPPORTED}: {why}")),
+        }
+    }
+
     /// The value, if it can be used: counted and valid.
     pub fn usable(&self) -> Option<u64> {
         self.value.filter(|_| self.valid)
@@ -290,6 +324,7 @@ pub struct Run {
 /// A measurement in progress: the sampler and the accounting of intervals.
 pub struct Measurement<'d> {
     sampler: Sampler<'d>,
+    perf: Option<crate::ops::perf::Counters>,
 }
 
 impl<'d> Measurement<'d> {
@@ -306,7 +341,32 @@ impl<'d> Measurement<'d> {
             .collect();
         let mut sampler = Sampler::open(device, plans, &masks)?;
         sampler.start(now)?;
-        Ok(Measurement { sampler })
+        Ok(Measurement {
+            sampler,
+            perf: None,
+        })
+    }
+
+    /// Counts these perf events in the same windows (opened now, started by
+    /// [`Measurement::begin`]).
+    pub fn with_perf(mut self, counters: crate::ops::perf::Counters) -> Self {
+        self.perf = (!counters.is_empty()).then_some(counters);
+        self
+    }
+
+    /// The perf counts since the window opened.
+    fn perf_counts(&mut self) -> Vec<Count> {
+        match &mut self.perf {
+            Some(p) => p.read().iter().map(Count::of_perf).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Stops the perf counters.
+    pub fn stop_perf(&mut self) {
+        if let Some(p) = &mut self.perf {
+            p.stop();
+        }
     }
 
     /// The plans: what each block counts, and in which turns.
@@ -319,6 +379,9 @@ impl<'d> Measurement<'d> {
         let start = pacer.now_ns();
         self.sampler.reset_counts();
         self.sampler.rebase(start)?;
+        if let Some(p) = &mut self.perf {
+            p.start();
+        }
         Ok(start)
     }
 
@@ -340,6 +403,7 @@ impl<'d> Measurement<'d> {
         let interval_ns = timing.interval.map(|i| i.as_nanos() as u64);
         let mut next_interval = interval_ns.map(|i| start + i);
         let mut previous = self.sampler.totals();
+        let mut previous_perf = self.perf_counts();
         let mut previous_ns = start;
         loop {
             let now = pacer.now_ns();
@@ -358,13 +422,17 @@ impl<'d> Measurement<'d> {
                         .zip(&previous)
                         .map(|(t, p)| t.iter().zip(p).map(|(t, p)| t.since(p)).collect())
                         .collect();
+                    let mut interval_counts = counts(self.plans(), &delta, now - previous_ns);
+                    let perf_now = self.perf_counts();
+                    interval_counts.extend(perf_since(&perf_now, &previous_perf));
                     on_interval(&Interval {
                         run: number,
                         time_s: (now - start) as f64 / 1e9,
                         span_s: (now - previous_ns) as f64 / 1e9,
-                        counts: counts(self.plans(), &delta, now - previous_ns),
+                        counts: interval_counts,
                     })?;
                     previous = totals;
+                    previous_perf = perf_now;
                     previous_ns = now;
                     if now >= at {
                         next_interval = Some(at + every * ((now - at) / every + 1));
@@ -373,10 +441,12 @@ impl<'d> Measurement<'d> {
             }
             if finished {
                 let elapsed_ns = now - start;
+                let mut all = counts(self.plans(), &self.sampler.totals(), elapsed_ns);
+                all.extend(self.perf_counts());
                 return Ok(Run {
                     run: number,
                     elapsed_s: elapsed_ns as f64 / 1e9,
-                    counts: counts(self.plans(), &self.sampler.totals(), elapsed_ns),
+                    counts: all,
                 });
             }
             let mut wake = next_interval.map_or(next_tick, |i| i.min(next_tick));
@@ -428,6 +498,24 @@ impl<'d> Measurement<'d> {
     }
 }
 
+/// perf counts of an interval: the cumulative counts now less those at its start.
+fn perf_since(now: &[Count], before: &[Count]) -> Vec<Count> {
+    now.iter()
+        .zip(before)
+        .map(|(n, b)| {
+            let mut c = n.clone();
+            c.raw = n.raw.saturating_sub(b.raw);
+            c.value = match (n.value, b.value) {
+                (Some(n), Some(b)) => Some(n.saturating_sub(b)),
+                (Some(n), None) => Some(n),
+                _ => None,
+            };
+            c.counted = c.value.is_some();
+            c
+        })
+        .collect()
+}
+
 /// Mean and relative standard deviation (%) of a value over runs (`-r`).
 pub fn spread(values: &[u64]) -> (f64, Option<f64>) {
     let n = values.len() as f64;
@@ -459,6 +547,8 @@ pub struct StatRequest {
     /// Record the prior programming in the device's journal before the first write
     /// (see [`crate::ops::journal`]); a leftover journal is restored first.
     pub journal: bool,
+    /// perf_event events counted in the same window (system-wide, per CPU).
+    pub perf: Vec<crate::ops::perf::PerfEvent>,
 }
 
 /// The result of a measurement.
@@ -477,6 +567,10 @@ pub fn prepare<'d>(
     device: &'d Device,
     req: &StatRequest,
 ) -> Result<(Vec<BlockPlan<'d>>, Vec<String>)> {
+    if req.specs.is_empty() && !req.perf.is_empty() {
+        // Only perf events: nothing of the device is touched.
+        return Ok((Vec::new(), Vec::new()));
+    }
     let resolved = spec::resolve(device, &req.specs)?;
     let plans = plan::place(resolved.blocks, req.multiplex)?;
     Ok((plans, resolved.warnings))
@@ -546,7 +640,11 @@ pub fn measure<'d>(
         false => None,
     };
     let outcome = (|| -> Result<StatOutcome> {
-        let mut m = Measurement::start(device, plans, &saved, pacer.now_ns())?;
+        let perf = crate::ops::perf::Counters::open(&req.perf);
+        for (event, why) in perf.refusals() {
+            warnings.push(format!("{event}: {why}; it shows <not supported>"));
+        }
+        let mut m = Measurement::start(device, plans, &saved, pacer.now_ns())?.with_perf(perf);
         let mut runs = Vec::new();
         for number in 1..=req.repeat.max(1) {
             // The window opens before the command starts.
@@ -558,6 +656,7 @@ pub fn measure<'d>(
                 break;
             }
         }
+        m.stop_perf();
         let foreign = m.foreign()?;
         for run in &mut runs {
             m.mark_foreign(run, &foreign);

@@ -314,10 +314,14 @@ pub fn expand(text: &str) -> Result<Vec<Term>> {
 }
 
 /// Whether the text before a comma is a block selector (the driver's block names and
-/// kinds are lower case) rather than a bare event name.
+/// kinds are lower case) rather than a bare event name or a perf event.
 fn names_blocks(cur: &str) -> bool {
     let last = cur.rsplit(',').next().unwrap_or("").trim();
-    last.chars().any(|c| c.is_ascii_lowercase())
+    // perf's generic events (`cycles,instructions`) are lower case too.
+    let perf = crate::ops::perf::GENERIC
+        .iter()
+        .any(|(names, ..)| names.iter().any(|n| n.eq_ignore_ascii_case(last)));
+    !perf && last.chars().any(|c| c.is_ascii_lowercase())
 }
 
 fn push_spec(out: &mut Vec<Term>, cur: &mut String, group: Option<usize>) {

@@ -1,0 +1,161 @@
+//! The kernel's perf_event counters beside the DPU's blocks: perf's generic event
+//! names (`cycles`, `task-clock`...), any PMU under `/sys/bus/event_source/devices`
+//! (`armv8_pmuv3_0/l2d_cache_refill/`, `PMU/event=0x11/`), and their counting,
+//! system-wide per CPU, in the same window as the hwmon counters.
+
+pub mod counter;
+pub mod pmu;
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+pub use counter::{Counters, Reading};
+pub use pmu::{discover, Configs, Pmu};
+
+/// perf_event_attr.type of perf's generic hardware events.
+pub const TYPE_HARDWARE: u32 = 0;
+/// perf_event_attr.type of the kernel's software events.
+pub const TYPE_SOFTWARE: u32 = 1;
+
+/// perf's generic event names: (names, type, config, unit). The kernel's ABI
+/// (`PERF_COUNT_HW_*`, `PERF_COUNT_SW_*`); clocks count nanoseconds.
+pub const GENERIC: &[(&[&str], u32, u64, &str)] = &[
+    (&["cycles", "cpu-cycles"], TYPE_HARDWARE, 0, "cycles"),
+    (&["instructions"], TYPE_HARDWARE, 1, "instructions"),
+    (&["cache-references"], TYPE_HARDWARE, 2, "events"),
+    (&["cache-misses"], TYPE_HARDWARE, 3, "events"),
+    (
+        &["branch-instructions", "branches"],
+        TYPE_HARDWARE,
+        4,
+        "events",
+    ),
+    (&["branch-misses"], TYPE_HARDWARE, 5, "events"),
+    (&["bus-cycles"], TYPE_HARDWARE, 6, "cycles"),
+    (
+        &["stalled-cycles-frontend", "idle-cycles-frontend"],
+        TYPE_HARDWARE,
+        7,
+        "cycles",
+    ),
+    (
+        &["stalled-cycles-backend", "idle-cycles-backend"],
+        TYPE_HARDWARE,
+        8,
+        "cycles",
+    ),
+    (&["ref-cycles"], TYPE_HARDWARE, 9, "cycles"),
+    (&["cpu-clock"], TYPE_SOFTWARE, 0, "ns"),
+    (&["task-clock"], TYPE_SOFTWARE, 1, "ns"),
+    (&["page-faults", "faults"], TYPE_SOFTWARE, 2, "events"),
+    (&["context-switches", "cs"], TYPE_SOFTWARE, 3, "events"),
+    (
+        &["cpu-migrations", "migrations"],
+        TYPE_SOFTWARE,
+        4,
+        "events",
+    ),
+    (&["minor-faults"], TYPE_SOFTWARE, 5, "events"),
+    (&["major-faults"], TYPE_SOFTWARE, 6, "events"),
+    (&["alignment-faults"], TYPE_SOFTWARE, 7, "events"),
+    (&["emulation-faults"], TYPE_SOFTWARE, 8, "events"),
+];
+
+/// One perf event, resolved to what perf_event_open takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PerfEvent {
+    /// Its name as shown: `task-clock`, or `PMU/EVENT/` as typed.
+    pub name: String,
+    /// The PMU: `hardware`, `software`, or the sysfs PMU's name.
+    pub pmu: String,
+    /// perf_event_attr.type.
+    pub type_: u32,
+    /// config, config1, config2, config3.
+    pub configs: Configs,
+    /// What it counts.
+    pub unit: &'static str,
+    /// The CPUs it may be opened on (an uncore PMU's `cpumask`); None: every CPU.
+    pub cpus: Option<Vec<usize>>,
+}
+
+fn generic(name: &str) -> Option<PerfEvent> {
+    let (names, type_, config, unit) = GENERIC
+        .iter()
+        .find(|(names, ..)| names.iter().any(|n| n.eq_ignore_ascii_case(name)))?;
+    Some(PerfEvent {
+        name: names[0].to_string(),
+        pmu: if *type_ == TYPE_HARDWARE {
+            "hardware"
+        } else {
+            "software"
+        }
+        .to_string(),
+        type_: *type_,
+        configs: Configs([*config, 0, 0, 0]),
+        unit,
+        cpus: None,
+    })
+}
+
+/// Splits `-e` specs into perf events and the rest (the DPU's blocks). A spec is a
+/// perf event when it is one of perf's generic names, or `PMU/.../` with a PMU the
+/// kernel lists. Every perf event is resolved here, so that a bad one is refused
+/// before anything is written to the device.
+pub fn split(pmus: &[Pmu], specs: &[String]) -> Result<(Vec<PerfEvent>, Vec<String>)> {
+    let mut perf = Vec::new();
+    let mut rest = Vec::new();
+    for text in specs {
+        let terms = crate::ops::stat::spec::expand(text)?;
+        let mut others = Vec::new();
+        for term in &terms {
+            match resolve(pmus, &term.spec)? {
+                Some(e) if !perf.contains(&e) => perf.push(e),
+                Some(_) => {}
+                None => others.push(term.spec.clone()),
+            }
+        }
+        // A list with no perf event stays whole (its groups with it).
+        match others.len() == terms.len() {
+            true => rest.push(text.clone()),
+            false => rest.extend(others),
+        }
+    }
+    Ok((perf, rest))
+}
+
+/// A perf event, None when the spec is not one.
+fn resolve(pmus: &[Pmu], spec: &str) -> Result<Option<PerfEvent>> {
+    if !spec.contains('/') {
+        return Ok(generic(spec));
+    }
+    let body = spec.trim().trim_end_matches('/');
+    let Some((pmu_name, event)) = body.split_once('/') else {
+        return Ok(None);
+    };
+    let Some(pmu) = pmus.iter().find(|p| p.name == pmu_name) else {
+        return Ok(None);
+    };
+    let bad = |problem: String| Error::BadSpec {
+        spec: spec.to_string(),
+        problem,
+    };
+    if event.contains('/') {
+        return Err(bad(
+            "a perf spec is PMU/EVENT/ or PMU/TERM=VALUE,.../".into()
+        ));
+    }
+    let configs = pmu.resolve(event).map_err(|e| bad(e.to_string()))?;
+    Ok(Some(PerfEvent {
+        name: format!("{pmu_name}/{event}/"),
+        pmu: pmu.name.clone(),
+        type_: pmu.type_,
+        configs,
+        unit: "events",
+        cpus: pmu.cpus.clone(),
+    }))
+}
+
+/// The PMUs of the kernel under this sysfs root (`/sys`).
+pub fn pmus(sysfs_root: &Path) -> Vec<Pmu> {
+    discover(sysfs_root)
+}
