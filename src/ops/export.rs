@@ -12,7 +12,7 @@ use super::stat::plan::BlockPlan;
 use super::stat::sampler::{Acc, Sampler};
 use super::stat::session::{self, Saved};
 use super::stat::spec::Item;
-use super::stat::{counts, metric_inputs, prepare, Count, StatRequest, Timing};
+use super::stat::{counts, metric_inputs, prepare, Count, StatRequest};
 use crate::block::{BlockKind, Generation, Mechanism};
 use crate::device::Device;
 use crate::error::Result;
@@ -186,7 +186,7 @@ pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<
     };
     let mut specs = Vec::new();
     for e in events {
-        match prepare(device, &request(vec![e.clone()])) {
+        match prepare(device, &StatRequest::for_specs(vec![e.clone()])) {
             Ok(_) => specs.push(e),
             Err(err) => skip(format!("events entry '{e}'"), err)?,
         }
@@ -194,7 +194,7 @@ pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<
     for name in &config.metrics {
         let needed = set.select(std::slice::from_ref(name)).and_then(|chosen| {
             let specs = metrics::specs_for(&chosen);
-            prepare(device, &request(specs.clone()))?;
+            prepare(device, &StatRequest::for_specs(specs.clone()))?;
             Ok((
                 chosen
                     .iter()
@@ -214,20 +214,8 @@ pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<
     out.specs.extend(specs);
     let mut seen = std::collections::HashSet::new();
     out.metrics.retain(|m| seen.insert(m.clone()));
-    prepare(device, &request(out.specs.clone()))?;
+    prepare(device, &StatRequest::for_specs(out.specs.clone()))?;
     Ok(out)
-}
-
-fn request(specs: Vec<String>) -> StatRequest {
-    StatRequest {
-        specs,
-        timing: Timing::default(),
-        repeat: 1,
-        restore: true,
-        multiplex: true,
-        journal: false,
-        perf: Vec::new(),
-    }
 }
 
 impl<'d> Exporter<'d> {
@@ -241,7 +229,7 @@ impl<'d> Exporter<'d> {
     ) -> Result<Exporter<'d>> {
         let checked = check(device, config, &set)?;
         let metric_names = checked.metrics;
-        let (plans, _) = prepare(device, &request(checked.specs))?;
+        let (plans, _) = prepare(device, &StatRequest::for_specs(checked.specs))?;
         // A writer that died left its programming: put the device back first, so
         // that what is recorded below is the real prior state.
         let mut events = Vec::new();

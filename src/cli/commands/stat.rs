@@ -297,19 +297,6 @@ fn stat_format(a: &Args) -> Result<StatFormat> {
     })
 }
 
-/// A request for one spec, to check whether the device can count it.
-fn default_request(spec: &str) -> StatRequest {
-    StatRequest {
-        specs: vec![spec.to_string()],
-        timing: Timing::default(),
-        repeat: 1,
-        restore: true,
-        multiplex: true,
-        journal: false,
-        perf: Vec::new(),
-    }
-}
-
 /// Runs `bfperf stat`; returns the exit code (the command's, or 128 + the signal
 /// that interrupted the measurement).
 pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32, Failure> {
@@ -329,7 +316,7 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
         let (events, metrics) = crate::ops::export::default_set(device.generation());
         a.events = events
             .into_iter()
-            .filter(|e| stat::prepare(&device, &default_request(e)).is_ok())
+            .filter(|e| stat::prepare(&device, &StatRequest::for_specs(vec![e.clone()])).is_ok())
             .collect();
         a.metric = metrics;
         diag("no -e or -M: counting this generation's default set (as the exporter does)");
@@ -343,7 +330,7 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
     let params = metric_params(global)?;
     // perf_event events (cycles, task-clock, PMU/EVENT/) are counted beside the
     // blocks; each is resolved here, before anything is written.
-    let pmus = crate::ops::perf::pmus(&global.sysfs_root);
+    let pmus = crate::ops::perf::discover(&global.sysfs_root);
     let (perf, mut specs) = crate::ops::perf::split(&pmus, &a.events)?;
     specs.extend(metrics::specs_for(&chosen));
     let evaluate = |counts: &[stat::Count], span_s: f64| {

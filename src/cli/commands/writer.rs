@@ -103,23 +103,24 @@ fn plan_blocks<P>(
         .collect();
     let mut plans = Vec::new();
     let mut skipped = Vec::new();
+    let mut first_error = None;
     for kind in &kinds {
         let blocks: Vec<_> = chosen.iter().filter(|b| b.kind.as_str() == *kind).collect();
         let mut results: Vec<Result<P>> = blocks.iter().map(|b| plan(device, &b.name)).collect();
         let refused = results.iter().filter(|r| r.is_err()).count();
         if kinds.len() > 1 && refused == blocks.len() && !named.contains(kind) {
-            let e = results.swap_remove(0).err().map(|e| e.to_string());
-            skipped.push((kind.to_string(), blocks.len(), e.unwrap_or_default()));
+            let e = results.swap_remove(0).err().expect("every block refused");
+            skipped.push((kind.to_string(), blocks.len(), e.to_string()));
+            first_error.get_or_insert(e);
             continue;
         }
         for r in results {
             plans.push(r?);
         }
     }
-    if plans.is_empty() {
+    if let (true, Some(e)) = (plans.is_empty(), first_error) {
         // Every kind refused: the first kind's reason stands.
-        let first = chosen.first().map(|b| b.name.clone()).unwrap_or_default();
-        return plan(device, &first).map(|p| vec![p]);
+        return Err(e);
     }
     for (kind, n, why) in skipped {
         diag(&format!(

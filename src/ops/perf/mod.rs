@@ -6,8 +6,6 @@
 pub mod counter;
 pub mod pmu;
 
-use std::path::Path;
-
 use crate::error::{Error, Result};
 pub use counter::{Counters, Reading};
 pub use pmu::{discover, Configs, Pmu};
@@ -153,9 +151,4 @@ fn resolve(pmus: &[Pmu], spec: &str) -> Result<Option<PerfEvent>> {
         unit: "events",
         cpus: pmu.cpus.clone(),
     }))
-}
-
-/// The PMUs of the kernel under this sysfs root (`/sys`).
-pub fn pmus(sysfs_root: &Path) -> Vec<Pmu> {
-    discover(sysfs_root)
 }

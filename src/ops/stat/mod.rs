@@ -551,6 +551,22 @@ pub struct StatRequest {
     pub perf: Vec<crate::ops::perf::PerfEvent>,
 }
 
+impl StatRequest {
+    /// These specs with the defaults: one run, restored, multiplexed, no journal, no
+    /// perf events (what checking a spec against a device needs).
+    pub fn for_specs(specs: Vec<String>) -> StatRequest {
+        StatRequest {
+            specs,
+            timing: Timing::default(),
+            repeat: 1,
+            restore: true,
+            multiplex: true,
+            journal: false,
+            perf: Vec::new(),
+        }
+    }
+}
+
 /// The result of a measurement.
 #[derive(Debug)]
 pub struct StatOutcome {
