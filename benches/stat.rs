@@ -188,5 +188,95 @@ fn exporter(c: &mut Criterion) {
     e.stop().unwrap();
 }
 
-criterion_group!(benches, bench, exporter);
+/// Reading perf events at a tick: bfperf's [`Counters::read`] (one `read` per group,
+/// PERF_FORMAT_GROUP, one group per PMU per CPU) against two floors: a bare `read()`
+/// of the same groups' descriptors, and one `read()` per event per CPU (no groups).
+fn perf_reads(c: &mut Criterion) {
+    use bfperf::ops::perf::{self, Counters};
+    use perf_event::events::Software;
+    use perf_event::{Builder, ReadFormat};
+    use std::os::fd::AsRawFd;
+    let names = ["cpu-clock", "task-clock", "context-switches", "page-faults"];
+    let specs: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    let (events, _) = perf::split(&[], &specs).unwrap();
+    let mut counters = Counters::open(&events);
+    if !counters.refusals().is_empty() {
+        eprintln!("perf events refused here: {:?}", counters.refusals());
+        return;
+    }
+    counters.start();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let kinds = [
+        Software::CPU_CLOCK,
+        Software::TASK_CLOCK,
+        Software::CONTEXT_SWITCHES,
+        Software::PAGE_FAULTS,
+    ];
+    let build = |k: Software, cpu: usize| {
+        let mut b = Builder::new(k);
+        b.any_pid().one_cpu(cpu).exclude_kernel(false);
+        b
+    };
+    let mut groups = Vec::new();
+    let mut singles = Vec::new();
+    for cpu in 0..cpus {
+        let mut leader = build(kinds[0], cpu);
+        leader.read_format(
+            ReadFormat::GROUP
+                | ReadFormat::ID
+                | ReadFormat::TOTAL_TIME_ENABLED
+                | ReadFormat::TOTAL_TIME_RUNNING,
+        );
+        let mut g = leader.build_group().unwrap();
+        let members: Vec<_> = kinds[1..]
+            .iter()
+            .map(|k| {
+                build(*k, cpu)
+                    .enabled(true)
+                    .build_with_group(&mut g)
+                    .unwrap()
+            })
+            .collect();
+        g.enable().unwrap();
+        groups.push((g, members));
+        for k in kinds {
+            let mut one = build(k, cpu).build().unwrap();
+            one.enable().unwrap();
+            singles.push(one);
+        }
+    }
+    let mut group = c.benchmark_group(format!(
+        "perf reads ({} software events × {cpus} CPUs)",
+        names.len()
+    ));
+    group.sample_size(50);
+    group.bench_function("bfperf: Counters::read (one read per group)", |b| {
+        b.iter(|| counters.read())
+    });
+    let mut buf = [0u8; 256];
+    group.bench_function("floor: bare read() per group", |b| {
+        b.iter(|| {
+            for (g, _) in &groups {
+                // SAFETY: reads into a buffer we own from a descriptor we hold.
+                unsafe {
+                    libc::read(
+                        g.as_counter().as_raw_fd(),
+                        buf.as_mut_ptr().cast(),
+                        buf.len(),
+                    )
+                };
+            }
+        })
+    });
+    group.bench_function("no groups: read() per event per CPU", |b| {
+        b.iter(|| {
+            for one in &mut singles {
+                one.read().unwrap();
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, exporter, perf_reads);
 criterion_main!(benches);

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bfperf::ops::metrics::{self, MetricSet, MetricValue};
-use bfperf::ops::stat::{self, For, StatRequest, Timing, Until};
+use bfperf::ops::stat::{self, For, StatRequest, Until};
 use bfperf::sim::{Kernel, ManualClock, Sim};
 use bfperf::{Device, Generation, Sysfs};
 use common::*;
@@ -59,15 +59,7 @@ fn measure(
     let set = MetricSet::load(&[gen], &[]);
     assert!(set.broken.is_empty(), "{:?}", set.broken);
     let chosen = set.select(&[wanted.to_string()]).unwrap();
-    let req = StatRequest {
-        specs: metrics::specs_for(&chosen),
-        timing: Timing::default(),
-        repeat: 1,
-        restore: true,
-        multiplex: true,
-        journal: false,
-        perf: Vec::new(),
-    };
+    let req = StatRequest::for_specs(metrics::specs_for(&chosen));
     let mut until =
         move |_| -> bfperf::Result<Box<dyn Until>> { Ok(Box::new(For(Duration::from_secs(secs)))) };
     let out = stat::measure(
@@ -328,7 +320,7 @@ fn user_metrics_add_reuse_and_bad_files_are_explained() {
         ("broken_kind", "unknown kind 'nosuch'"),
         (
             "broken_event",
-            "'MEMORY_RAEDS' is no event of tile nor a metric; did you mean MEMORY_READS?",
+            "'MEMORY_RAEDS' is no event of tile nor a metric nor a perf event; did you mean MEMORY_READS?",
         ),
         ("broken_syntax", "does not parse"),
         (

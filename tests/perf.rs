@@ -133,3 +133,166 @@ fn an_unsupported_event_prints_not_supported_and_a_bad_one_writes_nothing() {
         .stderr(predicates::str::contains("did you mean l2_refill"));
     assert_eq!(before, copy.contents());
 }
+
+/// The simulator's MEMORY_READS per second over the four BF2 tiles.
+fn tile_read_rate() -> f64 {
+    let (sim, _) = Sim::with_manual_clock(Generation::Bf2, Kernel::V6_16);
+    ["tile0", "tile1", "tile2", "tile3"]
+        .iter()
+        .map(|b| sim.event_rate(b, 0x4c).unwrap() as f64)
+        .sum()
+}
+
+fn total<'a>(records: &'a [serde_json::Value], field: &str, name: &str) -> &'a serde_json::Value {
+    records
+        .iter()
+        .find(|r| (r["record"] == "total" || r["record"] == "metric") && r[field] == name)
+        .unwrap_or_else(|| panic!("no {name}: {records:?}"))
+}
+
+#[test]
+fn per_process_counts_the_command_tree_from_its_exec() {
+    // bash burns CPU itself and in a child, then says both CPU times (`times`).
+    let script = "burn() { i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done; }; \
+                  (burn); burn; times >&2";
+    let out = bfperf()
+        .args(["--sim", "bf2", "stat", "--json", "--per-process"])
+        .args(["-e", "task-clock", "-e", "tile/MEMORY_READS/"])
+        .args(["--", "bash", "-c", script])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // `times`: the shell's user and system time, then its children's.
+    let cpu_s: f64 = stderr
+        .lines()
+        .filter(|l| l.contains("m0") || l.contains('m'))
+        .flat_map(|l| l.split_whitespace())
+        .filter_map(|t| {
+            let (m, s) = t.strip_suffix('s')?.split_once('m')?;
+            Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+        })
+        .sum();
+    let records = ndjson(&String::from_utf8(out.stdout).unwrap());
+    let clock = total(&records, "event", "task-clock");
+    let counted_s = clock["value"].as_f64().unwrap() / 1e9;
+    // The clock ticks `times` counts in are 10 ms: a tolerance of 15 % and 30 ms.
+    assert!(
+        (counted_s - cpu_s).abs() < 0.15 * cpu_s + 0.03,
+        "task-clock {counted_s} s, the shell says {cpu_s} s"
+    );
+    assert!(cpu_s > 0.1, "the burn was too short to tell: {stderr}");
+    // The blocks over the same window, from the simulator's rates.
+    let secs = clock["time_s"].as_f64().unwrap();
+    let reads = total(&records, "event", "MEMORY_READS")["value"]
+        .as_f64()
+        .unwrap();
+    let rate = tile_read_rate();
+    assert!(
+        ((reads / secs - rate) / rate).abs() < 0.03,
+        "{reads} in {secs} s vs {rate}/s"
+    );
+}
+
+#[test]
+fn a_metric_mixes_a_perf_event_with_block_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mixed.json");
+    std::fs::write(
+        &file,
+        r#"[
+  {"MetricName": "reads_per_cpu_second", "MetricExpr": "MEMORY_READS / perf@cpu-clock@ * 1e9",
+   "Unit": "tile", "MetricGroup": "mixed"},
+  {"MetricName": "cpus_busy_or_idle", "MetricExpr": "perf@cpu-clock@ / duration_time / 1e9",
+   "Unit": "perf", "MetricGroup": "mixed"}
+]"#,
+    )
+    .unwrap();
+    let out = bfperf()
+        .args(["--sim", "bf2", "--metrics"])
+        .arg(&file)
+        .args(["stat", "--json", "-M", "mixed", "--duration", "500ms"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records = ndjson(&String::from_utf8(out.stdout).unwrap());
+    // System-wide cpu-clock is every online CPU's time: reads per CPU-second is the
+    // tiles' rate shared among the CPUs.
+    let mixed = total(&records, "metric", "reads_per_cpu_second")["value"]
+        .as_f64()
+        .unwrap();
+    let want = tile_read_rate() / cpus();
+    assert!(((mixed - want) / want).abs() < 0.05, "{mixed} vs {want}");
+    let n = total(&records, "metric", "cpus_busy_or_idle")["value"]
+        .as_f64()
+        .unwrap();
+    assert!((n - cpus()).abs() / cpus() < 0.05, "{n} vs {} CPUs", cpus());
+}
+
+#[test]
+fn ipc_beside_cycles_and_instructions_is_a_value_or_says_why_not() {
+    let out = bfperf()
+        .args([
+            "--sim",
+            "bf3",
+            "stat",
+            "--json",
+            "-e",
+            "cycles,instructions",
+        ])
+        .args(["-M", "ddr", "--", "sleep", "0.2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records = ndjson(&String::from_utf8(out.stdout).unwrap());
+    // perf's "insn per cycle" comes with the two events, beside the DDR bandwidth.
+    let ipc = total(&records, "metric", "ipc");
+    let count = |e: &str| total(&records, "event", e)["value"].as_f64();
+    match (count("instructions"), count("cycles")) {
+        (Some(i), Some(c)) => {
+            let v = ipc["value"].as_f64().unwrap();
+            assert!((v - i / c).abs() < 1e-6 * v.abs().max(1.0), "{ipc}");
+        }
+        _ => {
+            assert!(ipc["value"].is_null(), "{ipc}");
+            assert!(
+                ipc["reason"].as_str().unwrap().contains("not supported"),
+                "{ipc}"
+            );
+        }
+    }
+    assert!(total(&records, "metric", "ddr_bandwidth")["value"]
+        .as_f64()
+        .is_some());
+}
+
+#[test]
+fn a_metric_naming_a_pmu_the_machine_lacks_is_refused_before_any_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pmu.json");
+    std::fs::write(
+        &file,
+        r#"[{"MetricName": "l2_mpki", "MetricExpr": "nosuchpmu@l2d_cache_refill@ / instructions * 1000",
+            "Unit": "perf"}]"#,
+    )
+    .unwrap();
+    let copy = Copy::of("bf2");
+    let before = copy.contents();
+    copy.cmd()
+        .arg("--metrics")
+        .arg(&file)
+        .args(["stat", "-M", "l2_mpki", "-e", "tile/MEMORY_READS/"])
+        .args(["--duration", "100ms"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("no PMU named 'nosuchpmu'"));
+    assert_eq!(before, copy.contents());
+}

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bfperf::ops::stat::{self, For, StatRequest, Timing, Until};
+use bfperf::ops::stat::{self, For, StatRequest, Until};
 use bfperf::sim::{Kernel, ManualClock, Sim};
 use bfperf::{Device, Generation, Sysfs};
 use common::*;
@@ -28,15 +28,7 @@ fn rig(gen: Generation) -> Rig {
 }
 
 fn request(specs: &[&str]) -> StatRequest {
-    StatRequest {
-        specs: specs.iter().map(|s| s.to_string()).collect(),
-        timing: Timing::default(),
-        repeat: 1,
-        restore: true,
-        multiplex: true,
-        journal: false,
-        perf: Vec::new(),
-    }
+    StatRequest::for_specs(specs.iter().map(|s| s.to_string()).collect())
 }
 
 /// Every event, enable and count_clock file of the device, to compare.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bfperf::ops::export::{ExportConfig, Exporter};
 use bfperf::ops::metrics::{self, MetricSet};
-use bfperf::ops::stat::{self, Count, For, Interval, Pacer, StatRequest, Timing, Until};
+use bfperf::ops::stat::{self, Count, For, Interval, Pacer, StatRequest, Until};
 use bfperf::sim::{Clock, Kernel, ManualClock, Sim, SimOptions, Workload};
 use bfperf::{BlockKind, Device, Generation, Sysfs};
 use common::*;
@@ -42,15 +42,7 @@ fn rig(gen: Generation) -> Rig {
 }
 
 fn request(specs: &[String]) -> StatRequest {
-    StatRequest {
-        specs: specs.to_vec(),
-        timing: Timing::default(),
-        repeat: 1,
-        restore: true,
-        multiplex: true,
-        journal: false,
-        perf: Vec::new(),
-    }
+    StatRequest::for_specs(specs.to_vec())
 }
 
 /// Writes other programs make, at a time from the start, in the middle of a sleep.

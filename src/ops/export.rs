@@ -193,6 +193,17 @@ pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<
     }
     for name in &config.metrics {
         let needed = set.select(std::slice::from_ref(name)).and_then(|chosen| {
+            if let Some(m) = chosen.iter().find(|m| metrics::uses_perf(m)) {
+                return Err(crate::error::Error::BadMetric {
+                    metric: m.def.name.clone(),
+                    source_file: m.source.clone(),
+                    problem: format!(
+                        "it needs perf events ({}), which the exporter does not count; `bfperf stat -M {}` does",
+                        metrics::perf_events_for(&[m]).join(", "),
+                        m.def.name
+                    ),
+                });
+            }
             let specs = metrics::specs_for(&chosen);
             prepare(device, &StatRequest::for_specs(specs.clone()))?;
             Ok((

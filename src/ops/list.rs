@@ -1,6 +1,7 @@
 //! `bfperf list`: one list across the device, as `perf list` gives: every event of
-//! every kind present (with the blocks that have it), every statistics register, and
-//! every metric and metric group, filtered by patterns over names and descriptions.
+//! every kind present (with the blocks that have it), every statistics register, the
+//! kernel's perf events and PMUs, and every metric and metric group, filtered by
+//! patterns over names and descriptions.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::metrics::MetricSet;
+use super::perf::{Pmu, GENERIC};
 use crate::block::{Block, BlockKind, Mechanism};
 use crate::device::Device;
 use crate::error::Result;
@@ -15,10 +17,12 @@ use crate::error::Result;
 /// An event or register of a kind, and the blocks that have it.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ListedEvent {
-    /// The kind (`tile`, `llt`, `pcie`).
+    /// The kind (`tile`, `llt`, `pcie`; `perf` for the kernel's perf events).
     pub kind: BlockKind,
-    /// `event` or `register`.
+    /// `event` or `register`; `hardware event`, `software event` or `PMU event`.
     pub what: &'static str,
+    /// What `-e` takes for it: `tile/MEMORY_READS/`, `cycles`, `PMU/EVENT/`.
+    pub spec: String,
     /// The event number (null for registers).
     pub number: Option<u32>,
     /// The name, as `-e KIND/NAME/` takes it.
@@ -27,8 +31,21 @@ pub struct ListedEvent {
     pub description: String,
     /// The vendor documents it as reserved for internal use.
     pub reserved: bool,
-    /// The blocks that have it.
+    /// The blocks that have it (a perf event: its PMU).
     pub blocks: Vec<String>,
+}
+
+/// A perf_event PMU of the kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ListedPmu {
+    /// Its name under /sys/bus/event_source/devices.
+    pub name: String,
+    /// perf_event_attr.type.
+    pub type_: u32,
+    /// How many named events its `events/` lists.
+    pub events: usize,
+    /// The CPUs it counts on, when it is an uncore PMU (its `cpumask`).
+    pub cpus: Option<Vec<usize>>,
 }
 
 /// A metric or a metric group.
@@ -53,8 +70,10 @@ pub struct ListedMetric {
 /// What `list` found.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Listing {
-    /// Events and registers, by kind then number.
+    /// Events and registers, by kind then number; perf events last.
     pub events: Vec<ListedEvent>,
+    /// The kernel's perf_event PMUs.
+    pub pmus: Vec<ListedPmu>,
     /// Metrics.
     pub metrics: Vec<ListedMetric>,
     /// Metric groups and the metrics in each.
@@ -81,12 +100,69 @@ fn matches(patterns: &[String], texts: &[&str]) -> bool {
 /// (names, descriptions, kinds and groups are searched).
 pub fn list(
     device: &Device,
+    pmus: &[Pmu],
     set: &MetricSet,
     patterns: &[String],
     details: bool,
 ) -> Result<Listing> {
     let all: Vec<&Block> = device.blocks().iter().collect();
-    list_blocks(device, &all, set, patterns, details)
+    let mut listing = list_blocks(device, &all, set, patterns, details)?;
+    listing.events.extend(perf_events(pmus, patterns));
+    listing.pmus = pmus
+        .iter()
+        .filter(|p| matches(patterns, &[&p.name, "perf"]))
+        .map(|p| ListedPmu {
+            name: p.name.clone(),
+            type_: p.type_,
+            events: p.events.len(),
+            cpus: p.cpus.clone(),
+        })
+        .collect();
+    let perf_metrics = list_metrics(set, &[BlockKind::Perf], patterns, details);
+    for (g, names) in perf_metrics.1 {
+        listing.groups.entry(g).or_default().extend(names);
+    }
+    listing.metrics.extend(perf_metrics.0);
+    Ok(listing)
+}
+
+/// perf's generic events, then each PMU's named events, matching `patterns`.
+fn perf_events(pmus: &[Pmu], patterns: &[String]) -> Vec<ListedEvent> {
+    let generic = GENERIC.iter().map(|(names, type_, _, _, description)| {
+        let also = match names.len() {
+            1 => String::new(),
+            _ => format!(" (also {})", names[1..].join(", ")),
+        };
+        ListedEvent {
+            kind: BlockKind::Perf,
+            what: match *type_ {
+                crate::ops::perf::TYPE_HARDWARE => "hardware event",
+                _ => "software event",
+            },
+            spec: names[0].to_string(),
+            number: None,
+            name: names[0].to_string(),
+            description: format!("{description}{also}"),
+            reserved: false,
+            blocks: vec![crate::ops::perf::generic_pmu(*type_).to_string()],
+        }
+    });
+    let named = pmus.iter().flat_map(|p| {
+        p.events.iter().map(|(name, terms)| ListedEvent {
+            kind: BlockKind::Perf,
+            what: "PMU event",
+            spec: format!("{}/{name}/", p.name),
+            number: None,
+            name: name.clone(),
+            description: terms.clone(),
+            reserved: false,
+            blocks: vec![p.name.clone()],
+        })
+    });
+    generic
+        .chain(named)
+        .filter(|e| matches(patterns, &[&e.spec, &e.description, "perf"]))
+        .collect()
 }
 
 /// [`list`] over some blocks only (`bfperf events tile`, `events 'llt*'`).
@@ -119,6 +195,7 @@ pub fn list_blocks(
                 .or_insert_with(|| ListedEvent {
                     kind: b.kind,
                     what: if registers { "register" } else { "event" },
+                    spec: format!("{}/{}/", b.kind.as_str(), e.name),
                     number: (!registers).then_some(e.number),
                     name: e.name.clone(),
                     description,
@@ -134,6 +211,22 @@ pub fn list_blocks(
         (a.kind.as_str(), a.number, &a.name).cmp(&(b.kind.as_str(), b.number, &b.name))
     });
     let kinds: Vec<BlockKind> = blocks.iter().map(|b| b.kind).collect();
+    let (metrics, groups) = list_metrics(set, &kinds, patterns, details);
+    Ok(Listing {
+        events,
+        pmus: Vec::new(),
+        metrics,
+        groups,
+    })
+}
+
+/// The metrics of these kinds matching `patterns`, and their groups.
+fn list_metrics(
+    set: &MetricSet,
+    kinds: &[BlockKind],
+    patterns: &[String],
+    details: bool,
+) -> (Vec<ListedMetric>, BTreeMap<String, Vec<String>>) {
     let mut metrics = Vec::new();
     let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for m in set
@@ -158,6 +251,8 @@ pub fn list_blocks(
                 .or_default()
                 .push(m.def.name.clone());
         }
+        let mut events = super::metrics::specs_for(&[m]);
+        events.extend(super::metrics::perf_events_for(&[m]));
         metrics.push(ListedMetric {
             metric: m.def.name.clone(),
             group: m.def.group.clone(),
@@ -165,12 +260,8 @@ pub fn list_blocks(
             unit: m.unit.clone(),
             description: m.def.description.clone(),
             formula: details.then(|| m.def.expr.clone()),
-            events: details.then(|| super::metrics::specs_for(&[m])),
+            events: details.then_some(events),
         });
     }
-    Ok(Listing {
-        events,
-        metrics,
-        groups,
-    })
+    (metrics, groups)
 }

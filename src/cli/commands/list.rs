@@ -1,4 +1,5 @@
-//! `bfperf list`: events, registers, metrics and groups across the device, as perf list.
+//! `bfperf list`: events, registers, the kernel's perf events and PMUs, metrics and
+//! groups, as perf list.
 
 use clap::Args as ClapArgs;
 
@@ -9,10 +10,10 @@ use crate::cli::report::ListReport;
 use crate::cli::setup::{load_metrics, open_device};
 use crate::cli::Out;
 
-/// List events, registers, metrics and groups across the device, as perf list
+/// List events, registers, perf events and PMUs, metrics and groups, as perf list
 #[derive(Debug, ClapArgs)]
 #[command(
-    after_help = "Examples:\n  bfperf list\n  bfperf list memory\n  bfperf list 'GDC_*_RD_REQ' --details\n  bfperf list ddr --json"
+    after_help = "Examples:\n  bfperf list\n  bfperf list memory\n  bfperf list 'GDC_*_RD_REQ' --details\n  bfperf list ddr --json\n  bfperf list perf   (the Arm cores' and the kernel's perf events, and the PMUs)"
 )]
 pub struct Args {
     /// Only what matches one of these (a glob or a substring, any case) in its
@@ -29,7 +30,8 @@ pub struct Args {
 pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     let device = open_device(global)?;
     let set = load_metrics(global, &[device.generation()])?;
-    let listing = crate::ops::list::list(&device, &set, &a.patterns, a.details)?;
+    let pmus = crate::ops::perf::discover(&global.sysfs_root);
+    let listing = crate::ops::list::list(&device, &pmus, &set, &a.patterns, a.details)?;
     if listing.events.is_empty() && listing.metrics.is_empty() {
         diag(&format!("nothing matches {}", a.patterns.join(" or ")));
     }

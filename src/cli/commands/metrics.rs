@@ -117,7 +117,7 @@ fn metrics_report(
                 unit: m.unit.clone(),
                 description: m.def.description.clone(),
                 formula: m.def.expr.clone(),
-                events: metrics::specs_for(&[m]),
+                events: [metrics::specs_for(&[m]), metrics::perf_events_for(&[m])].concat(),
                 counters_per_block: metrics::counters_needed(m, gen),
                 compat: m.def.compat.clone(),
                 source: m.source.clone(),

@@ -62,9 +62,19 @@ pub struct Args {
     /// NDJSON, one record per line (as perf stat -j; same as --json)
     #[arg(short = 'j', long = "json-lines")]
     json_lines: bool,
-    /// Accepted for perf's habit: the DPU's counters are system-wide anyway
+    /// Accepted for perf's habit: the DPU's counters and perf events are counted
+    /// system-wide already
     #[arg(short = 'a', long = "all-cpus")]
     all_cpus: bool,
+    /// Count perf events (cycles, task-clock...) for COMMAND and the processes it
+    /// starts only, from its exec, instead of system-wide; the DPU's blocks are
+    /// counted as always
+    #[arg(
+        long = "per-process",
+        requires = "command",
+        conflicts_with = "all_cpus"
+    )]
+    per_process: bool,
     #[command(flatten)]
     format: FormatOpts,
     /// CSV with this field separator (one character), as perf stat -x
@@ -152,6 +162,7 @@ struct ChildUntil {
     status: Rc<RefCell<Option<i32>>>,
     pidfd: Option<OwnedFd>,
     wakeup: Rc<Wakeup>,
+    perf: Option<crate::ops::perf::Counters>,
 }
 
 impl Until for ChildUntil {
@@ -178,6 +189,10 @@ impl Until for ChildUntil {
             None => timeout.min(Duration::from_millis(1)),
         };
         self.wakeup.wait(timeout, self.pidfd.as_ref());
+    }
+
+    fn take_perf(&mut self) -> Option<crate::ops::perf::Counters> {
+        self.perf.take()
     }
 }
 
@@ -297,6 +312,18 @@ fn stat_format(a: &Args) -> Result<StatFormat> {
     })
 }
 
+/// Whether to add perf's "insn per cycle": cycles and instructions are both counted
+/// and no metric was asked for by name that already is it.
+fn with_ipc(perf: &[crate::ops::perf::PerfEvent], metrics: &[String]) -> bool {
+    let has = |n: &str| perf.iter().any(|e| e.name == n);
+    has("cycles")
+        && has("instructions")
+        && !metrics
+            .iter()
+            .flat_map(|m| m.split(','))
+            .any(|m| matches!(m.trim(), "ipc" | "cpu"))
+}
+
 /// Runs `bfperf stat`; returns the exit code (the command's, or 128 + the signal
 /// that interrupted the measurement).
 pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32, Failure> {
@@ -305,7 +332,7 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
     let device = open_device(global)?;
     let mut a = a;
     if a.all_cpus {
-        diag("-a: the DPU's counters are system-wide already; nothing changes");
+        diag("-a: the DPU's counters and perf events are system-wide already; nothing changes");
     }
     if let (Some(n), Some(ms)) = (a.interval_count, a.interval) {
         a.duration = Some(Duration::from_millis(ms * n));
@@ -321,6 +348,14 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
         a.metric = metrics;
         diag("no -e or -M: counting this generation's default set (as the exporter does)");
     }
+    // perf_event events (cycles, task-clock, PMU/EVENT/) are counted beside the
+    // blocks; each is resolved here, before anything is written.
+    let pmus = crate::ops::perf::discover(&global.sysfs_root);
+    let (mut perf, mut specs) = crate::ops::perf::split(&pmus, &a.events)?;
+    if with_ipc(&perf, &a.metric) {
+        // As perf stat shows "insn per cycle" beside cycles and instructions.
+        a.metric.push("ipc".into());
+    }
     let set = if a.metric.is_empty() {
         metrics::MetricSet::default()
     } else {
@@ -328,11 +363,19 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
     };
     let chosen = set.select(&a.metric)?;
     let params = metric_params(global)?;
-    // perf_event events (cycles, task-clock, PMU/EVENT/) are counted beside the
-    // blocks; each is resolved here, before anything is written.
-    let pmus = crate::ops::perf::discover(&global.sysfs_root);
-    let (perf, mut specs) = crate::ops::perf::split(&pmus, &a.events)?;
     specs.extend(metrics::specs_for(&chosen));
+    for m in &chosen {
+        for e in metrics::perf_events_for(&[m]) {
+            let event = crate::ops::perf::required(&pmus, &e).map_err(|err| Error::BadMetric {
+                metric: m.def.name.clone(),
+                source_file: m.source.clone(),
+                problem: err.to_string(),
+            })?;
+            if !perf.contains(&event) {
+                perf.push(event);
+            }
+        }
+    }
     let evaluate = |counts: &[stat::Count], span_s: f64| {
         if chosen.is_empty() {
             return Vec::new();
@@ -352,8 +395,12 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
         multiplex: !a.no_multiplex,
         // An in-process simulator dies with the process: nothing to journal.
         journal: global.sim.is_none(),
+        per_process: a.per_process,
         perf,
     };
+    if a.per_process && req.perf.is_empty() {
+        diag("--per-process: no perf events to count (cycles, task-clock...); the blocks are counted as always");
+    }
     // Everything is checked before the first write.
     let (_, said) = stat::prepare(&device, &req)?;
     for w in &said {
@@ -394,17 +441,24 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
     let status: Rc<RefCell<Option<i32>>> = Rc::new(RefCell::new(None));
     let command = a.command.clone();
     let duration = a.duration;
+    let per_process = (a.per_process && !req.perf.is_empty()).then(|| req.perf.clone());
     let (slot2, status2, wakeup2) = (slot.clone(), status.clone(), wakeup.clone());
     let mut until = move |_run: u32| -> Result<Box<dyn Until>> {
         if let Some((program, args)) = command.split_first() {
-            let child = Process::new(program)
-                .args(args)
-                .spawn()
-                .map_err(|e| Error::File {
-                    what: "cannot run",
-                    path: program.into(),
-                    source: e,
-                })?;
+            let mut process = Process::new(program);
+            process.args(args);
+            let cannot_run = |e| Error::File {
+                what: "cannot run",
+                path: program.into(),
+                source: e,
+            };
+            // --per-process: the counters are attached before the command runs.
+            let (child, perf) = match &per_process {
+                Some(events) => crate::ops::perf::spawn_counted(&mut process, events)
+                    .map(|(c, p)| (c, Some(p)))
+                    .map_err(cannot_run)?,
+                None => (process.spawn().map_err(cannot_run)?, None),
+            };
             let pidfd = pidfd(child.id());
             *slot2.borrow_mut() = Some(child);
             return Ok(Box::new(ChildUntil {
@@ -412,6 +466,7 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
                 status: status2.clone(),
                 pidfd,
                 wakeup: wakeup2.clone(),
+                perf,
             }));
         }
         let inner: Box<dyn Until> = match duration {

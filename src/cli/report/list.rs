@@ -29,14 +29,32 @@ impl Report for ListReport {
                 Cell::text(e.kind.as_str()),
                 Cell::text(
                     e.number
-                        .map_or_else(|| "register".into(), |n| format!("{n:#x}")),
+                        .map_or_else(|| e.what.into(), |n| format!("{n:#x}")),
                 ),
-                Cell::text(format!("{}/{}/", e.kind.as_str(), e.name)),
+                Cell::text(&e.spec),
                 Cell::text(&e.description),
                 Cell::text(blocks_text(&e.blocks)),
             ]);
         }
         d.table(t);
+        for p in &self.listing.pmus {
+            let on = p.cpus.as_ref().map_or_else(
+                || "every CPU".to_string(),
+                |c| {
+                    format!(
+                        "CPUs {}",
+                        c.iter()
+                            .map(|n| n.to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )
+                },
+            );
+            d.line(format!(
+                "PMU {} (type {}): {} named events, counts on {on}",
+                p.name, p.type_, p.events
+            ));
+        }
         if !self.listing.metrics.is_empty() {
             let mut m = Table::new(&["METRIC", "GROUP", "KIND", "UNIT", "DESCRIPTION"]);
             for x in &self.listing.metrics {
@@ -66,7 +84,10 @@ impl Report for ListReport {
                 Cell::text(e.what),
                 Cell::text(e.kind.as_str()),
                 Cell::text(e.number.map(|n| n.to_string()).unwrap_or_default()),
-                Cell::text(&e.name),
+                Cell::text(match e.kind {
+                    crate::block::BlockKind::Perf => &e.spec,
+                    _ => &e.name,
+                }),
                 Cell::text(&e.description),
                 Cell::text(e.blocks.join(" ")),
             ]);

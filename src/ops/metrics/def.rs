@@ -1,8 +1,8 @@
 //! Metric definitions: perf's pmu-events metric JSON (`MetricName`, `MetricExpr`,
 //! `MetricGroup`, `BriefDescription`, `ScaleUnit`), with `Unit` naming the block kind
-//! the formula's plain event names belong to and `Compat` the generations
-//! (`BlueField-2`, or several joined by `|`). Built-ins are embedded from `metrics/`;
-//! users add files of the same shape.
+//! the formula's plain event names belong to (`perf`: perf events) and `Compat` the
+//! generations (`BlueField-2`, or several joined by `|`; empty: every one). Built-ins
+//! are embedded from `metrics/`; users add files of the same shape.
 
 use std::path::{Path, PathBuf};
 
@@ -60,9 +60,13 @@ impl MetricDef {
         (scale, s[split..].to_string())
     }
 
-    /// The kind named in `Unit`, when known.
+    /// The kind named in `Unit`, when known: a block kind, or `perf` for formulas
+    /// whose plain names are perf events (`instructions / cycles`).
     pub fn block_kind(&self) -> Option<BlockKind> {
-        BlockKind::parse(&self.kind)
+        match self.kind.eq_ignore_ascii_case("perf") {
+            true => Some(BlockKind::Perf),
+            false => BlockKind::parse(&self.kind),
+        }
     }
 }
 
@@ -79,6 +83,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "metrics/bf3.json",
         include_str!("../../../metrics/bf3.json"),
+    ),
+    (
+        "metrics/cpu.json",
+        include_str!("../../../metrics/cpu.json"),
     ),
 ];
 

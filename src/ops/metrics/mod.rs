@@ -23,7 +23,9 @@ pub use def::MetricDef;
 pub enum Var {
     /// An event or register of the metric's own kind.
     Event(String),
-    /// `kind@EVENT@`: an event of another kind, summed over its blocks.
+    /// `kind@EVENT@`: an event of another kind, summed over its blocks. With
+    /// [`BlockKind::Perf`], a perf event counted system-wide: a generic name in perf's
+    /// spelling (`instructions`, `task-clock`) or `PMU/EVENT/`.
     Other(BlockKind, String),
     /// `cycles`: the block's count_clock counter.
     Cycles,
@@ -191,9 +193,68 @@ pub struct MetricSet {
     pub warnings: Vec<String>,
 }
 
+/// Writes numbers with an exponent (`1e9`, `1e-3`, as perf's formulas do) in plain
+/// decimals, which the expression parser reads.
+fn plain_numbers(expr: &str) -> String {
+    let mut out = String::with_capacity(expr.len() + 8);
+    let mut rest = expr;
+    while let Some(c) = rest.chars().next() {
+        let len = if c.is_ascii_alphabetic() || c == '_' {
+            // A name, and its @EVENT@ when it is a reference: copied whole.
+            let mut n = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            if rest[n..].starts_with('@') {
+                n += 1 + rest[n + 1..]
+                    .find('@')
+                    .map_or(rest.len() - n - 1, |k| k + 1);
+            }
+            out.push_str(&rest[..n]);
+            n
+        } else if c.is_ascii_digit() || c == '.' {
+            let n = number_len(rest);
+            match rest[..n].parse::<f64>() {
+                Ok(v) if rest[..n].contains(['e', 'E']) => out.push_str(&format!("{v}")),
+                _ => out.push_str(&rest[..n]),
+            }
+            n
+        } else {
+            out.push(c);
+            c.len_utf8()
+        };
+        rest = &rest[len..];
+    }
+    out
+}
+
+/// The length of the number `text` starts with: digits and dots, and an exponent.
+fn number_len(text: &str) -> usize {
+    let b = text.as_bytes();
+    let mut i = b
+        .iter()
+        .take_while(|c| c.is_ascii_digit() || **c == b'.')
+        .count();
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        let mut j = i + 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        let digits = b[j.min(b.len())..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if digits > 0 {
+            i = j + digits;
+        }
+    }
+    i
+}
+
 /// Wraps perf-style `kind@EVENT@` references in braces, the expression parser's
-/// syntax for names with other characters.
+/// syntax for names with other characters; numbers are written plainly.
 fn braced(expr: &str) -> String {
+    let plain = plain_numbers(expr);
+    let expr = plain.as_str();
     let mut out = String::with_capacity(expr.len() + 8);
     let mut rest = expr;
     while let Some(at) = rest.find('@') {
@@ -226,52 +287,87 @@ fn classify(
     names: &[String],
     metrics: &HashMap<String, BlockKind>,
 ) -> std::result::Result<Vec<Var>, String> {
-    let mut vars = Vec::new();
-    for n in names {
-        let var = if let Some((k, rest)) = n.split_once('@') {
-            let event = rest.trim_end_matches('@');
-            let other = BlockKind::parse(k).ok_or_else(|| format!("unknown kind '{k}' in {n}"))?;
-            if !table_has(other, gens, event) {
-                return Err(format!(
-                    "{other:?} has no event '{event}' (in {n})",
-                    other = other.as_str()
-                ));
-            }
-            Var::Other(other, event.to_string())
-        } else if n == "cycles" {
-            if !kind.def().count_clock {
-                return Err(format!(
-                    "cycles needs count_clock, which {} blocks have not",
-                    kind.as_str()
-                ));
-            }
-            Var::Cycles
-        } else if n == "duration_time" {
-            Var::Duration
-        } else if n == "blocks" {
-            Var::Blocks
-        } else if PARAMS.contains(&n.as_str()) {
-            Var::Param(n.clone())
-        } else if n == &def.name {
-            return Err("the metric refers to itself".into());
-        } else if let Some(k) = metrics.get(n) {
-            Var::Metric(n.clone(), *k)
-        } else if table_has(kind, gens, n) {
-            Var::Event(n.clone())
-        } else {
-            let candidates: Vec<&str> = gens
-                .iter()
-                .flat_map(|g| builtin(kind, *g).iter().map(|d| d.name.trim_end()))
-                .collect();
-            return Err(format!(
-                "'{n}' is no event of {} nor a metric{}",
-                kind.as_str(),
-                did_you_mean(&suggest(n, candidates.into_iter()))
-            ));
-        };
-        vars.push(var);
+    names
+        .iter()
+        .map(|n| classify_one(def, kind, gens, n.trim_matches(['{', '}']), metrics))
+        .collect()
+}
+
+/// A perf event in a formula: `perf@NAME@` for perf's generic names (hyphens and all),
+/// `PMU@EVENT@` for a PMU's event (checked against the machine's PMUs when counted).
+fn perf_var(pmu: &str, event: &str, n: &str) -> std::result::Result<Var, String> {
+    if pmu != "perf" {
+        return Ok(Var::Other(BlockKind::Perf, format!("{pmu}/{event}/")));
     }
-    Ok(vars)
+    let name = crate::ops::perf::generic_name(event).ok_or_else(|| {
+        let names = crate::ops::perf::GENERIC
+            .iter()
+            .flat_map(|(n, ..)| n.iter().copied());
+        format!(
+            "'{event}' is no generic perf event (in {n}){}; a PMU's event is PMU@EVENT@",
+            did_you_mean(&suggest(event, names))
+        )
+    })?;
+    Ok(Var::Other(BlockKind::Perf, name.to_string()))
+}
+
+fn classify_one(
+    def: &MetricDef,
+    kind: BlockKind,
+    gens: &[Generation],
+    n: &str,
+    metrics: &HashMap<String, BlockKind>,
+) -> std::result::Result<Var, String> {
+    let generic = crate::ops::perf::generic_name(n);
+    Ok(if let Some((k, rest)) = n.split_once('@') {
+        let event = rest.trim_end_matches('@');
+        // A name that is no block kind is a perf PMU (`armv8_pmuv3_0@l2d_cache_refill@`).
+        let Some(other) = BlockKind::parse(k) else {
+            return perf_var(k, event, n);
+        };
+        if !table_has(other, gens, event) {
+            return Err(format!(
+                "{other:?} has no event '{event}' (in {n})",
+                other = other.as_str()
+            ));
+        }
+        Var::Other(other, event.to_string())
+    } else if n == "duration_time" {
+        Var::Duration
+    } else if n == def.name {
+        return Err("the metric refers to itself".into());
+    } else if let (BlockKind::Perf, Some(g)) = (kind, generic) {
+        // Unit `perf`: plain names are perf's generic events, cycles included.
+        Var::Other(BlockKind::Perf, g.to_string())
+    } else if n == "cycles" {
+        if !kind.def().count_clock {
+            return Err(format!(
+                "cycles is a {kind} block's count_clock counter, which {kind} blocks have not; the Arm cores' cycles are perf@cycles@",
+                kind = kind.as_str()
+            ));
+        }
+        Var::Cycles
+    } else if n == "blocks" {
+        Var::Blocks
+    } else if PARAMS.contains(&n) {
+        Var::Param(n.to_string())
+    } else if let Some(k) = metrics.get(n) {
+        Var::Metric(n.to_string(), *k)
+    } else if table_has(kind, gens, n) {
+        Var::Event(n.to_string())
+    } else if let Some(g) = generic {
+        Var::Other(BlockKind::Perf, g.to_string())
+    } else {
+        let candidates: Vec<&str> = gens
+            .iter()
+            .flat_map(|g| builtin(kind, *g).iter().map(|d| d.name.trim_end()))
+            .collect();
+        return Err(format!(
+            "'{n}' is no event of {} nor a metric nor a perf event{}",
+            kind.as_str(),
+            did_you_mean(&suggest(n, candidates.into_iter()))
+        ));
+    })
 }
 
 /// A name formulas and Prometheus both accept: `[A-Za-z_][A-Za-z0-9_]*`.
@@ -620,12 +716,14 @@ fn chain_text<'a>(names: impl Iterator<Item = &'a String>) -> String {
 
 /// The events each kind must count for these metrics: `KIND/EVENT,.../` specs, one
 /// per metric and kind, so that multiplexing keeps a metric's events in one turn.
+/// Their perf events are in [`perf_events_for`].
 pub fn specs_for(metrics: &[&Metric]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for m in metrics {
         let mut by_kind: BTreeMap<BlockKind, Vec<String>> = BTreeMap::new();
         for v in m.vars() {
             let (k, e) = match v {
+                Var::Other(BlockKind::Perf, _) => continue,
                 Var::Event(e) => (m.kind, e.clone()),
                 Var::Other(k, e) => (*k, e.clone()),
                 Var::Cycles => (m.kind, "cycles".to_string()),
@@ -645,6 +743,30 @@ pub fn specs_for(metrics: &[&Metric]) -> Vec<String> {
     }
     out
 }
+
+/// The perf events these metrics name (`instructions`, `PMU/EVENT/`), each once.
+pub fn perf_events_for(metrics: &[&Metric]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in metrics {
+        for v in m.vars() {
+            if let Var::Other(BlockKind::Perf, e) = v {
+                if !out.contains(e) {
+                    out.push(e.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether a metric needs perf events (which only `stat` counts).
+pub fn uses_perf(m: &Metric) -> bool {
+    !perf_events_for(&[m]).is_empty()
+}
+
+/// Where perf counts are kept among a formula's inputs: one pseudo-block, since a
+/// perf event is counted system-wide, summed over CPUs.
+pub const PERF_SCOPE: &str = "perf";
 
 /// Counters per block a metric needs (its own kind's events and cycles; registers
 /// need none).
@@ -933,4 +1055,73 @@ pub fn user_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(paths.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exponents_are_written_plainly_and_names_are_left_alone() {
+        assert_eq!(plain_numbers("a * 1e9"), "a * 1000000000");
+        assert_eq!(plain_numbers("x / 1e-3 + 2.5E+2"), "x / 0.001 + 250");
+        assert_eq!(plain_numbers("PLL_N1e9 * 1e0"), "PLL_N1e9 * 1");
+        assert_eq!(plain_numbers("perf@cpu-clock@ * 2"), "perf@cpu-clock@ * 2");
+        assert_eq!(plain_numbers("1e"), "1e");
+    }
+
+    fn compiled(expr: &str, unit: &str) -> std::result::Result<Vec<Var>, String> {
+        let def = MetricDef {
+            name: "m".into(),
+            expr: expr.into(),
+            group: String::new(),
+            description: String::new(),
+            scale_unit: String::new(),
+            kind: unit.into(),
+            compat: String::new(),
+        };
+        let set = MetricSet::load(&[Generation::Bf3], &[]);
+        let context = std::sync::Arc::new(Context {
+            gens: vec![Generation::Bf3],
+            kinds: set
+                .metrics
+                .iter()
+                .map(|m| (m.def.name.clone(), m.kind))
+                .collect(),
+        });
+        let m = load_one(def, "test", &context)?;
+        // In any order (the parser sorts its names).
+        m.compiled().clone().map(|c| {
+            let mut v = c.vars;
+            v.sort();
+            v
+        })
+    }
+
+    #[test]
+    fn perf_events_in_formulas_are_classified() {
+        let perf = |e: &str| Var::Other(BlockKind::Perf, e.to_string());
+        // A hyphen is a minus: perf's hyphenated names are written perf@NAME@.
+        let err = compiled("instructions / cpu-cycles", "perf").unwrap_err();
+        assert!(err.contains("'cpu' is no event"), "{err}");
+        assert_eq!(
+            compiled("instructions / cycles", "perf").unwrap(),
+            vec![perf("cycles"), perf("instructions")]
+        );
+        assert_eq!(
+            compiled("armv8_pmuv3_0@l2d_cache_refill@ / perf@cpu-cycles@", "mss").unwrap(),
+            vec![perf("armv8_pmuv3_0/l2d_cache_refill/"), perf("cycles")]
+        );
+        assert_eq!(
+            compiled("SKYLIB_DDN_TX_FLITS / instructions", "mss").unwrap(),
+            vec![
+                Var::Event("SKYLIB_DDN_TX_FLITS".into()),
+                perf("instructions")
+            ]
+        );
+        let err = compiled("FMON_CLK_LAST_COUNT_PLL_N1 / cycles", "clock_measure").unwrap_err();
+        assert!(err.contains("perf@cycles@"), "{err}");
+        let err = compiled("perf@instrucions@", "perf").unwrap_err();
+        assert!(err.contains("did you mean instructions"), "{err}");
+    }
 }

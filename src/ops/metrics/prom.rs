@@ -349,6 +349,11 @@ impl Translator<'_> {
         Ok(match var {
             Var::Event(e) => (series(m.kind, e, scope.level(), w)?, scope.level()),
             Var::Cycles => (series(m.kind, "cycles", scope.level(), w)?, scope.level()),
+            Var::Other(BlockKind::Perf, e) => {
+                return Err(format!(
+                    "it needs the perf event {e}, which the exporter does not count"
+                ))
+            }
             Var::Other(k, e) => (series(*k, e, Level::Device, w)?, Level::Device),
             Var::Duration => ("1".into(), Level::Scalar),
             Var::Blocks => match scope {

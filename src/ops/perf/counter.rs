@@ -1,9 +1,11 @@
-//! Counting perf events system-wide: one group per PMU per CPU, opened before the
-//! window, reset and enabled when it opens, each group read with one `read`
-//! (PERF_FORMAT_GROUP, with the times enabled and running), disabled at the end.
+//! Counting perf events: system-wide, one group per PMU per CPU, opened before the
+//! window, reset and enabled when it opens; or for a process tree, one group per
+//! PMU, enabled by the command's `exec`. Each group is read with one `read`
+//! (PERF_FORMAT_GROUP, with the times enabled and running) and led by its first
+//! event, as perf does.
 
 use perf_event::events::Event;
-use perf_event::{Builder, Counter, Group};
+use perf_event::{Builder, Counter, Group, ReadFormat};
 
 use super::PerfEvent;
 
@@ -23,10 +25,23 @@ impl Event for Encoded {
     }
 }
 
-/// One group: a PMU on one CPU, and which event each member counts.
+/// One group: a PMU on one CPU (or for a process tree), led by its first event.
 struct Slot {
     group: Group,
-    members: Vec<(usize, Counter)>,
+    /// Each event it counts: its index and the kernel's id (the leader first).
+    ids: Vec<(usize, u64)>,
+    /// The other members, kept open.
+    members: Vec<Counter>,
+}
+
+/// What is counted: every task on each CPU (`-a`), or one process and the
+/// processes it starts (`--per-process`), from its `exec`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// System-wide, per CPU.
+    System,
+    /// This process and its descendants (inherited), enabled when it calls `exec`.
+    Process(i32),
 }
 
 /// What one event counted since the window opened, summed over CPUs.
@@ -50,6 +65,9 @@ pub struct Counters {
     events: Vec<PerfEvent>,
     slots: Vec<Slot>,
     refused: Vec<Option<String>>,
+    user_only: bool,
+    /// The kernel said EACCES/EPERM to some event.
+    denied: bool,
 }
 
 /// Why the kernel refused an event, for people.
@@ -66,6 +84,10 @@ fn reason(e: &std::io::Error) -> String {
     }
 }
 
+fn denied(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM))
+}
+
 /// The CPUs online (`/sys/devices/system/cpu/online`), or those the process may use.
 fn online_cpus() -> Vec<usize> {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
@@ -76,70 +98,131 @@ fn online_cpus() -> Vec<usize> {
         })
 }
 
+/// A builder for `target` on `cpu` (None: any CPU), counting the kernel's share
+/// too unless `user_only`.
+fn aimed(mut b: Builder<'_>, target: Target, cpu: Option<usize>, user_only: bool) -> Builder<'_> {
+    match target {
+        Target::System => b.any_pid(),
+        Target::Process(pid) => b.observe_pid(pid).inherit(true).enable_on_exec(true),
+    };
+    match cpu {
+        Some(c) => b.one_cpu(c),
+        None => b.any_cpu(),
+    };
+    b.exclude_kernel(user_only).exclude_hv(user_only);
+    b
+}
+
 impl Counters {
-    /// Opens every event on every CPU (disabled). An event the kernel refuses is kept
-    /// as unsupported with the reason; the others count.
+    /// Opens every event on every CPU (disabled), system-wide. An event the kernel
+    /// refuses is kept as unsupported with the reason; the others count.
     pub fn open(events: &[PerfEvent]) -> Counters {
-        let cpus = online_cpus();
-        let mut slots: Vec<(u32, usize, Slot)> = Vec::new();
-        let mut refused: Vec<Option<String>> = vec![None; events.len()];
-        for (i, e) in events.iter().enumerate() {
-            let on: Vec<usize> = match &e.cpus {
-                Some(c) => c.clone(),
-                None => cpus.clone(),
-            };
-            for cpu in on {
-                let slot = match slots
-                    .iter()
-                    .position(|(t, c, _)| *t == e.type_ && *c == cpu)
-                {
-                    Some(k) => k,
-                    None => {
-                        let group = Group::builder().any_pid().one_cpu(cpu).build_group();
-                        match group {
-                            Ok(group) => {
-                                slots.push((
-                                    e.type_,
-                                    cpu,
-                                    Slot {
-                                        group,
-                                        members: Vec::new(),
-                                    },
-                                ));
-                                slots.len() - 1
-                            }
-                            Err(err) => {
-                                refused[i].get_or_insert_with(|| reason(&err));
-                                continue;
-                            }
-                        }
-                    }
-                };
-                let s = &mut slots[slot].2;
-                let built = Builder::new(Encoded {
-                    type_: e.type_,
-                    configs: e.configs.0,
-                })
-                .any_pid()
-                .one_cpu(cpu)
-                .build_with_group(&mut s.group);
-                match built {
-                    Ok(c) => s.members.push((i, c)),
-                    Err(err) => {
-                        refused[i].get_or_insert_with(|| reason(&err));
-                    }
-                }
+        Counters::open_for(events, Target::System)
+    }
+
+    /// Opens every event for `target`: per CPU when system-wide, one group per PMU
+    /// for a process tree. The kernel's share is counted where the kernel allows
+    /// it (perf_event_paranoid), else user space only ([`Counters::user_only`]).
+    pub fn open_for(events: &[PerfEvent], target: Target) -> Counters {
+        let mut c = Counters::try_open(events, target, false);
+        if c.denied {
+            let user = Counters::try_open(events, target, true);
+            if user.refused.iter().filter(|r| r.is_some()).count()
+                < c.refused.iter().filter(|r| r.is_some()).count()
+            {
+                c = user;
             }
         }
-        // An event refused on one CPU is not counted on any: a partial sum would lie.
-        for (_, _, s) in &mut slots {
-            s.members.retain(|(i, _)| refused[*i].is_none());
+        c
+    }
+
+    fn try_open(events: &[PerfEvent], target: Target, user_only: bool) -> Counters {
+        let cpus: Vec<Option<usize>> = match target {
+            Target::System => online_cpus().into_iter().map(Some).collect(),
+            Target::Process(_) => vec![None],
+        };
+        let mut slots: Vec<(u32, Option<usize>, Slot)> = Vec::new();
+        let mut refused: Vec<Option<String>> = vec![None; events.len()];
+        let mut was_denied = false;
+        let mut refuse = |slot: &mut Option<String>, err: &std::io::Error| {
+            was_denied |= denied(err);
+            slot.get_or_insert_with(|| reason(err));
+        };
+        for (i, e) in events.iter().enumerate() {
+            let on: Vec<Option<usize>> = match (&e.cpus, target) {
+                (Some(_), Target::Process(_)) => {
+                    refused[i] = Some(format!(
+                        "{} counts the whole chip, not a process: drop --per-process to count it",
+                        e.pmu
+                    ));
+                    continue;
+                }
+                (Some(c), Target::System) => c.iter().copied().map(Some).collect(),
+                (None, _) => cpus.clone(),
+            };
+            for cpu in on {
+                let encoded = || Encoded {
+                    type_: e.type_,
+                    configs: e.configs.0,
+                };
+                let found = slots
+                    .iter()
+                    .position(|(t, c, _)| *t == e.type_ && *c == cpu);
+                let Some(k) = found else {
+                    // The first event of a PMU on a CPU leads its group.
+                    let mut leader = aimed(Builder::new(encoded()), target, cpu, user_only);
+                    leader.read_format(
+                        ReadFormat::GROUP
+                            | ReadFormat::ID
+                            | ReadFormat::TOTAL_TIME_ENABLED
+                            | ReadFormat::TOTAL_TIME_RUNNING,
+                    );
+                    match leader.build_group() {
+                        Ok(group) => {
+                            let ids = vec![(i, group.id())];
+                            let members = Vec::new();
+                            slots.push((
+                                e.type_,
+                                cpu,
+                                Slot {
+                                    group,
+                                    ids,
+                                    members,
+                                },
+                            ));
+                        }
+                        Err(err) => refuse(&mut refused[i], &err),
+                    }
+                    continue;
+                };
+                let s = &mut slots[k].2;
+                // Members are enabled: they count whenever their leader does (a
+                // disabled member stays off when the group is enabled).
+                match aimed(Builder::new(encoded()), target, cpu, user_only)
+                    .enabled(true)
+                    .build_with_group(&mut s.group)
+                {
+                    Ok(c) => {
+                        s.ids.push((i, c.id()));
+                        s.members.push(c);
+                    }
+                    Err(err) => refuse(&mut refused[i], &err),
+                }
+            }
         }
         Counters {
             events: events.to_vec(),
             slots: slots.into_iter().map(|(_, _, s)| s).collect(),
             refused,
+            user_only,
+            denied: was_denied,
         }
+    }
+
+    /// Whether the kernel's share is left out (perf_event_paranoid forbids it):
+    /// perf's `:u`.
+    pub fn user_only(&self) -> bool {
+        self.user_only
     }
 
     /// Whether there is nothing to count.
@@ -176,17 +259,17 @@ impl Counters {
         // Per event: scaled sum, raw sum, time enabled and running summed.
         let mut acc = vec![(0f64, 0u64, 0u128, 0u128); self.events.len()];
         for s in &mut self.slots {
-            let Ok(data) = s.group.read() else {
+            let Ok(data) = s.group.as_counter_mut().read_group() else {
                 continue;
             };
             let enabled = data.time_enabled().map_or(0, |d| d.as_nanos());
             let running = data.time_running().map_or(0, |d| d.as_nanos());
-            for (i, c) in &s.members {
-                let Some(entry) = data.get(c) else {
+            for &(i, id) in &s.ids {
+                let Some(entry) = data.iter().find(|e| e.id() == id) else {
                     continue;
                 };
                 let v = entry.value();
-                let a = &mut acc[*i];
+                let a = &mut acc[i];
                 if running > 0 {
                     a.0 += v as f64 * enabled as f64 / running as f64;
                 }

@@ -5,59 +5,168 @@
 
 pub mod counter;
 pub mod pmu;
+pub mod process;
 
 use crate::error::{Error, Result};
-pub use counter::{Counters, Reading};
+pub use counter::{Counters, Reading, Target};
 pub use pmu::{discover, Configs, Pmu};
+pub use process::spawn_counted;
 
 /// perf_event_attr.type of perf's generic hardware events.
 pub const TYPE_HARDWARE: u32 = 0;
 /// perf_event_attr.type of the kernel's software events.
 pub const TYPE_SOFTWARE: u32 = 1;
 
-/// perf's generic event names: (names, type, config, unit). The kernel's ABI
-/// (`PERF_COUNT_HW_*`, `PERF_COUNT_SW_*`); clocks count nanoseconds.
-pub const GENERIC: &[(&[&str], u32, u64, &str)] = &[
-    (&["cycles", "cpu-cycles"], TYPE_HARDWARE, 0, "cycles"),
-    (&["instructions"], TYPE_HARDWARE, 1, "instructions"),
-    (&["cache-references"], TYPE_HARDWARE, 2, "events"),
-    (&["cache-misses"], TYPE_HARDWARE, 3, "events"),
+/// One of perf's generic events: its names (perf's own first), type, config, unit,
+/// and what it counts.
+pub type Generic = (
+    &'static [&'static str],
+    u32,
+    u64,
+    &'static str,
+    &'static str,
+);
+
+/// perf's generic event names. The kernel's ABI (`PERF_COUNT_HW_*`,
+/// `PERF_COUNT_SW_*`); clocks count nanoseconds. On Arm cores the hardware events
+/// map to the architecture's events (cycles: CPU_CYCLES, instructions: INST_RETIRED).
+pub const GENERIC: &[Generic] = &[
+    (
+        &["cycles", "cpu-cycles"],
+        TYPE_HARDWARE,
+        0,
+        "cycles",
+        "CPU cycles",
+    ),
+    (
+        &["instructions"],
+        TYPE_HARDWARE,
+        1,
+        "instructions",
+        "instructions retired",
+    ),
+    (
+        &["cache-references"],
+        TYPE_HARDWARE,
+        2,
+        "events",
+        "cache accesses (on Arm: L1 data cache)",
+    ),
+    (
+        &["cache-misses"],
+        TYPE_HARDWARE,
+        3,
+        "events",
+        "cache misses (on Arm: L1 data cache refills)",
+    ),
     (
         &["branch-instructions", "branches"],
         TYPE_HARDWARE,
         4,
         "events",
+        "branches retired",
     ),
-    (&["branch-misses"], TYPE_HARDWARE, 5, "events"),
-    (&["bus-cycles"], TYPE_HARDWARE, 6, "cycles"),
+    (
+        &["branch-misses"],
+        TYPE_HARDWARE,
+        5,
+        "events",
+        "branches mispredicted",
+    ),
+    (&["bus-cycles"], TYPE_HARDWARE, 6, "cycles", "bus cycles"),
     (
         &["stalled-cycles-frontend", "idle-cycles-frontend"],
         TYPE_HARDWARE,
         7,
         "cycles",
+        "cycles the front end stalled",
     ),
     (
         &["stalled-cycles-backend", "idle-cycles-backend"],
         TYPE_HARDWARE,
         8,
         "cycles",
+        "cycles the back end stalled",
     ),
-    (&["ref-cycles"], TYPE_HARDWARE, 9, "cycles"),
-    (&["cpu-clock"], TYPE_SOFTWARE, 0, "ns"),
-    (&["task-clock"], TYPE_SOFTWARE, 1, "ns"),
-    (&["page-faults", "faults"], TYPE_SOFTWARE, 2, "events"),
-    (&["context-switches", "cs"], TYPE_SOFTWARE, 3, "events"),
+    (
+        &["ref-cycles"],
+        TYPE_HARDWARE,
+        9,
+        "cycles",
+        "reference cycles, not scaled by frequency",
+    ),
+    (
+        &["cpu-clock"],
+        TYPE_SOFTWARE,
+        0,
+        "ns",
+        "time on the CPU clock, per CPU (wall time system-wide)",
+    ),
+    (
+        &["task-clock"],
+        TYPE_SOFTWARE,
+        1,
+        "ns",
+        "time tasks ran on the CPUs",
+    ),
+    (
+        &["page-faults", "faults"],
+        TYPE_SOFTWARE,
+        2,
+        "events",
+        "page faults",
+    ),
+    (
+        &["context-switches", "cs"],
+        TYPE_SOFTWARE,
+        3,
+        "events",
+        "context switches",
+    ),
     (
         &["cpu-migrations", "migrations"],
         TYPE_SOFTWARE,
         4,
         "events",
+        "tasks moved to another CPU",
     ),
-    (&["minor-faults"], TYPE_SOFTWARE, 5, "events"),
-    (&["major-faults"], TYPE_SOFTWARE, 6, "events"),
-    (&["alignment-faults"], TYPE_SOFTWARE, 7, "events"),
-    (&["emulation-faults"], TYPE_SOFTWARE, 8, "events"),
+    (
+        &["minor-faults"],
+        TYPE_SOFTWARE,
+        5,
+        "events",
+        "page faults served without I/O",
+    ),
+    (
+        &["major-faults"],
+        TYPE_SOFTWARE,
+        6,
+        "events",
+        "page faults that needed I/O",
+    ),
+    (
+        &["alignment-faults"],
+        TYPE_SOFTWARE,
+        7,
+        "events",
+        "alignment faults fixed up by the kernel",
+    ),
+    (
+        &["emulation-faults"],
+        TYPE_SOFTWARE,
+        8,
+        "events",
+        "instructions the kernel emulated",
+    ),
 ];
+
+/// The PMU name perf gives a generic event's type.
+pub fn generic_pmu(type_: u32) -> &'static str {
+    match type_ {
+        TYPE_HARDWARE => "hardware",
+        _ => "software",
+    }
+}
 
 /// One perf event, resolved to what perf_event_open takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,18 +185,21 @@ pub struct PerfEvent {
     pub cpus: Option<Vec<usize>>,
 }
 
+/// perf's own spelling of a generic event name (`cpu-cycles` → `cycles`), if it is one.
+pub fn generic_name(name: &str) -> Option<&'static str> {
+    GENERIC
+        .iter()
+        .find(|(names, ..)| names.iter().any(|n| n.eq_ignore_ascii_case(name)))
+        .map(|(names, ..)| names[0])
+}
+
 fn generic(name: &str) -> Option<PerfEvent> {
-    let (names, type_, config, unit) = GENERIC
+    let (names, type_, config, unit, _) = GENERIC
         .iter()
         .find(|(names, ..)| names.iter().any(|n| n.eq_ignore_ascii_case(name)))?;
     Some(PerfEvent {
         name: names[0].to_string(),
-        pmu: if *type_ == TYPE_HARDWARE {
-            "hardware"
-        } else {
-            "software"
-        }
-        .to_string(),
+        pmu: generic_pmu(*type_).to_string(),
         type_: *type_,
         configs: Configs([*config, 0, 0, 0]),
         unit,
@@ -119,6 +231,23 @@ pub fn split(pmus: &[Pmu], specs: &[String]) -> Result<(Vec<PerfEvent>, Vec<Stri
         }
     }
     Ok((perf, rest))
+}
+
+/// A perf event a metric names (`instructions`, `PMU/EVENT/`), which must resolve:
+/// a PMU this machine lacks is named, with the PMUs it has.
+pub fn required(pmus: &[Pmu], spec: &str) -> Result<PerfEvent> {
+    if let Some(e) = resolve(pmus, spec)? {
+        return Ok(e);
+    }
+    let pmu = spec.split('/').next().unwrap_or(spec);
+    let names = pmus.iter().map(|p| p.name.as_str());
+    Err(Error::BadSpec {
+        spec: spec.to_string(),
+        problem: format!(
+            "no PMU named '{pmu}' under /sys/bus/event_source/devices{}",
+            crate::catalog::did_you_mean(&crate::catalog::suggest(pmu, names))
+        ),
+    })
 }
 
 /// A perf event, None when the spec is not one.

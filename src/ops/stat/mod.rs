@@ -64,6 +64,12 @@ pub trait Until {
     fn wait(&mut self, pacer: &dyn Pacer, timeout: Duration) {
         pacer.sleep(timeout)
     }
+
+    /// perf counters opened for the command this run started (`--per-process`),
+    /// taken once.
+    fn take_perf(&mut self) -> Option<crate::ops::perf::Counters> {
+        None
+    }
 }
 
 /// A fixed duration.
@@ -138,18 +144,18 @@ pub struct Count {
     pub valid: bool,
     /// Why it is not valid.
     pub invalid: Option<String>,
+    /// False when the kernel refused to count the event (perf's `<not supported>`;
+    /// `invalid` says why). Always true for the device's blocks.
+    pub supported: bool,
 }
-
-/// The reason prefix of a count the kernel would not count (perf's `<not supported>`).
-pub const NOT_SUPPORTED: &str = "not supported";
 
 impl Count {
     /// What perf prints for a count without a value: `<not supported>` when the kernel
     /// refused the event, `<not counted>` when it never ran.
     pub fn missing_text(&self) -> &'static str {
-        match self.invalid.as_deref() {
-            Some(r) if r.contains(NOT_SUPPORTED) => "<not supported>",
-            _ => "<not counted>",
+        match self.supported {
+            false => "<not supported>",
+            true => "<not counted>",
         }
     }
 
@@ -168,10 +174,8 @@ impl Count {
             coverage: r.coverage,
             counted: r.value.is_some(),
             valid: r.unsupported.is_none(),
-            invalid: r
-                .unsupported
-                .as_ref()
-                .map(|why| format!("{NOT_SUPPORTED}: {why}")),
+            invalid: r.unsupported.clone(),
+            supported: r.unsupported.is_none(),
         }
     }
 
@@ -196,7 +200,13 @@ pub fn metric_inputs(counts: &[Count], span_s: f64) -> crate::ops::metrics::Inpu
         ..Default::default()
     };
     for c in counts {
-        let why = if !c.counted {
+        let why = if !c.supported {
+            Some(format!(
+                "{} is not supported here: {}",
+                c.event,
+                c.invalid.as_deref().unwrap_or("the kernel refused it")
+            ))
+        } else if !c.counted {
             Some(format!("{} of {} was not counted", c.event, c.block))
         } else if !c.valid {
             Some(format!(
@@ -208,10 +218,15 @@ pub fn metric_inputs(counts: &[Count], span_s: f64) -> crate::ops::metrics::Inpu
         } else {
             None
         };
+        // perf counts are system-wide: one scope, whichever PMU counted them.
+        let block = match c.kind {
+            BlockKind::Perf => crate::ops::metrics::PERF_SCOPE,
+            _ => &c.block,
+        };
         match (c.usable(), why) {
-            (Some(v), None) => inputs.add(&c.block, c.kind, &c.event, v as f64, c.coverage),
+            (Some(v), None) => inputs.add(block, c.kind, &c.event, v as f64, c.coverage),
             (_, why) => inputs.missing(
-                &c.block,
+                block,
                 c.kind,
                 &c.event,
                 why.unwrap_or_else(|| "no value".into()),
@@ -260,6 +275,7 @@ pub fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Vec<Count
                 coverage,
                 valid: acc.foreign == 0,
                 invalid: acc.why.map(|w| w.describe()),
+                supported: true,
             });
         }
     }
@@ -282,6 +298,7 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
                 o.raw += c.raw;
                 o.coverage = o.coverage.min(c.coverage);
                 o.valid &= c.valid;
+                o.supported &= c.supported;
                 if o.invalid.is_none() {
                     o.invalid = c.invalid.as_ref().map(|w| format!("{}: {w}", c.block));
                 }
@@ -352,6 +369,13 @@ impl<'d> Measurement<'d> {
     pub fn with_perf(mut self, counters: crate::ops::perf::Counters) -> Self {
         self.perf = (!counters.is_empty()).then_some(counters);
         self
+    }
+
+    /// Counts with these perf counters from now on (a run's command's, opened
+    /// when it started); the previous ones are stopped.
+    pub fn set_perf(&mut self, counters: crate::ops::perf::Counters) {
+        self.stop_perf();
+        self.perf = (!counters.is_empty()).then_some(counters);
     }
 
     /// The perf counts since the window opened.
@@ -549,6 +573,9 @@ pub struct StatRequest {
     pub journal: bool,
     /// perf_event events counted in the same window (system-wide, per CPU).
     pub perf: Vec<crate::ops::perf::PerfEvent>,
+    /// Count the perf events for the measured command's process tree instead of
+    /// system-wide: the [`Until`] of each run opens them ([`Until::take_perf`]).
+    pub per_process: bool,
 }
 
 impl StatRequest {
@@ -563,6 +590,7 @@ impl StatRequest {
             multiplex: true,
             journal: false,
             perf: Vec::new(),
+            per_process: false,
         }
     }
 }
@@ -628,6 +656,24 @@ pub fn safe_tick(device: &Device, plans: &[BlockPlan], tick: Duration) -> Durati
         .fold(tick, Duration::min)
 }
 
+/// What the user must know of perf counters: the events refused, and a count of
+/// user space only. Each said once.
+fn perf_warnings(perf: &crate::ops::perf::Counters, warnings: &mut Vec<String>) {
+    let mut said: Vec<String> = perf
+        .refusals()
+        .into_iter()
+        .map(|(event, why)| format!("{event}: {why}; it shows <not supported>"))
+        .collect();
+    if perf.user_only() {
+        said.push("perf events count user space only: kernel.perf_event_paranoid forbids the kernel's share (set it to 1 or less, or run as root)".into());
+    }
+    for w in said {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+}
+
 /// Runs a measurement: records the configuration, programs, samples each run until
 /// `until(run)` says so (or `stop` is set), checks for foreign writes, and restores
 /// the device whatever happened.
@@ -656,16 +702,21 @@ pub fn measure<'d>(
         false => None,
     };
     let outcome = (|| -> Result<StatOutcome> {
-        let perf = crate::ops::perf::Counters::open(&req.perf);
-        for (event, why) in perf.refusals() {
-            warnings.push(format!("{event}: {why}; it shows <not supported>"));
+        let mut m = Measurement::start(device, plans, &saved, pacer.now_ns())?;
+        if !req.per_process {
+            let perf = crate::ops::perf::Counters::open(&req.perf);
+            perf_warnings(&perf, &mut warnings);
+            m = m.with_perf(perf);
         }
-        let mut m = Measurement::start(device, plans, &saved, pacer.now_ns())?.with_perf(perf);
         let mut runs = Vec::new();
         for number in 1..=req.repeat.max(1) {
             // The window opens before the command starts.
             let start = m.begin(pacer)?;
             let mut u = until(number)?;
+            if let Some(perf) = u.take_perf() {
+                perf_warnings(&perf, &mut warnings);
+                m.set_perf(perf);
+            }
             let run = m.run(number, start, pacer, timing, u.as_mut(), stop, on_interval)?;
             runs.push(run);
             if stop.load(Ordering::SeqCst) {
