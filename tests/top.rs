@@ -335,3 +335,65 @@ fn a_panic_restores_the_terminal_and_the_device() {
         .collect();
     assert_eq!(before, after, "the device is not as it was after the panic");
 }
+
+#[test]
+fn top_counts_perf_events_beside_the_blocks_and_mixes_them_in_metrics() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = dir.path().join("mixed.json");
+    std::fs::write(
+        &metrics,
+        r#"[{"MetricName": "cpus_counted", "MetricExpr": "perf@cpu-clock@ / duration_time / 1e9",
+             "Unit": "perf", "MetricGroup": "mixed"},
+            {"MetricName": "reads_per_cpu_second", "MetricExpr": "MEMORY_READS / perf@cpu-clock@ * 1e9",
+             "ScaleUnit": "1e-6M/s", "Unit": "tile", "MetricGroup": "mixed"}]"#,
+    )
+    .unwrap();
+    let bin = assert_cmd::cargo::cargo_bin!("bfperf");
+    let cmd = format!(
+        "{} --sim bf2 --metrics {} top -i 500ms -e cpu-clock -M mixed,ipc; sleep 60",
+        bin.display(),
+        metrics.display()
+    );
+    let t = Tmux::start(&cmd, 130, 45);
+    let screen = t.wait_for("the mixed metrics", |s| {
+        shown(s, "cpus_counted").is_some() && shown(s, "reads_per_cpu_second").is_some()
+    });
+    // System-wide cpu-clock is every online CPU's time.
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let cpus: f64 = online
+        .trim()
+        .split(',')
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => b.parse::<f64>().unwrap() - a.parse::<f64>().unwrap() + 1.0,
+            None => 1.0,
+        })
+        .sum();
+    let counted = shown(&screen, "cpus_counted").unwrap();
+    assert!(
+        (counted - cpus).abs() / cpus < 0.1,
+        "{counted} vs {cpus}\n{screen}"
+    );
+    // The tiles' MEMORY_READS rate shared among the CPUs, from the simulator's rates.
+    let (sim, _) = Sim::with_manual_clock(Generation::Bf2, bfperf::sim::Kernel::V6_16);
+    let rate: f64 = (0..8)
+        .filter_map(|t| sim.event_rate(&format!("tile{t}"), 0x4c))
+        .map(|r| r as f64)
+        .sum();
+    let want = rate / cpus / 1e6;
+    let mixed = shown(&screen, "reads_per_cpu_second").unwrap();
+    assert!(
+        (mixed - want).abs() / want < 0.1,
+        "{mixed} vs {want}\n{screen}"
+    );
+    // ipc has a value where the cores count cycles, else says why it has none.
+    assert!(screen.contains("│ipc "), "{screen}");
+    t.keys("3");
+    t.wait_for("cpu-clock in the raw view", |s| {
+        s.lines()
+            .any(|l| l.contains("software") && l.contains("cpu-clock"))
+    });
+    t.keys("q");
+}

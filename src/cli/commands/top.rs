@@ -18,7 +18,7 @@ use crate::cli::top::{self, TopOptions};
         the right to write (or with --read-only) it writes nothing and shows the registers and \
         whatever is already programmed.\n\nKeys: q quit, p pause, Tab/arrows switch view, \
         s sort, / filter blocks, +/- refresh interval, ? help.",
-    after_help = "Examples:\n  bfperf top\n  bfperf top -i 500ms -M l3\n  bfperf top -e 'tile/HNF_REQUESTS/'\n  bfperf top --read-only   (writes nothing; what a user without root gets)\n  bfperf --sim bf3 top   (no DPU needed)"
+    after_help = "Examples:\n  bfperf top\n  bfperf top -i 500ms -M l3\n  bfperf top -e 'tile/HNF_REQUESTS/'\n  bfperf top -e cycles,instructions -M cpu   (the Arm cores beside the blocks)\n  bfperf top --read-only   (writes nothing; what a user without root gets)\n  bfperf --sim bf3 top   (no DPU needed)"
 )]
 pub struct Args {
     /// Refresh every TIME (`+`/`-` change it while running)
@@ -27,7 +27,8 @@ pub struct Args {
     /// More metrics or groups to show (as stat -M), in a panel of their own
     #[arg(short = 'M', long = "metric", value_name = "NAME|GROUP")]
     metrics: Vec<String>,
-    /// More events to count (as stat -e), shown in the raw view
+    /// More events to count (as stat -e; perf events such as cycles too, counted
+    /// system-wide even with --read-only), shown in the raw view
     #[arg(short = 'e', long = "event", value_name = "SPEC")]
     events: Vec<String>,
     /// Write nothing: show the registers and whatever is already programmed

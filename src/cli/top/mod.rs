@@ -4,6 +4,7 @@
 //! already programmed. [`view`] draws the [`App`]'s state; this module runs the loop,
 //! owns the terminal and puts it and the device back on every way out.
 
+mod cores;
 mod panels;
 mod view;
 
@@ -152,7 +153,7 @@ pub struct TopOptions {
     pub interval: std::time::Duration,
     /// More metrics or groups to show (as stat -M), in a panel of their own
     pub metrics: Vec<String>,
-    /// More events to count (as stat -e), shown in the raw view
+    /// More events to count (as stat -e, perf events included), shown in the raw view
     pub events: Vec<String>,
     /// Write nothing: show the registers and whatever is already programmed
     pub read_only: bool,
@@ -175,8 +176,24 @@ pub fn run(global: &Global, args: TopOptions) -> Result<()> {
         titled.push(("Metrics (-M)".into(), names));
     }
     let all: Vec<String> = titled.iter().flat_map(|(_, n)| n.clone()).collect();
+    // perf events (-e cycles, and those metrics name) are counted beside the blocks;
+    // metrics that need them are evaluated here, their block events counted as -e.
+    let pmus = crate::ops::perf::discover(&global.sysfs_root);
+    let (mut perf, mut block_events) = crate::ops::perf::split(&pmus, &args.events)?;
+    let (cpu_metrics, all): (Vec<String>, Vec<String>) = all
+        .into_iter()
+        .partition(|n| set.get(n).is_some_and(metrics::uses_perf));
+    for m in cpu_metrics.iter().filter_map(|n| set.get(n)) {
+        block_events.extend(metrics::specs_for(&[m]));
+        for e in metrics::perf_events_for(&[m]) {
+            let event = crate::ops::perf::required(&pmus, &e)?;
+            if !perf.contains(&event) {
+                perf.push(event);
+            }
+        }
+    }
     let writable = !args.read_only && (global.sim.is_some() || may_write(&device));
-    if !writable && !args.events.is_empty() {
+    if !writable && !block_events.is_empty() {
         return Err(Error::BadAssignment {
             problem: "-e programs counters, which needs the right to write the device (root); without it top shows what is already programmed".into(),
         });
@@ -184,7 +201,7 @@ pub fn run(global: &Global, args: TopOptions) -> Result<()> {
     let _lock;
     let mut source = if writable {
         let config = ExportConfig {
-            events: args.events.clone(),
+            events: block_events,
             metrics: all.clone(),
             params: metric_params(global)?,
             journal: global.sim.is_none(),
@@ -249,9 +266,25 @@ pub fn run(global: &Global, args: TopOptions) -> Result<()> {
         raw: Vec::new(),
         refreshes: 0,
     };
-    let result = with_terminal(|term| event_loop(term, &mut app, restore.0, &mut watch));
+    let mut cores = cores::Cores::start(&perf, cpu_metrics, monotonic_ns());
+    let mut sources = Sources {
+        device: restore.0,
+        watch: &mut watch,
+        cores: cores.as_mut(),
+        set: &set,
+    };
+    let result = with_terminal(|term| event_loop(term, &mut app, &mut sources));
     drop(restore);
     result
+}
+
+/// Where a refresh's numbers come from: the device (live or passive), every value
+/// file, and the perf counters.
+struct Sources<'a, 'd> {
+    device: &'a mut Source<'d>,
+    watch: &'a mut Watch<'d>,
+    cores: Option<&'a mut cores::Cores>,
+    set: &'a MetricSet,
 }
 
 /// Sets up the terminal (raw mode, alternate screen, hidden cursor), runs `f`, and
@@ -292,8 +325,7 @@ impl Drop for TerminalBack {
 fn event_loop(
     term: &mut Terminal<CrosstermBackend<Stdout>>,
     app: &mut App,
-    source: &mut Source,
-    watch: &mut Watch,
+    sources: &mut Sources,
 ) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
@@ -308,7 +340,7 @@ fn event_loop(
             })
     };
     // A first sample now, so the first refresh has an interval behind it.
-    watch.sample(monotonic_ns());
+    sources.watch.sample(monotonic_ns());
     let mut next = Instant::now() + app.interval.min(Duration::from_millis(500));
     let mut last_tick = Instant::now();
     draw(term, app)?;
@@ -316,12 +348,12 @@ fn event_loop(
         let now = Instant::now();
         if now >= next {
             if !app.paused {
-                refresh(app, source, watch);
+                refresh(app, sources);
             }
             next = now + app.interval;
             draw(term, app)?;
         } else if now.duration_since(last_tick) >= TICK {
-            if let Source::Live(Some(e)) = source {
+            if let Source::Live(Some(e)) = sources.device {
                 let _ = e.sweep(monotonic_ns());
             }
             last_tick = now;
@@ -383,10 +415,23 @@ fn key(app: &mut App, k: KeyEvent) -> bool {
 }
 
 /// One refresh: the values over the last interval, into the panels and their history.
-fn refresh(app: &mut App, source: &mut Source, watch: &mut Watch) {
+fn refresh(app: &mut App, sources: &mut Sources) {
     let now = monotonic_ns();
+    let (source, watch) = (&mut *sources.device, &mut *sources.watch);
     app.raw = watch.sample(now).to_vec();
-    let values = source.values(watch, now);
+    let mut values = source.values(watch, now);
+    if let Some(cores) = sources.cores.as_deref_mut() {
+        app.raw.extend_from_slice(cores.sample(now));
+        // The blocks' counts over the exporter's last interval, or per second.
+        let blocks = match source {
+            Source::Live(Some(e)) => {
+                let (counts, span) = e.interval_counts();
+                crate::ops::stat::metric_inputs(counts, span)
+            }
+            _ => watch.inputs(),
+        };
+        values.extend(cores.values(sources.set, blocks));
+    }
     if let Source::Live(Some(e)) = source {
         let (counts, span) = e.interval_counts();
         app.raw

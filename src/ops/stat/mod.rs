@@ -523,7 +523,7 @@ impl<'d> Measurement<'d> {
 }
 
 /// perf counts of an interval: the cumulative counts now less those at its start.
-fn perf_since(now: &[Count], before: &[Count]) -> Vec<Count> {
+pub fn perf_since(now: &[Count], before: &[Count]) -> Vec<Count> {
     now.iter()
         .zip(before)
         .map(|(n, b)| {

@@ -1,0 +1,84 @@
+//! The Arm cores beside the blocks in `top`: perf events (`-e cycles,instructions`, and
+//! those the metrics name) counted system-wide, read at every refresh, shown as rates
+//! in the raw view, and given to the metrics that need them. Nothing of the device is
+//! written for them, so they count in read-only mode too.
+
+use crate::block::BlockKind;
+use crate::ops::metrics::{self, Inputs, MetricSet, MetricValue, PERF_SCOPE};
+use crate::ops::perf::{Counters, PerfEvent};
+use crate::ops::stat::{perf_since, Count};
+use crate::ops::watch::Rate;
+
+/// The perf counters of a `top` session and the metrics evaluated with them.
+pub struct Cores {
+    counters: Counters,
+    /// The cumulative counts at the last refresh, and when.
+    last: (Vec<Count>, u64),
+    /// Each event's rate over the last interval.
+    rates: Vec<Rate>,
+    /// The metrics that need perf events (the exporter counts their block events).
+    metrics: Vec<String>,
+}
+
+impl Cores {
+    /// Opens and starts `events` now; None when there is none.
+    pub fn start(events: &[PerfEvent], metrics: Vec<String>, now: u64) -> Option<Cores> {
+        if events.is_empty() {
+            return None;
+        }
+        let mut counters = Counters::open(events);
+        counters.start();
+        let first = counters.read().iter().map(Count::of_perf).collect();
+        Some(Cores {
+            counters,
+            last: (first, now),
+            rates: Vec::new(),
+            metrics,
+        })
+    }
+
+    /// Reads every event: their rates since the last refresh, for the raw view.
+    pub fn sample(&mut self, now: u64) -> &[Rate] {
+        let counts: Vec<Count> = self.counters.read().iter().map(Count::of_perf).collect();
+        let span_s = now.saturating_sub(self.last.1) as f64 / 1e9;
+        self.rates = perf_since(&counts, &self.last.0)
+            .into_iter()
+            .map(|c| Rate {
+                block: c.block.clone(),
+                kind: BlockKind::Perf,
+                name: c.event.clone(),
+                per_s: c.value.filter(|_| span_s > 0.0).map(|v| v as f64 / span_s),
+                idle: !c.supported,
+                level: false,
+            })
+            .collect();
+        self.last = (counts, now);
+        &self.rates
+    }
+
+    /// The metrics that need perf events, over inputs of the blocks (`blocks`: counts
+    /// over `duration_s`) and the last interval's perf rates over the same span.
+    pub fn values(&self, set: &MetricSet, mut blocks: Inputs) -> Vec<MetricValue> {
+        let chosen: Vec<&metrics::Metric> =
+            self.metrics.iter().filter_map(|n| set.get(n)).collect();
+        if chosen.is_empty() {
+            return Vec::new();
+        }
+        let span = blocks.duration_s;
+        for r in &self.rates {
+            match r.per_s {
+                Some(v) => blocks.add(PERF_SCOPE, BlockKind::Perf, &r.name, v * span, 1.0),
+                None => blocks.missing(
+                    PERF_SCOPE,
+                    BlockKind::Perf,
+                    &r.name,
+                    format!(
+                        "{} is not counted here (see bfperf stat -e {})",
+                        r.name, r.name
+                    ),
+                ),
+            }
+        }
+        metrics::evaluate(set, &chosen, &blocks, true)
+    }
+}
