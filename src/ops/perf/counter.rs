@@ -7,7 +7,7 @@
 use perf_event::events::Event;
 use perf_event::{Builder, Counter, Group, ReadFormat};
 
-use super::PerfEvent;
+use super::{Levels, PerfEvent};
 
 /// An event as perf_event_open takes it.
 struct Encoded {
@@ -100,7 +100,13 @@ fn online_cpus() -> Vec<usize> {
 
 /// A builder for `target` on `cpu` (None: any CPU), counting the kernel's share
 /// too unless `user_only`.
-fn aimed(mut b: Builder<'_>, target: Target, cpu: Option<usize>, user_only: bool) -> Builder<'_> {
+fn aimed(
+    mut b: Builder<'_>,
+    target: Target,
+    cpu: Option<usize>,
+    user_only: bool,
+    levels: Levels,
+) -> Builder<'_> {
     match target {
         Target::System => b.any_pid(),
         Target::Process(pid) => b.observe_pid(pid).inherit(true).enable_on_exec(true),
@@ -109,7 +115,9 @@ fn aimed(mut b: Builder<'_>, target: Target, cpu: Option<usize>, user_only: bool
         Some(c) => b.one_cpu(c),
         None => b.any_cpu(),
     };
-    b.exclude_kernel(user_only).exclude_hv(user_only);
+    b.exclude_kernel(user_only || levels.exclude_kernel)
+        .exclude_user(levels.exclude_user)
+        .exclude_hv(user_only || levels != Levels::default());
     b
 }
 
@@ -170,7 +178,8 @@ impl Counters {
                     .position(|(t, c, _)| *t == e.type_ && *c == cpu);
                 let Some(k) = found else {
                     // The first event of a PMU on a CPU leads its group.
-                    let mut leader = aimed(Builder::new(encoded()), target, cpu, user_only);
+                    let mut leader =
+                        aimed(Builder::new(encoded()), target, cpu, user_only, e.levels);
                     leader.read_format(
                         ReadFormat::GROUP
                             | ReadFormat::ID
@@ -198,7 +207,7 @@ impl Counters {
                 let s = &mut slots[k].2;
                 // Members are enabled: they count whenever their leader does (a
                 // disabled member stays off when the group is enabled).
-                match aimed(Builder::new(encoded()), target, cpu, user_only)
+                match aimed(Builder::new(encoded()), target, cpu, user_only, e.levels)
                     .enabled(true)
                     .build_with_group(&mut s.group)
                 {

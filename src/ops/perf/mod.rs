@@ -16,6 +16,32 @@ pub use process::spawn_counted;
 pub const TYPE_HARDWARE: u32 = 0;
 /// perf_event_attr.type of the kernel's software events.
 pub const TYPE_SOFTWARE: u32 = 1;
+/// perf_event_attr.type of a raw event of the CPU's own PMU (perf's `rNNN`).
+pub const TYPE_RAW: u32 = 4;
+
+/// perf's event modifiers: which privilege levels are counted (`:u` user space only,
+/// `:k` the kernel only; none: both, as far as perf_event_paranoid allows).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Levels {
+    /// Leave out user space (`:k`).
+    pub exclude_user: bool,
+    /// Leave out the kernel (`:u`).
+    pub exclude_kernel: bool,
+}
+
+impl Levels {
+    /// Parses perf's modifier letters `u`, `k` (`uk`: both); None for anything else.
+    pub fn parse(mods: &str) -> Option<Levels> {
+        if mods.is_empty() || !mods.chars().all(|c| c == 'u' || c == 'k') {
+            return None;
+        }
+        let (u, k) = (mods.contains('u'), mods.contains('k'));
+        Some(Levels {
+            exclude_user: !u,
+            exclude_kernel: !k,
+        })
+    }
+}
 
 /// One of perf's generic events: its names (perf's own first), type, config, unit,
 /// and what it counts.
@@ -183,6 +209,8 @@ pub struct PerfEvent {
     pub unit: &'static str,
     /// The CPUs it may be opened on (an uncore PMU's `cpumask`); None: every CPU.
     pub cpus: Option<Vec<usize>>,
+    /// Which privilege levels it counts (perf's `:u`, `:k`).
+    pub levels: Levels,
 }
 
 /// perf's own spelling of a generic event name (`cpu-cycles` → `cycles`), if it is one.
@@ -204,7 +232,48 @@ fn generic(name: &str) -> Option<PerfEvent> {
         configs: Configs([*config, 0, 0, 0]),
         unit,
         cpus: None,
+        levels: Levels::default(),
     })
+}
+
+/// Whether `name` is one of perf's generic or raw events, with or without modifiers
+/// (`cycles`, `task-clock:u`, `r11`).
+pub fn is_plain_event(name: &str) -> bool {
+    let (body, _) = modifiers(name);
+    let body = body.split(':').next().unwrap_or(body);
+    generic(body).is_some() || raw(body).is_some()
+}
+
+/// perf's raw event of the CPU's PMU: `r` and the event number in hex (`r11`, `r80C0`).
+fn raw(name: &str) -> Option<PerfEvent> {
+    let hex = name.strip_prefix('r')?;
+    let config = u64::from_str_radix(hex, 16).ok()?;
+    Some(PerfEvent {
+        name: name.to_string(),
+        pmu: "raw".into(),
+        type_: TYPE_RAW,
+        configs: Configs([config, 0, 0, 0]),
+        unit: "events",
+        cpus: None,
+        levels: Levels::default(),
+    })
+}
+
+/// A spec and its modifiers: `cycles:u` → (`cycles`, user only); `PMU/EVENT/k` and
+/// `PMU/EVENT/:k` likewise. A suffix that is not modifiers stays in the spec.
+fn modifiers(spec: &str) -> (&str, Levels) {
+    let spec = spec.trim();
+    let split = match spec.rfind('/') {
+        Some(slash) if spec.matches('/').count() >= 2 => {
+            let mods = &spec[slash + 1..];
+            Some((&spec[..=slash], mods.strip_prefix(':').unwrap_or(mods)))
+        }
+        _ => spec.rsplit_once(':'),
+    };
+    match split.and_then(|(body, mods)| Some((body, Levels::parse(mods)?))) {
+        Some(found) => found,
+        None => (spec, Levels::default()),
+    }
 }
 
 /// Splits `-e` specs into perf events and the rest (the DPU's blocks). A spec is a
@@ -252,10 +321,33 @@ pub fn required(pmus: &[Pmu], spec: &str) -> Result<PerfEvent> {
 
 /// A perf event, None when the spec is not one.
 fn resolve(pmus: &[Pmu], spec: &str) -> Result<Option<PerfEvent>> {
-    if !spec.contains('/') {
-        return Ok(generic(spec));
+    let (body, levels) = modifiers(spec);
+    if let Some((name, mods)) = body.rsplit_once(':') {
+        if generic(name).or_else(|| raw(name)).is_some() {
+            return Err(Error::BadSpec {
+                spec: spec.to_string(),
+                problem: format!(
+                    "'{mods}' is no modifier: perf's are u (user space only), k (the kernel only) and uk"
+                ),
+            });
+        }
     }
-    let body = spec.trim().trim_end_matches('/');
+    let event = match body.contains('/') {
+        false => generic(body).or_else(|| raw(body)),
+        true => pmu_event(pmus, spec, body)?,
+    };
+    Ok(event.map(|mut e| {
+        if levels != Levels::default() {
+            e.name = spec.trim().to_string();
+            e.levels = levels;
+        }
+        e
+    }))
+}
+
+/// `PMU/EVENT/` or `PMU/TERM=VALUE,.../` of a PMU the kernel lists.
+fn pmu_event(pmus: &[Pmu], spec: &str, body: &str) -> Result<Option<PerfEvent>> {
+    let body = body.trim_end_matches('/');
     let Some((pmu_name, event)) = body.split_once('/') else {
         return Ok(None);
     };
@@ -279,5 +371,61 @@ fn resolve(pmus: &[Pmu], spec: &str) -> Result<Option<PerfEvent>> {
         configs,
         unit: "events",
         cpus: pmu.cpus.clone(),
+        levels: Levels::default(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pmu() -> Pmu {
+        let mut formats = std::collections::BTreeMap::new();
+        formats.insert(
+            "event".to_string(),
+            pmu::parse_format("config:0-15").unwrap(),
+        );
+        let mut events = std::collections::BTreeMap::new();
+        events.insert("l2d_cache_refill".to_string(), "event=0x17".to_string());
+        Pmu {
+            name: "armv8_pmuv3_0".into(),
+            type_: 8,
+            formats,
+            events,
+            cpus: None,
+        }
+    }
+
+    #[test]
+    fn modifiers_and_raw_events_as_perf_writes_them() {
+        let user = Levels {
+            exclude_user: false,
+            exclude_kernel: true,
+        };
+        let kernel = Levels {
+            exclude_user: true,
+            exclude_kernel: false,
+        };
+        let specs: Vec<String> = vec![
+            "cycles:u,task-clock:k,r80C0".into(),
+            "armv8_pmuv3_0/l2d_cache_refill/u,tile/MEMORY_READS/".into(),
+        ];
+        let (perf, rest) = split(&[pmu()], &specs).unwrap();
+        let got: Vec<(&str, u32, u64, Levels)> = perf
+            .iter()
+            .map(|e| (e.name.as_str(), e.type_, e.configs.0[0], e.levels))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("cycles:u", TYPE_HARDWARE, 0, user),
+                ("task-clock:k", TYPE_SOFTWARE, 1, kernel),
+                ("r80C0", TYPE_RAW, 0x80c0, Levels::default()),
+                ("armv8_pmuv3_0/l2d_cache_refill/u", 8, 0x17, user),
+            ]
+        );
+        assert_eq!(rest, vec!["tile/MEMORY_READS/".to_string()]);
+        assert!(split(&[], &["cycles:x".into()]).is_err());
+        assert_eq!(Levels::parse("uk"), Some(Levels::default()));
+    }
 }

@@ -251,7 +251,12 @@ pub fn expand(text: &str) -> Result<Vec<Term>> {
     let mut group: Option<usize> = None;
     let mut groups = 0;
     let chars: Vec<char> = text.chars().collect();
+    let mut skip = 0;
     for (i, &c) in chars.iter().enumerate() {
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
         match c {
             '{' if slashes == 0 && cur.trim().trim_start_matches(',').trim().is_empty() => {
                 if group.is_some() {
@@ -280,9 +285,16 @@ pub fn expand(text: &str) -> Result<Vec<Term>> {
                 slashes += 1;
                 cur.push(c);
                 if slashes == 2 {
+                    // perf's modifiers of a PMU's event (`PMU/EVENT/u`, `/:k`) stay
+                    // with it.
+                    let rest: String = chars[i + 1..].iter().take_while(|c| **c != ',').collect();
+                    if crate::ops::perf::Levels::parse(rest.trim_start_matches(':')).is_some() {
+                        cur.push_str(&rest);
+                        skip = rest.chars().count();
+                    }
                     // A closed spec is followed by a comma, a group's end or nothing;
                     // anything else is one malformed spec, reported whole.
-                    match chars.get(i + 1) {
+                    match chars.get(i + 1 + skip) {
                         None | Some(',') => {}
                         Some('}') if group.is_some() => {}
                         Some('}') => return Err(bad(
@@ -317,11 +329,8 @@ pub fn expand(text: &str) -> Result<Vec<Term>> {
 /// kinds are lower case) rather than a bare event name or a perf event.
 fn names_blocks(cur: &str) -> bool {
     let last = cur.rsplit(',').next().unwrap_or("").trim();
-    // perf's generic events (`cycles,instructions`) are lower case too.
-    let perf = crate::ops::perf::GENERIC
-        .iter()
-        .any(|(names, ..)| names.iter().any(|n| n.eq_ignore_ascii_case(last)));
-    !perf && last.chars().any(|c| c.is_ascii_lowercase())
+    // perf's generic and raw events (`cycles:u,r11`) are lower case too.
+    !crate::ops::perf::is_plain_event(last) && last.chars().any(|c| c.is_ascii_lowercase())
 }
 
 fn push_spec(out: &mut Vec<Term>, cur: &mut String, group: Option<usize>) {
