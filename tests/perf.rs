@@ -5,26 +5,12 @@
 
 mod common;
 
-use bfperf::sim::{Kernel, Sim};
-use bfperf::Generation;
 use common::*;
-
-fn cpus() -> f64 {
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    online
-        .trim()
-        .split(',')
-        .map(|p| match p.split_once('-') {
-            Some((a, b)) => b.parse::<f64>().unwrap() - a.parse::<f64>().unwrap() + 1.0,
-            None => 1.0,
-        })
-        .sum()
-}
 
 #[test]
 fn cpu_clock_and_a_tile_count_share_one_window() {
-    let out = bfperf()
-        .args(["--sim", "bf2", "stat", "--json", "--duration", "600ms"])
+    let mut out = bfperf();
+    out.args(["--sim", "bf2", "stat", "--json", "--duration", "600ms"])
         .args([
             "-e",
             "cpu-clock",
@@ -32,15 +18,8 @@ fn cpu_clock_and_a_tile_count_share_one_window() {
             "tile/MEMORY_READS/",
             "-e",
             "cycles",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let records = ndjson(&String::from_utf8(out.stdout).unwrap());
+        ]);
+    let records = ndjson(&stdout_of(&mut out));
     let total = |event: &str| {
         records
             .iter()
@@ -52,18 +31,14 @@ fn cpu_clock_and_a_tile_count_share_one_window() {
     let secs = clock["time_s"].as_f64().unwrap();
     // System-wide, cpu-clock is every online CPU's time over the window.
     let ns = clock["value"].as_f64().unwrap();
-    let want = cpus() * secs * 1e9;
+    let want = online_cpus() * secs * 1e9;
     assert!(
         ((ns - want) / want).abs() < 0.05,
         "cpu-clock {ns} vs {want}"
     );
     assert_eq!(clock["kind"], "perf");
     // The tiles over the same window, from the simulator's rates.
-    let (sim, _) = Sim::with_manual_clock(Generation::Bf2, Kernel::V6_16);
-    let rate: f64 = ["tile0", "tile1", "tile2", "tile3"]
-        .iter()
-        .map(|b| sim.event_rate(b, 0x4c).unwrap() as f64)
-        .sum();
+    let rate = bf2_tile_read_rate();
     let reads = total("MEMORY_READS")["value"].as_f64().unwrap();
     assert!(
         ((reads / secs - rate) / rate).abs() < 0.03,
@@ -134,15 +109,6 @@ fn an_unsupported_event_prints_not_supported_and_a_bad_one_writes_nothing() {
     assert_eq!(before, copy.contents());
 }
 
-/// The simulator's MEMORY_READS per second over the four BF2 tiles.
-fn tile_read_rate() -> f64 {
-    let (sim, _) = Sim::with_manual_clock(Generation::Bf2, Kernel::V6_16);
-    ["tile0", "tile1", "tile2", "tile3"]
-        .iter()
-        .map(|b| sim.event_rate(b, 0x4c).unwrap() as f64)
-        .sum()
-}
-
 fn total<'a>(records: &'a [serde_json::Value], field: &str, name: &str) -> &'a serde_json::Value {
     records
         .iter()
@@ -187,7 +153,7 @@ fn per_process_counts_the_command_tree_from_its_exec() {
     let reads = total(&records, "event", "MEMORY_READS")["value"]
         .as_f64()
         .unwrap();
-    let rate = tile_read_rate();
+    let rate = bf2_tile_read_rate();
     assert!(
         ((reads / secs - rate) / rate).abs() < 0.03,
         "{reads} in {secs} s vs {rate}/s"
@@ -208,29 +174,27 @@ fn a_metric_mixes_a_perf_event_with_block_events() {
 ]"#,
     )
     .unwrap();
-    let out = bfperf()
-        .args(["--sim", "bf2", "--metrics"])
-        .arg(&file)
-        .args(["stat", "--json", "-M", "mixed", "--duration", "500ms"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let records = ndjson(&String::from_utf8(out.stdout).unwrap());
+    let records = ndjson(&stdout_of(
+        bfperf()
+            .args(["--sim", "bf2", "--metrics"])
+            .arg(&file)
+            .args(["stat", "--json", "-M", "mixed", "--duration", "500ms"]),
+    ));
     // System-wide cpu-clock is every online CPU's time: reads per CPU-second is the
     // tiles' rate shared among the CPUs.
     let mixed = total(&records, "metric", "reads_per_cpu_second")["value"]
         .as_f64()
         .unwrap();
-    let want = tile_read_rate() / cpus();
+    let want = bf2_tile_read_rate() / online_cpus();
     assert!(((mixed - want) / want).abs() < 0.05, "{mixed} vs {want}");
     let n = total(&records, "metric", "cpus_busy_or_idle")["value"]
         .as_f64()
         .unwrap();
-    assert!((n - cpus()).abs() / cpus() < 0.05, "{n} vs {} CPUs", cpus());
+    assert!(
+        (n - online_cpus()).abs() / online_cpus() < 0.05,
+        "{n} vs {} CPUs",
+        online_cpus()
+    );
 }
 
 #[test]

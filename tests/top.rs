@@ -362,26 +362,14 @@ fn top_counts_perf_events_beside_the_blocks_and_mixes_them_in_metrics() {
         shown(s, "cpus_counted").is_some() && shown(s, "reads_per_cpu_second").is_some()
     });
     // System-wide cpu-clock is every online CPU's time.
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    let cpus: f64 = online
-        .trim()
-        .split(',')
-        .map(|p| match p.split_once('-') {
-            Some((a, b)) => b.parse::<f64>().unwrap() - a.parse::<f64>().unwrap() + 1.0,
-            None => 1.0,
-        })
-        .sum();
+    let cpus = online_cpus();
     let counted = shown(&screen, "cpus_counted").unwrap();
     assert!(
         (counted - cpus).abs() / cpus < 0.1,
         "{counted} vs {cpus}\n{screen}"
     );
     // The tiles' MEMORY_READS rate shared among the CPUs, from the simulator's rates.
-    let (sim, _) = Sim::with_manual_clock(Generation::Bf2, bfperf::sim::Kernel::V6_16);
-    let rate: f64 = (0..8)
-        .filter_map(|t| sim.event_rate(&format!("tile{t}"), 0x4c))
-        .map(|r| r as f64)
-        .sum();
+    let rate = bf2_tile_read_rate();
     let want = rate / cpus / 1e6;
     let mixed = shown(&screen, "reads_per_cpu_second").unwrap();
     assert!(

@@ -304,3 +304,29 @@ pub fn ndjson(text: &str) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// The CPUs online (`/sys/devices/system/cpu/online`): what system-wide cpu-clock
+/// counts, in seconds per second.
+#[allow(dead_code)]
+pub fn online_cpus() -> f64 {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    online
+        .trim()
+        .split(',')
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => b.parse::<f64>().unwrap() - a.parse::<f64>().unwrap() + 1.0,
+            None => 1.0,
+        })
+        .sum()
+}
+
+/// The simulated BF2's MEMORY_READS per second over its tiles (no workload).
+#[allow(dead_code)]
+pub fn bf2_tile_read_rate() -> f64 {
+    let (sim, _) =
+        bfperf::sim::Sim::with_manual_clock(bfperf::Generation::Bf2, bfperf::sim::Kernel::V6_16);
+    (0..8)
+        .filter_map(|t| sim.event_rate(&format!("tile{t}"), 0x4c))
+        .map(|r| r as f64)
+        .sum()
+}
