@@ -81,17 +81,12 @@ fn an_unsupported_event_prints_not_supported_and_a_bad_one_writes_nothing() {
         &root.path().join("bus/event_source"),
         &copy.root().join("bus/event_source"),
     );
-    let out = copy
-        .cmd()
-        .args(["stat", "-e", "fakepmu/l2_refill/", "--duration", "100ms"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("<not supported>"));
+    let shown =
+        stdout_of(
+            copy.cmd()
+                .args(["stat", "-e", "fakepmu/l2_refill/", "--duration", "100ms"]),
+        );
+    assert!(shown.contains("<not supported>"), "{shown}");
     // An event the PMU lacks is refused before anything is written to the device.
     let before = copy.contents();
     copy.cmd()
@@ -199,24 +194,18 @@ fn a_metric_mixes_a_perf_event_with_block_events() {
 
 #[test]
 fn ipc_beside_cycles_and_instructions_is_a_value_or_says_why_not() {
-    let out = bfperf()
-        .args([
-            "--sim",
-            "bf3",
-            "stat",
-            "--json",
-            "-e",
-            "cycles,instructions",
-        ])
-        .args(["-M", "ddr", "--", "sleep", "0.2"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let records = ndjson(&String::from_utf8(out.stdout).unwrap());
+    let records = ndjson(&stdout_of(
+        bfperf()
+            .args([
+                "--sim",
+                "bf3",
+                "stat",
+                "--json",
+                "-e",
+                "cycles,instructions",
+            ])
+            .args(["-M", "ddr", "--", "sleep", "0.2"]),
+    ));
     // perf's "insn per cycle" comes with the two events, beside the DDR bandwidth.
     let ipc = total(&records, "metric", "ipc");
     let count = |e: &str| total(&records, "event", e)["value"].as_f64();
