@@ -448,3 +448,29 @@ fn bf3_events_carry_what_nvidia_says_they_measure_or_say_there_is_nothing() {
     let events = stdout_of(bfperf().args(["--sim", "bf3", "events", "llt0", "HNF0_CYCLES"]));
     assert!(events.contains("no vendor description"), "{events}");
 }
+
+#[test]
+fn list_takes_a_kind_as_a_kind_and_shows_perf_events_and_pmus() {
+    let v: serde_json::Value = serde_json::from_str(&stdout_of(
+        bfperf().args(["--sim", "bf3", "list", "perf", "--json"]),
+    ))
+    .unwrap();
+    let events = v["events"].as_array().unwrap();
+    // Only perf's events: not the gga events whose names contain PERF.
+    assert!(events.iter().all(|e| e["kind"] == "perf"), "{v}");
+    for spec in ["cycles", "instructions", "task-clock", "context-switches"] {
+        assert!(events.iter().any(|e| e["spec"] == spec), "{spec}: {v}");
+    }
+    // The PMUs the kernel lists: `software` always.
+    assert!(v["pmus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["name"] == "software" && p["type_"] == 1));
+    // And the metrics computed on perf events.
+    assert!(v["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["metric"] == "ipc"));
+}

@@ -80,12 +80,17 @@ pub struct Listing {
     pub groups: BTreeMap<String, Vec<String>>,
 }
 
-/// Whether `text` matches any of `patterns`: a glob (`*`, `?`, `[..]`) over the
-/// whole text, or a substring; any case. No pattern matches everything.
-fn matches(patterns: &[String], texts: &[&str]) -> bool {
+/// Whether an entry of `kind` with these texts matches any of `patterns`: a kind's
+/// name (`tile`, `perf`) matches that kind's entries only, as `perf list hw` does;
+/// any other pattern is a glob (`*`, `?`, `[..]`) over a whole text, or a substring;
+/// any case. No pattern matches everything.
+fn matches(patterns: &[String], kind: BlockKind, texts: &[&str]) -> bool {
     patterns.is_empty()
         || patterns.iter().any(|p| {
             let p = p.to_ascii_lowercase();
+            if is_kind(&p) {
+                return kind.as_str() == p;
+            }
             texts.iter().any(|t| {
                 let t = t.to_ascii_lowercase();
                 match glob::Pattern::new(&p) {
@@ -94,6 +99,10 @@ fn matches(patterns: &[String], texts: &[&str]) -> bool {
                 }
             })
         })
+}
+
+fn is_kind(name: &str) -> bool {
+    name == BlockKind::Perf.as_str() || BlockKind::parse(name).is_some()
 }
 
 /// Lists the device's events, registers, metrics and groups matching `patterns`
@@ -110,7 +119,7 @@ pub fn list(
     listing.events.extend(perf_events(pmus, patterns));
     listing.pmus = pmus
         .iter()
-        .filter(|p| matches(patterns, &[&p.name, "perf"]))
+        .filter(|p| matches(patterns, BlockKind::Perf, &[&p.name]))
         .map(|p| ListedPmu {
             name: p.name.clone(),
             type_: p.type_,
@@ -161,7 +170,7 @@ fn perf_events(pmus: &[Pmu], patterns: &[String]) -> Vec<ListedEvent> {
     });
     generic
         .chain(named)
-        .filter(|e| matches(patterns, &[&e.spec, &e.description, "perf"]))
+        .filter(|e| matches(patterns, BlockKind::Perf, &[&e.spec, &e.description]))
         .collect()
 }
 
@@ -187,7 +196,7 @@ pub fn list_blocks(
                 .clone()
                 .filter(|d| !d.trim().is_empty())
                 .unwrap_or_else(|| crate::catalog::NO_DESCRIPTION.into());
-            if !matches(patterns, &[&e.name, &description, b.kind.as_str()]) {
+            if !matches(patterns, b.kind, &[&e.name, &description]) {
                 continue;
             }
             events
@@ -236,12 +245,8 @@ fn list_metrics(
     {
         if !matches(
             patterns,
-            &[
-                &m.def.name,
-                &m.def.description,
-                &m.def.group,
-                m.kind.as_str(),
-            ],
+            m.kind,
+            &[&m.def.name, &m.def.description, &m.def.group],
         ) {
             continue;
         }

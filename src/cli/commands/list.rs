@@ -17,7 +17,7 @@ use crate::cli::Out;
 )]
 pub struct Args {
     /// Only what matches one of these (a glob or a substring, any case) in its
-    /// name, description, kind or group
+    /// name, description or group; a kind's name (tile, llt, perf) selects that kind
     patterns: Vec<String>,
     /// Metrics with their formulas and the events they need
     #[arg(long)]
