@@ -48,6 +48,7 @@ impl Cores {
                 kind: BlockKind::Perf,
                 name: c.event.clone(),
                 per_s: c.value.filter(|_| span_s > 0.0).map(|v| v as f64 / span_s),
+                // Refused by the kernel: the raw view says <not supported>.
                 idle: !c.supported,
                 level: false,
             })

@@ -257,6 +257,10 @@ fn raw(f: &mut Frame, app: &App, area: Rect) {
         .iter()
         .map(|r| {
             let value = match (r.per_s, r.level, r.idle) {
+                // A perf event is idle when the kernel refused it.
+                (_, _, true) if r.kind == crate::block::BlockKind::Perf => {
+                    "<not supported>".to_string()
+                }
                 (_, _, true) => "not programmed".to_string(),
                 (Some(v), true, _) => format!("{v:.0}"),
                 (Some(v), false, _) => {
