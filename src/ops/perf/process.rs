@@ -42,11 +42,10 @@ pub fn spawn_counted(
             libc::write(pid_w, pid.as_ptr().cast(), pid.len());
             libc::close(pid_w);
             let mut go = 0u8;
+            // No allocation here: the error is a plain errno.
             match libc::read(go_r, (&mut go as *mut u8).cast(), 1) {
                 1 => Ok(()),
-                _ => Err(std::io::Error::other(
-                    "bfperf could not attach its counters",
-                )),
+                _ => Err(std::io::Error::from_raw_os_error(libc::ECANCELED)),
             }
         })
     };
@@ -66,7 +65,12 @@ pub fn spawn_counted(
     drop(pid_write);
     drop(go_read);
     let counters = opener.join().ok().flatten();
-    let child = spawned?;
+    let child = spawned.map_err(|e| match e.raw_os_error() {
+        Some(libc::ECANCELED) => {
+            std::io::Error::other("its perf counters could not be attached before it started")
+        }
+        _ => e,
+    })?;
     let counters = counters.ok_or_else(|| std::io::Error::other("no counters were opened"))?;
     Ok((child, counters))
 }
