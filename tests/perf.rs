@@ -249,3 +249,26 @@ fn a_metric_naming_a_pmu_the_machine_lacks_is_refused_before_any_write() {
         .stderr(predicates::str::contains("no PMU named 'nosuchpmu'"));
     assert_eq!(before, copy.contents());
 }
+
+#[test]
+fn perf_csv_names_perf_events_as_perf_does() {
+    let out = stdout_of(
+        bfperf()
+            .args(["--sim", "bf2", "stat", "-x,", "-e", "cpu-clock,cycles"])
+            .args(["-e", "tile/MEMORY_READS/", "--", "sleep", "0.1"]),
+    );
+    let fields = |event: &str| -> Vec<String> {
+        out.lines()
+            .map(|l| l.split(',').map(str::to_string).collect::<Vec<_>>())
+            .find(|f| f[2] == event)
+            .unwrap_or_else(|| panic!("no {event}:\n{out}"))
+    };
+    let clock: f64 = fields("cpu-clock")[0].parse().unwrap();
+    assert!(clock > 0.05e9 * online_cpus(), "{out}");
+    let cycles = &fields("cycles")[0];
+    assert!(
+        cycles == "<not supported>" || cycles.parse::<u64>().is_ok(),
+        "{out}"
+    );
+    assert!(fields("tile/MEMORY_READS/")[0].parse::<u64>().unwrap() > 0);
+}

@@ -250,7 +250,11 @@ impl<'w> StatWriter<'w> {
                         .map_or_else(|| c.missing_text().into(), |v| v.to_string()),
                 );
                 r.push(c.unit.to_string());
-                r.push(self.text(&format!("{}/{}/", c.block, c.event)));
+                // perf's own events are named as perf names them (`cycles`, `PMU/EV/`).
+                r.push(self.text(&match c.kind {
+                    crate::block::BlockKind::Perf => c.event.clone(),
+                    _ => format!("{}/{}/", c.block, c.event),
+                }));
                 r.push(format!("{:.0}", span_s * c.coverage * 1e9));
                 r.push(format!("{:.2}", c.coverage * 100.0));
                 r.push(String::new());
