@@ -27,6 +27,8 @@ impl Event for Encoded {
 
 /// One group: a PMU on one CPU (or for a process tree), led by its first event.
 struct Slot {
+    /// The PMU's type and the CPU (None: any, for a process tree).
+    key: (u32, Option<usize>),
     group: Group,
     /// Each event it counts: its index and the kernel's id (the leader first).
     ids: Vec<(usize, u64)>,
@@ -121,6 +123,59 @@ fn aimed(
     b
 }
 
+/// Where and how an event is opened.
+#[derive(Clone, Copy)]
+struct How {
+    target: Target,
+    cpu: Option<usize>,
+    user_only: bool,
+}
+
+/// Opens event `i` into the group of its PMU on its CPU: as the leader of a new group
+/// when there is none yet (as perf does), else as an enabled member (a disabled member
+/// stays off when its group is enabled).
+fn add(slots: &mut Vec<Slot>, e: &PerfEvent, i: usize, how: How) -> std::io::Result<()> {
+    let builder = || {
+        let encoded = Encoded {
+            type_: e.type_,
+            configs: e.configs.0,
+        };
+        aimed(
+            Builder::new(encoded),
+            how.target,
+            how.cpu,
+            how.user_only,
+            e.levels,
+        )
+    };
+    let key = (e.type_, how.cpu);
+    match slots.iter_mut().find(|s| s.key == key) {
+        Some(s) => {
+            let c = builder().enabled(true).build_with_group(&mut s.group)?;
+            s.ids.push((i, c.id()));
+            s.members.push(c);
+        }
+        None => {
+            let group = builder()
+                .read_format(
+                    ReadFormat::GROUP
+                        | ReadFormat::ID
+                        | ReadFormat::TOTAL_TIME_ENABLED
+                        | ReadFormat::TOTAL_TIME_RUNNING,
+                )
+                .build_group()?;
+            let ids = vec![(i, group.id())];
+            slots.push(Slot {
+                key,
+                group,
+                ids,
+                members: Vec::new(),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Counters {
     /// Opens every event on every CPU (disabled), system-wide. An event the kernel
     /// refuses is kept as unsupported with the reason; the others count.
@@ -149,7 +204,7 @@ impl Counters {
             Target::System => online_cpus().into_iter().map(Some).collect(),
             Target::Process(_) => vec![None],
         };
-        let mut slots: Vec<(u32, Option<usize>, Slot)> = Vec::new();
+        let mut slots: Vec<Slot> = Vec::new();
         let mut refused: Vec<Option<String>> = vec![None; events.len()];
         let mut was_denied = false;
         let mut refuse = |slot: &mut Option<String>, err: &std::io::Error| {
@@ -169,59 +224,19 @@ impl Counters {
                 (None, _) => cpus.clone(),
             };
             for cpu in on {
-                let encoded = || Encoded {
-                    type_: e.type_,
-                    configs: e.configs.0,
+                let how = How {
+                    target,
+                    cpu,
+                    user_only,
                 };
-                let found = slots
-                    .iter()
-                    .position(|(t, c, _)| *t == e.type_ && *c == cpu);
-                let Some(k) = found else {
-                    // The first event of a PMU on a CPU leads its group.
-                    let mut leader =
-                        aimed(Builder::new(encoded()), target, cpu, user_only, e.levels);
-                    leader.read_format(
-                        ReadFormat::GROUP
-                            | ReadFormat::ID
-                            | ReadFormat::TOTAL_TIME_ENABLED
-                            | ReadFormat::TOTAL_TIME_RUNNING,
-                    );
-                    match leader.build_group() {
-                        Ok(group) => {
-                            let ids = vec![(i, group.id())];
-                            let members = Vec::new();
-                            slots.push((
-                                e.type_,
-                                cpu,
-                                Slot {
-                                    group,
-                                    ids,
-                                    members,
-                                },
-                            ));
-                        }
-                        Err(err) => refuse(&mut refused[i], &err),
-                    }
-                    continue;
-                };
-                let s = &mut slots[k].2;
-                // Members are enabled: they count whenever their leader does (a
-                // disabled member stays off when the group is enabled).
-                match aimed(Builder::new(encoded()), target, cpu, user_only, e.levels)
-                    .enabled(true)
-                    .build_with_group(&mut s.group)
-                {
-                    Ok(c) => {
-                        s.ids.push((i, c.id()));
-                        s.members.push(c);
-                    }
-                    Err(err) => refuse(&mut refused[i], &err),
+                if let Err(err) = add(&mut slots, e, i, how) {
+                    refuse(&mut refused[i], &err);
                 }
             }
         }
         Counters {
             events: events.to_vec(),
-            slots: slots.into_iter().map(|(_, _, s)| s).collect(),
+            slots,
             refused,
             user_only,
             denied: was_denied,
