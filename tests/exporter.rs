@@ -1098,3 +1098,19 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
         );
     }
 }
+
+#[test]
+fn a_perf_event_in_the_config_is_refused_not_taken_for_a_blocks_cycles() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"cycles\"]\nstrict = true\n");
+    bfperf()
+        .args(["--sim", "bf3", "exporter", "--config"])
+        .arg(&cfg)
+        .args(["--listen", "127.0.0.1:0"])
+        .timeout(std::time::Duration::from_secs(10))
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "cycles is a perf event of the Arm cores, which the exporter does not count",
+        ));
+}

@@ -186,6 +186,20 @@ pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<
     };
     let mut specs = Vec::new();
     for e in events {
+        // `cycles` is the Arm cores' perf event in stat's grammar, never a block's.
+        if let Ok((perf, _)) = crate::ops::perf::split(&[], std::slice::from_ref(&e)) {
+            if let Some(p) = perf.first() {
+                let problem = format!(
+                    "{} is a perf event of the Arm cores, which the exporter does not count (stat and top do); a block's count_clock counter is KIND/cycles/",
+                    p.name
+                );
+                skip(
+                    format!("events entry '{e}'"),
+                    crate::error::Error::BadSpec { spec: e, problem },
+                )?;
+                continue;
+            }
+        }
         match prepare(device, &StatRequest::for_specs(vec![e.clone()])) {
             Ok(_) => specs.push(e),
             Err(err) => skip(format!("events entry '{e}'"), err)?,
