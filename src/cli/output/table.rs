@@ -26,7 +26,7 @@ fn shown(cell: &Cell) -> String {
 impl TableRenderer {
     fn table(&self, t: &Table, out: &mut dyn Write) -> io::Result<()> {
         let mut ct = comfy_table::Table::new();
-        ct.load_style(presets::NOTHING);
+        ct.load_preset(presets::NOTHING);
         ct.set_header(t.header.clone());
         for r in &t.rows {
             ct.add_row(r.iter().map(shown).collect::<Vec<_>>());
