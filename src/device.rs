@@ -68,6 +68,12 @@ impl std::fmt::Debug for Device {
 impl Device {
     /// Opens the device in a hwmon directory on the real filesystem.
     pub fn open_dir(dir: &Path) -> Result<Device> {
+        Device::open_tree(RealFs::new(dir))
+    }
+
+    /// Opens the device in a hwmon directory (or a copy of one) as `fs` reaches it.
+    pub fn open_tree(fs: RealFs) -> Result<Device> {
+        let dir = fs.dir();
         match read_attribute(&dir.join(layout::NAME)) {
             Ok(name) if name.trim_end() == layout::DEVICE_NAME => {}
             Ok(name) => {
@@ -83,7 +89,12 @@ impl Device {
                 })
             }
         }
-        Device::open(Box::new(RealFs::new(dir)))
+        Device::open(Box::new(fs))
+    }
+
+    /// The page size of the kernel serving the files (see [`Sysfs::page_size`]).
+    pub fn page_size(&self) -> usize {
+        self.fs.page_size()
     }
 
     /// Finds and opens the device under a sysfs root.
@@ -360,7 +371,12 @@ impl Device {
     fn parse_catalog(&self, block: &Block) -> Result<Catalog> {
         let rel = layout::event_list(&block.name);
         match self.fs.read(&rel) {
-            Ok(text) => Ok(Catalog::merge(block.kind, self.generation, &text)),
+            Ok(text) => Ok(Catalog::merge(
+                block.kind,
+                self.generation,
+                &text,
+                self.fs.page_size(),
+            )),
             // The driver refuses the list of a block it has no table for.
             Err(e) if e.raw_os_error() == Some(crate::error::errno::EINVAL) => {
                 Ok(Catalog::builtin(block.kind, self.generation))

@@ -57,6 +57,12 @@ pub trait Sysfs: Send + Sync {
         true
     }
 
+    /// The page size of the kernel serving the files: the most one `show` prints, so
+    /// what a cut `event_list` is measured against. The running kernel's by default.
+    fn page_size(&self) -> usize {
+        kernel_page_size()
+    }
+
     /// Opens a file for repeated reads (sampling). The real filesystem opens it once
     /// and reads it with one `pread` at offset 0 each time, which makes sysfs
     /// generate the value afresh; the default reads the whole file each time.
@@ -182,6 +188,48 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     fn writable(&self, rel: &str) -> bool {
         (**self).writable(rel)
     }
+    fn page_size(&self) -> usize {
+        (**self).page_size()
+    }
+}
+
+/// The running kernel's page size (`sysconf(_SC_PAGESIZE)`): 4 KiB on x86_64; 4, 16
+/// or 64 KiB on arm64, as the kernel was built.
+pub fn kernel_page_size() -> usize {
+    // SAFETY: sysconf reads a constant of the process; it has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n)
+        .ok()
+        .filter(|n| n.is_power_of_two())
+        .unwrap_or(MIN_PAGE_SIZE)
+}
+
+/// The smallest page size a kernel has (and the simulator's default).
+pub const MIN_PAGE_SIZE: usize = 4096;
+/// The largest page size accepted (arm64 and ppc64 go up to 64 KiB; hexagon 256 KiB).
+pub const MAX_PAGE_SIZE: usize = 256 * 1024;
+
+/// A page size as people write it: `4k`, `16K`, `64KiB`, or bytes (`65536`); a power of
+/// two from 4 KiB to 256 KiB.
+pub fn parse_page_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let lower = t.to_ascii_lowercase();
+    let (digits, scale) = match lower
+        .strip_suffix("kib")
+        .or_else(|| lower.strip_suffix('k'))
+    {
+        Some(d) => (d, 1024),
+        None => (lower.as_str(), 1),
+    };
+    digits
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .filter(|n| n.is_power_of_two() && (MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(n))
+        .ok_or_else(|| {
+            format!("'{text}' is not a page size: give 4k, 16k or 64k (a power of two from 4 KiB to 256 KiB)")
+        })
 }
 
 /// File names of the driver's interface.
@@ -252,12 +300,23 @@ pub mod layout {
 #[derive(Debug, Clone)]
 pub struct RealFs {
     dir: PathBuf,
+    page_size: Option<usize>,
 }
 
 impl RealFs {
     /// The device at `dir` (a hwmon directory or a copy of one).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        RealFs { dir: dir.into() }
+        RealFs {
+            dir: dir.into(),
+            page_size: None,
+        }
+    }
+
+    /// The page size of the kernel the files came from, when that is not the running
+    /// kernel (a tree copied from a DPU with 64 KiB pages); None: the running kernel's.
+    pub fn with_page_size(mut self, page_size: Option<usize>) -> Self {
+        self.page_size = page_size;
+        self
     }
 
     /// The device's directory.
@@ -317,6 +376,11 @@ fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::Fi
         return Err(not_regular(kind));
     }
     Ok(file)
+}
+
+/// Which CPUs are online, under a sysfs root.
+pub fn cpus_online(sysfs_root: &Path) -> PathBuf {
+    sysfs_root.join("devices/system/cpu/online")
 }
 
 /// Where the kernel lists its perf_event PMUs, under a sysfs root.
@@ -430,6 +494,10 @@ impl Sysfs for RealFs {
 
     fn location(&self) -> String {
         self.dir.display().to_string()
+    }
+
+    fn page_size(&self) -> usize {
+        self.page_size.unwrap_or_else(kernel_page_size)
     }
 
     fn canonical_location(&self) -> String {

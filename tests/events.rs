@@ -53,7 +53,7 @@ fn bf3_llt_includes_histogram_bins_the_driver_cut() {
             ]
         );
     }
-    assert!(out.contains("cuts it at 4096 bytes"));
+    assert!(out.contains("cuts it at one page"));
     let v: serde_json::Value = serde_json::from_str(&stdout_of(
         on_fixture("bf3").args(["events", "mss0", "--json"]),
     ))
@@ -118,4 +118,79 @@ fn unknown_block_gets_suggestions() {
             "unknown block 'tlie2'; did you mean",
         ))
         .stderr(predicate::str::contains("tile2"));
+}
+
+/// On an arm64 kernel with 16 or 64 KiB pages the driver's list is whole: every event
+/// comes from the device, none is marked as completed from the table.
+#[test]
+fn larger_pages_give_the_whole_list() {
+    for page in ["16k", "64k"] {
+        let out = stdout_of(bfperf().args([
+            "--sim",
+            "bf3",
+            "--page-size",
+            page,
+            "events",
+            "mss0",
+            "--json",
+        ]));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["truncated_event_list"], false, "{page}");
+        let events = v["events"].as_array().unwrap();
+        assert_eq!(events.len(), 155, "{page}");
+        assert!(
+            events.iter().all(|e| e["source"] == "device"),
+            "{page}: {out}"
+        );
+        let text = stdout_of(bfperf().args([
+            "--sim",
+            "bf3",
+            "--page-size",
+            page,
+            "events",
+            "llt0",
+            "histogram",
+        ]));
+        assert!(!text.contains("cuts it at one page"), "{page}: {text}");
+        assert!(
+            text.contains("HISTOGRAM_HISTOGRAM_BIN9\n")
+                || text.contains("HISTOGRAM_HISTOGRAM_BIN9 "),
+            "{text}"
+        );
+    }
+}
+
+/// The same over the FUSE mount of a 64 KiB-page kernel, and the page size is checked.
+#[test]
+fn a_mounted_64k_kernel_lists_everything() {
+    let Some(m) = Mount::start_with("3", "6.12", &["--page-size", "64k"]) else {
+        return;
+    };
+    let list = m.read("llt0/event_list");
+    assert!(
+        list.len() > 4096 && list.contains("HISTOGRAM_BIN9"),
+        "{}",
+        list.len()
+    );
+    let out = stdout_of(
+        m.cmd()
+            .args(["--page-size", "64k", "events", "llt0", "--json"]),
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["truncated_event_list"], false);
+    // Programming a histogram bin by name works: the device's own list names it.
+    m.run(&["program", "llt0", "0", "HISTOGRAM_HISTOGRAM_BIN9"]);
+    assert_eq!(
+        m.read("llt0/event0").trim(),
+        "0xab: HISTOGRAM_HISTOGRAM_BIN9"
+    );
+}
+
+#[test]
+fn a_page_size_that_no_kernel_has_is_refused() {
+    bfperf()
+        .args(["--sim", "bf3", "--page-size", "5000", "events", "llt0"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("page size"));
 }

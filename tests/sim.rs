@@ -1,7 +1,7 @@
 //! The simulator's rules, on the in-process model with a manual clock.
 
 use bfperf::error::errno;
-use bfperf::sim::{Kernel, ManualClock, Sim};
+use bfperf::sim::{Kernel, ManualClock, Sim, SimOptions};
 use bfperf::{Generation, Sysfs};
 use std::sync::Arc;
 
@@ -339,4 +339,33 @@ fn every_command_works_on_the_in_process_simulator() {
     let done = control::apply(&device, stop).unwrap();
     assert_eq!(done.written, ["0x0"]);
     assert_eq!(done.final_values.unwrap().counters[0].value, 46_875_000);
+}
+
+#[test]
+fn larger_pages_hold_the_whole_lists() {
+    for page in [16 * 1024, 64 * 1024] {
+        let options = SimOptions {
+            page_size: Some(page),
+            ..SimOptions::default()
+        };
+        let s = Sim::with_options(
+            Generation::Bf3,
+            Kernel::V6_14,
+            Arc::new(ManualClock::new(0)),
+            &options,
+        );
+        assert_eq!(s.page_size(), page);
+        for block in ["llt0", "mss1"] {
+            let list = s.read(&format!("{block}/event_list")).unwrap();
+            assert!(
+                list.len() > 4096 && list.len() < page,
+                "{block}: {}",
+                list.len()
+            );
+            assert!(
+                list.ends_with("HISTOGRAM_HISTOGRAM_BIN9\n"),
+                "{block} at {page}"
+            );
+        }
+    }
 }

@@ -36,7 +36,6 @@ pub const NO_DESCRIPTION: &str = "no vendor description";
 pub const DISABLE: &str = "DISABLE";
 /// The length of the driver's per-line buffer: a list this close to a page was cut.
 const EVENT_INFO_LEN: usize = 100;
-const PAGE_SIZE: usize = 4096;
 
 /// The built-in table of a block kind on a generation.
 pub fn builtin(kind: BlockKind, gen: Generation) -> &'static [EventDef] {
@@ -166,9 +165,10 @@ impl Catalog {
     }
 
     /// Merges the device's `event_list` text with the built-in table. The device decides
-    /// what exists; when its list was cut at the page size, the table supplies the
-    /// events after the last one listed.
-    pub fn merge(kind: BlockKind, gen: Generation, device_list: &str) -> Catalog {
+    /// what exists; when its list was cut at `page_size` (the serving kernel's page:
+    /// the most one `show` prints), the table supplies the events after the last one
+    /// listed.
+    pub fn merge(kind: BlockKind, gen: Generation, device_list: &str, page_size: usize) -> Catalog {
         let table = builtin(kind, gen);
         let listed = parse_event_list(device_list);
         if listed.is_empty() {
@@ -194,7 +194,7 @@ impl Catalog {
             })
             .collect();
         let mut truncated = false;
-        if device_list.len() + EVENT_INFO_LEN > PAGE_SIZE {
+        if device_list.len() + EVENT_INFO_LEN > page_size {
             // Near a page: the driver may have cut the list. Continue the table after
             // the last listed entry.
             let last = listed.last().expect("non-empty");
@@ -490,20 +490,64 @@ mod tests {
         );
     }
 
-    #[test]
-    fn truncated_list_is_completed_from_the_table() {
+    /// BF3's llt list as the driver prints it into a page of `page` bytes.
+    fn llt_list(page: usize) -> String {
+        padded_llt_list(page, 0)
+    }
+
+    /// The llt list as a driver cuts it at `page`, each line padded with spaces to
+    /// `width` bytes (the driver's tables have names with trailing spaces).
+    fn padded_llt_list(page: usize, width: usize) -> String {
         let mut list = String::new();
         for d in builtin(BlockKind::Llt, Generation::Bf3) {
-            let line = format!("0x{:x}: {}\n", d.number, d.name);
-            if list.len() + line.len() >= PAGE_SIZE {
+            let line = format!("{:<width$}\n", format!("0x{:x}: {}", d.number, d.name));
+            if list.len() + line.len() >= page {
                 break;
             }
             list.push_str(&line);
         }
-        let c = Catalog::merge(BlockKind::Llt, Generation::Bf3, &list);
+        list
+    }
+
+    #[test]
+    fn truncated_list_is_completed_from_the_table() {
+        let cut = llt_list(4096);
+        let c = Catalog::merge(BlockKind::Llt, Generation::Bf3, &cut, 4096);
         assert!(c.truncated);
         assert_eq!(c.events.len(), 172);
         assert_eq!(c.events.last().unwrap().name, "HISTOGRAM_HISTOGRAM_BIN9");
+        assert_eq!(c.events.last().unwrap().source, Source::Builtin);
+    }
+
+    #[test]
+    fn a_larger_page_holds_the_whole_list() {
+        for page in [16384, 65536] {
+            let whole = Catalog::merge(BlockKind::Llt, Generation::Bf3, &llt_list(page), page);
+            assert!(!whole.truncated, "{page}-byte page");
+            assert_eq!(whole.events.len(), 172);
+            assert!(whole.events.iter().all(|e| e.source == Source::Device));
+            // What a 4 KiB page would have cut is, on this page, all the device has.
+            let cut = llt_list(4096);
+            let short = Catalog::merge(BlockKind::Llt, Generation::Bf3, &cut, page);
+            assert!(!short.truncated, "{page}-byte page");
+            assert_eq!(short.events.len(), cut.lines().count());
+        }
+    }
+
+    #[test]
+    fn a_list_cut_at_a_larger_page_is_still_detected() {
+        // Names padded towards the driver's line length fill a 16 KiB page.
+        let page = 16384;
+        let cut = padded_llt_list(page, EVENT_INFO_LEN - 5);
+        assert!(
+            cut.len() > 4096 && cut.lines().count() < 172,
+            "{}",
+            cut.len()
+        );
+        assert!(cut.lines().all(|l| l.len() < EVENT_INFO_LEN));
+        let c = Catalog::merge(BlockKind::Llt, Generation::Bf3, &cut, page);
+        assert!(c.truncated);
+        assert_eq!(c.events.len(), 172);
         assert_eq!(c.events.last().unwrap().source, Source::Builtin);
     }
 }

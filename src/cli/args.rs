@@ -20,6 +20,18 @@ pub struct Global {
     /// Use this hwmon directory directly, without discovery
     #[arg(long, global = true, value_name = "DIR")]
     pub device: Option<PathBuf>,
+    /// The page size of the kernel serving the device's files (4k, 16k or 64k): the
+    /// most one read returns, so where a driver's event_list is cut. Default: the
+    /// running kernel's; give it for a tree copied from another machine, or to make
+    /// --sim and `sim mount` behave as an arm64 kernel with 16 or 64 KiB pages
+    #[arg(
+        long,
+        global = true,
+        value_name = "SIZE",
+        env = "BFPERF_PAGE_SIZE",
+        value_parser = crate::sysfs::parse_page_size
+    )]
+    pub page_size: Option<usize>,
     /// The writer lock file (default: one per device in /run/bfperf, or the caller's
     /// runtime directory, or $BFPERF_STATE_DIR)
     #[arg(long, global = true, value_name = "FILE", env = "BFPERF_LOCK_FILE")]

@@ -26,8 +26,13 @@ pub fn open_device(global: &Global) -> Result<Device> {
             );
             Device::open(Box::new(Arc::new(sim)))?
         }
-        (None, Some(dir)) => Device::open_dir(dir)?,
-        (None, None) => Device::discover(&global.sysfs_root)?,
+        (None, dir) => {
+            let dir = match dir {
+                Some(dir) => dir.clone(),
+                None => crate::device::discover(&global.sysfs_root)?,
+            };
+            Device::open_tree(crate::sysfs::RealFs::new(dir).with_page_size(global.page_size))?
+        }
     };
     for w in device.warnings() {
         diag(&format!("warning: {w}"));
@@ -142,7 +147,10 @@ pub fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
             kernel.name()
         )));
     }
-    let mut options = sim::SimOptions::default();
+    let mut options = sim::SimOptions {
+        page_size: global.page_size,
+        ..sim::SimOptions::default()
+    };
     if let Some(path) = &global.workload {
         options.workload = sim::Workload::load(path)?;
     }

@@ -21,10 +21,6 @@ pub(crate) enum Node {
     Register(usize),
 }
 
-/// The longest `event_list` the driver prints: it stops before the line that would
-/// reach a page.
-const PAGE: usize = 4096;
-
 impl Sim {
     pub(super) fn find<'a>(state: &'a State, block: &str) -> Option<(usize, &'a SimBlock)> {
         state
@@ -84,7 +80,8 @@ impl Sim {
             } else {
                 format!("0x{:x}: {}\n", d.number, d.name)
             };
-            if out.len() + line.len() >= PAGE {
+            // The driver stops before the line that would reach a page.
+            if out.len() + line.len() >= self.page_size {
                 break;
             }
             out.push_str(&line);

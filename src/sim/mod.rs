@@ -44,6 +44,9 @@ pub struct SimOptions {
     pub counters: Vec<(BlockKind, usize)>,
     /// The traffic over time (default: one steady phase).
     pub workload: Workload,
+    /// The page size of the simulated kernel (4, 16 or 64 KiB on arm64): where its
+    /// `event_list` is cut. None: 4 KiB.
+    pub page_size: Option<usize>,
 }
 
 /// The simulated device. Cheap to share: clone the `Arc`.
@@ -52,6 +55,7 @@ pub struct Sim {
     kernel: &'static KernelDef,
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
+    page_size: usize,
 }
 
 impl Sim {
@@ -91,6 +95,7 @@ impl Sim {
             kernel,
             clock,
             state: Mutex::new(State { blocks }),
+            page_size: options.page_size.unwrap_or(crate::sysfs::MIN_PAGE_SIZE),
         }
     }
 

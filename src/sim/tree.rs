@@ -100,4 +100,8 @@ impl Sysfs for Sim {
             self.kernel.name
         )
     }
+
+    fn page_size(&self) -> usize {
+        self.page_size
+    }
 }

@@ -114,11 +114,20 @@ pub fn tree_contents(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         .collect()
 }
 
-/// The bfperf binary, with no environment that could point it elsewhere.
+/// The bfperf binary, with no environment that could point it elsewhere. The fixtures
+/// were captured under kernels with 4 KiB pages (their event lists are cut at 4096
+/// bytes), so the page size is 4 KiB whatever the machine running the tests uses.
 pub fn bfperf() -> Command {
     let mut c = Command::new(assert_cmd::cargo::cargo_bin!("bfperf"));
     c.env_remove("BFPERF_SYSFS_ROOT");
+    c.env("BFPERF_PAGE_SIZE", "4096");
     c
+}
+
+/// Whether the tests run under user-mode emulation (.ci/aarch64 sets
+/// BFPERF_TEST_EMULATED), where starting a process takes longer.
+pub fn emulated() -> bool {
+    std::env::var_os("BFPERF_TEST_EMULATED").is_some()
 }
 
 /// bfperf on a checked-in fixture (read-only commands).

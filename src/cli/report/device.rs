@@ -190,7 +190,7 @@ impl Report for EventsReport {
         d.table(t);
         if self.events.iter().any(|e| e.source == Source::Builtin) {
             d.line(format!(
-                "* not in {}'s event_list (the driver cuts it at 4096 bytes): from bfperf's built-in table",
+                "* not in {}'s event_list (the driver cuts it at one page): from bfperf's built-in table",
                 self.block
             ));
         }
