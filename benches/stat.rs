@@ -199,7 +199,8 @@ fn perf_reads(c: &mut Criterion) {
     let names = ["cpu-clock", "task-clock", "context-switches", "page-faults"];
     let specs: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     let (events, _) = perf::split(&[], &specs).unwrap();
-    let mut counters = Counters::open(&events);
+    let cpus = perf::online_cpus(std::path::Path::new("/sys"));
+    let mut counters = Counters::open(&events, &cpus);
     if !counters.refusals().is_empty() {
         eprintln!("perf events refused here: {:?}", counters.refusals());
         return;

@@ -397,6 +397,7 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
         journal: global.sim.is_none(),
         per_process: a.per_process,
         perf,
+        perf_cpus: crate::ops::perf::online_cpus(&global.sysfs_root),
     };
     if a.per_process && req.perf.is_empty() {
         diag("--per-process: no perf events to count (cycles, task-clock...); the blocks are counted as always");

@@ -21,12 +21,17 @@ pub struct Cores {
 }
 
 impl Cores {
-    /// Opens and starts `events` now; None when there is none.
-    pub fn start(events: &[PerfEvent], metrics: Vec<String>, now: u64) -> Option<Cores> {
+    /// Opens and starts `events` on `cpus` now; None when there is none.
+    pub fn start(
+        events: &[PerfEvent],
+        cpus: &[usize],
+        metrics: Vec<String>,
+        now: u64,
+    ) -> Option<Cores> {
         if events.is_empty() {
             return None;
         }
-        let mut counters = Counters::open(events);
+        let mut counters = Counters::open(events, cpus);
         counters.start();
         let first = counters.read().iter().map(Count::of_perf).collect();
         Some(Cores {

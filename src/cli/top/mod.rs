@@ -266,7 +266,8 @@ pub fn run(global: &Global, args: TopOptions) -> Result<()> {
         raw: Vec::new(),
         refreshes: 0,
     };
-    let mut cores = cores::Cores::start(&perf, cpu_metrics, monotonic_ns());
+    let cpus = crate::ops::perf::online_cpus(&global.sysfs_root);
+    let mut cores = cores::Cores::start(&perf, &cpus, cpu_metrics, monotonic_ns());
     let mut sources = Sources {
         device: restore.0,
         watch: &mut watch,

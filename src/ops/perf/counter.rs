@@ -90,9 +90,10 @@ fn denied(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM))
 }
 
-/// The CPUs online (`/sys/devices/system/cpu/online`), or those the process may use.
-fn online_cpus() -> Vec<usize> {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
+/// The CPUs online (`devices/system/cpu/online` under the sysfs root), or those the
+/// process may use when that file says nothing.
+pub fn online_cpus(sysfs_root: &std::path::Path) -> Vec<usize> {
+    crate::sysfs::read_attribute(&crate::sysfs::cpus_online(sysfs_root))
         .ok()
         .and_then(|t| super::pmu::parse_cpu_list(&t))
         .unwrap_or_else(|| {
@@ -177,19 +178,24 @@ fn add(slots: &mut Vec<Slot>, e: &PerfEvent, i: usize, how: How) -> std::io::Res
 }
 
 impl Counters {
-    /// Opens every event on every CPU (disabled), system-wide. An event the kernel
-    /// refuses is kept as unsupported with the reason; the others count.
-    pub fn open(events: &[PerfEvent]) -> Counters {
-        Counters::open_for(events, Target::System)
+    /// Opens every event on every CPU in `cpus` (disabled; an uncore event on its own
+    /// CPUs), system-wide. An event the kernel refuses is kept as unsupported with the
+    /// reason; the others count.
+    pub fn open(events: &[PerfEvent], cpus: &[usize]) -> Counters {
+        Counters::open_on(events, Target::System, cpus)
     }
 
     /// Opens every event for `target`: per CPU when system-wide, one group per PMU
     /// for a process tree. The kernel's share is counted where the kernel allows
     /// it (perf_event_paranoid), else user space only ([`Counters::user_only`]).
     pub fn open_for(events: &[PerfEvent], target: Target) -> Counters {
-        let mut c = Counters::try_open(events, target, false);
+        Counters::open_on(events, target, &[])
+    }
+
+    fn open_on(events: &[PerfEvent], target: Target, cpus: &[usize]) -> Counters {
+        let mut c = Counters::try_open(events, target, cpus, false);
         if c.denied {
-            let user = Counters::try_open(events, target, true);
+            let user = Counters::try_open(events, target, cpus, true);
             if user.refused.iter().filter(|r| r.is_some()).count()
                 < c.refused.iter().filter(|r| r.is_some()).count()
             {
@@ -199,9 +205,9 @@ impl Counters {
         c
     }
 
-    fn try_open(events: &[PerfEvent], target: Target, user_only: bool) -> Counters {
+    fn try_open(events: &[PerfEvent], target: Target, cpus: &[usize], user_only: bool) -> Counters {
         let cpus: Vec<Option<usize>> = match target {
-            Target::System => online_cpus().into_iter().map(Some).collect(),
+            Target::System => cpus.iter().copied().map(Some).collect(),
             Target::Process(_) => vec![None],
         };
         let mut slots: Vec<Slot> = Vec::new();

@@ -8,7 +8,7 @@ pub mod pmu;
 pub mod process;
 
 use crate::error::{Error, Result};
-pub use counter::{Counters, Reading, Target};
+pub use counter::{online_cpus, Counters, Reading, Target};
 pub use pmu::{discover, Configs, Pmu};
 pub use process::spawn_counted;
 

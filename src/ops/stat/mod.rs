@@ -573,6 +573,8 @@ pub struct StatRequest {
     pub journal: bool,
     /// perf_event events counted in the same window (system-wide, per CPU).
     pub perf: Vec<crate::ops::perf::PerfEvent>,
+    /// The CPUs system-wide perf events are counted on ([`crate::ops::perf::online_cpus`]).
+    pub perf_cpus: Vec<usize>,
     /// Count the perf events for the measured command's process tree instead of
     /// system-wide: the [`Until`] of each run opens them ([`Until::take_perf`]).
     pub per_process: bool,
@@ -590,6 +592,7 @@ impl StatRequest {
             multiplex: true,
             journal: false,
             perf: Vec::new(),
+            perf_cpus: Vec::new(),
             per_process: false,
         }
     }
@@ -704,7 +707,7 @@ pub fn measure<'d>(
     let outcome = (|| -> Result<StatOutcome> {
         let mut m = Measurement::start(device, plans, &saved, pacer.now_ns())?;
         if !req.per_process {
-            let perf = crate::ops::perf::Counters::open(&req.perf);
+            let perf = crate::ops::perf::Counters::open(&req.perf, &req.perf_cpus);
             perf_warnings(&perf, &mut warnings);
             m = m.with_perf(perf);
         }
