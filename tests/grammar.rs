@@ -45,8 +45,12 @@ fn rates(args: &[&str]) -> Vec<(String, String, f64)> {
 }
 
 fn close(got: f64, want: f64, what: &str) {
+    // Under user-mode emulation the first pass through the code between enabling the
+    // counters and taking the start time is translated then, widening that gap from
+    // microseconds to tens of milliseconds of a 500 ms window.
+    let tolerance = if emulated() { 0.08 } else { 0.03 };
     assert!(
-        ((got - want) / want).abs() < 0.03,
+        ((got - want) / want).abs() < tolerance,
         "{what}: {got} vs the simulator's {want}"
     );
 }
