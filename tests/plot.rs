@@ -207,3 +207,54 @@ fn diff_plots_a_bar_per_value() {
     assert_eq!(bars, 1, "{text}");
     assert!(texts(&text).iter().any(|t| t == "pcie0 IN_P_BYTE_CNT"));
 }
+
+/// Interval metrics are drawn, the run's total metrics are not: each metric line has
+/// one point per interval, in files that say `of` and in files made before it.
+#[test]
+fn only_intervals_are_drawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--sim",
+        "bf3",
+        "stat",
+        "-M",
+        "ddr",
+        "-I",
+        "250",
+        "--duration",
+        "1s",
+        "-j",
+    ];
+    let run = run_to(dir.path(), "run.json", &args);
+    let text = std::fs::read_to_string(&run).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |of: &str| {
+        records
+            .iter()
+            .filter(|r| r["record"] == "metric" && r["metric"] == "ddr_bandwidth" && r["of"] == of)
+            .count()
+    };
+    let intervals = of("interval");
+    assert_eq!(of("total"), 1);
+    assert!(intervals >= 4, "{text}");
+    // The same run as an older bfperf wrote it: no `of`.
+    let old = dir.path().join("old.json");
+    let stripped: String = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("of");
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&old, stripped).unwrap();
+    for file in [&run, &old] {
+        let (_, charts) = bfperf::ops::series::charts(&[file.as_path()], false).unwrap();
+        let chart = charts.iter().find(|c| c.title == "ddr_bandwidth").unwrap();
+        assert_eq!(chart.lines.len(), 1);
+        assert_eq!(chart.lines[0].points.len(), intervals, "{}", file.display());
+    }
+}

@@ -49,6 +49,8 @@ enum Record {
         unit: String,
     },
     Metric {
+        /// `interval` or `total`; absent from files made before it was written.
+        of: Option<String>,
         time_s: f64,
         metric: String,
         block: String,
@@ -56,6 +58,7 @@ enum Record {
         value: Option<f64>,
         unit: String,
     },
+    Total,
     End {
         command: Option<String>,
     },
@@ -80,6 +83,8 @@ pub fn charts(files: &[&Path], per_block: bool) -> Result<(String, Vec<Chart>)> 
         let text = read_run(path)?;
         // The start of each item's current interval, to turn counts into rates.
         let mut last_time: BTreeMap<(u32, String, String), f64> = BTreeMap::new();
+        // In files without `of`, the metrics after a run's totals are the totals'.
+        let mut after_total = false;
         for (n, line) in text
             .lines()
             .enumerate()
@@ -102,6 +107,7 @@ pub fn charts(files: &[&Path], per_block: bool) -> Result<(String, Vec<Chart>)> 
                     value,
                     unit,
                 } => {
+                    after_total = false;
                     let key = (run, block.clone(), event.clone());
                     let start = last_time.insert(key, time_s).unwrap_or(0.0);
                     let span = time_s - start;
@@ -118,6 +124,7 @@ pub fn charts(files: &[&Path], per_block: bool) -> Result<(String, Vec<Chart>)> 
                     }
                 }
                 Record::Metric {
+                    of,
                     time_s,
                     metric,
                     block,
@@ -126,7 +133,8 @@ pub fn charts(files: &[&Path], per_block: bool) -> Result<(String, Vec<Chart>)> 
                     unit,
                     ..
                 } => {
-                    if !wanted(&block, &kind, per_block) {
+                    let interval = of.map_or(!after_total, |of| of == "interval");
+                    if !interval || !wanted(&block, &kind, per_block) {
                         continue;
                     }
                     if let Some(v) = value {
@@ -138,7 +146,11 @@ pub fn charts(files: &[&Path], per_block: bool) -> Result<(String, Vec<Chart>)> 
                             .push((time_s, v));
                     }
                 }
-                Record::End { command } => commands.extend(command),
+                Record::Total => after_total = true,
+                Record::End { command } => {
+                    after_total = false;
+                    commands.extend(command)
+                }
                 Record::Other => {}
             }
         }

@@ -50,7 +50,7 @@ pub struct StatWriter<'w> {
     started: std::time::SystemTime,
 }
 
-const COLUMNS: [&str; 17] = [
+const COLUMNS: [&str; 18] = [
     "record",
     "run",
     "time_s",
@@ -68,6 +68,7 @@ const COLUMNS: [&str; 17] = [
     "valid",
     "reason",
     "stddev_pct",
+    "of",
 ];
 
 #[derive(Serialize)]
@@ -85,6 +86,8 @@ struct Line<'a> {
 #[derive(Serialize)]
 struct MetricLine<'a> {
     record: &'static str,
+    /// What the metric is computed over: `interval` or `total` (a run).
+    of: &'static str,
     run: Option<u32>,
     time_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -226,6 +229,7 @@ impl<'w> StatWriter<'w> {
                 c.valid.to_string(),
                 reason,
                 opt(l.stddev_pct.map(|s| format!("{s:.2}"))),
+                l.record.to_string(),
             ])
             .map_err(to_io)?;
         }
@@ -302,6 +306,7 @@ impl<'w> StatWriter<'w> {
     /// Metric values as CSV rows: the metric in `event`, its value in `value`.
     fn csv_metrics(
         &mut self,
+        of: &'static str,
         run: Option<u32>,
         time_s: Option<f64>,
         values: &[MetricValue],
@@ -333,15 +338,17 @@ impl<'w> StatWriter<'w> {
                 v.value.is_some().to_string(),
                 v.reason.clone().unwrap_or_default(),
                 String::new(),
+                of.to_string(),
             ])
             .map_err(to_io)?;
         }
         out.flush()
     }
 
+    /// Metric values computed over `of`: `interval` or `total`.
     fn metrics(
         &mut self,
-        record: &'static str,
+        of: &'static str,
         run: Option<u32>,
         time_s: Option<f64>,
         values: &[MetricValue],
@@ -350,7 +357,8 @@ impl<'w> StatWriter<'w> {
             StatFormat::Ndjson => {
                 for v in values {
                     self.ndjson(&MetricLine {
-                        record,
+                        record: "metric",
+                        of,
                         run,
                         time_s,
                         timestamp: self.timestamp(time_s),
@@ -359,9 +367,9 @@ impl<'w> StatWriter<'w> {
                 }
                 Ok(())
             }
-            StatFormat::Csv(_) => self.csv_metrics(run, time_s, values),
-            StatFormat::PerfCsv(sep) => match record {
-                "metric" => self.perf_metrics(sep, time_s, values),
+            StatFormat::Csv(_) => self.csv_metrics(of, run, time_s, values),
+            StatFormat::PerfCsv(sep) => match of {
+                "interval" => self.perf_metrics(sep, time_s, values),
                 _ => self.perf_metrics(sep, None, values),
             },
             StatFormat::Table => {
@@ -431,7 +439,7 @@ impl<'w> StatWriter<'w> {
                 }
             }
         }
-        self.metrics("metric", Some(i.run), Some(i.time_s), metrics)?;
+        self.metrics("interval", Some(i.run), Some(i.time_s), metrics)?;
         self.w.flush()
     }
 
@@ -472,7 +480,7 @@ impl<'w> StatWriter<'w> {
                         })?;
                     }
                     if let Some(m) = metrics.get(i) {
-                        self.metrics("metric", Some(r.run), Some(r.elapsed_s), m)?;
+                        self.metrics("total", Some(r.run), Some(r.elapsed_s), m)?;
                     }
                 }
                 if runs.len() > 1 {
@@ -526,7 +534,7 @@ impl<'w> StatWriter<'w> {
                 }
                 self.csv_rows(&lines)?;
                 for (r, m) in runs.iter().zip(metrics) {
-                    self.csv_metrics(Some(r.run), Some(r.elapsed_s), m)?;
+                    self.csv_metrics("total", Some(r.run), Some(r.elapsed_s), m)?;
                 }
             }
             StatFormat::Table => {
