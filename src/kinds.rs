@@ -102,6 +102,10 @@ pub struct KindDef {
     pub registers_take_any_value: bool,
     /// Its level registers measure clock frequencies in pairs (clock_measure).
     pub frequencies: Option<Frequencies>,
+    /// One block per device whose values describe the whole device (clock_measure's
+    /// frequencies): a per-block metric may use them for any block, where another
+    /// kind's events must come from the paired block (see `PairBlocks` in metrics).
+    pub one_per_device: bool,
 }
 
 /// Clock monitors read as pairs of level registers: `COUNT_PREFIX<PLL>` counts the
@@ -175,6 +179,7 @@ const fn counter_kind(
         default_role: Role::Count,
         registers_take_any_value: false,
         frequencies: None,
+        one_per_device: false,
     }
 }
 
@@ -331,6 +336,7 @@ pub static KINDS: &[KindDef] = &[
     ),
     KindDef {
         default_role: Role::Level,
+        one_per_device: true,
         // The monitors' reference clock is 156.25 MHz.
         frequencies: Some(Frequencies {
             count_prefix: "FMON_CLK_LAST_COUNT_",

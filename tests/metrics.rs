@@ -216,6 +216,21 @@ fn bf3_ddr_llc_and_clocks_per_second_and_per_cycle() {
         100.0 * misses * 64.0 / llc_read,
         "miss ratio",
     );
+    // Per block, each llt with its own miss machine (llt3 with llt_miss3), not with
+    // the sum of all eight.
+    for i in 0..8 {
+        let (llt, miss) = (format!("llt{i}"), format!("llt_miss{i}"));
+        close(
+            r.value("llc_read_miss_ratio", &llt),
+            100.0 * r.rate(&miss, 0x0) / (r.rate(&llt, 0x54) + r.rate(&llt, 0x7b)),
+            &llt,
+        );
+        close(
+            r.value("llc_write_miss_ratio", &llt),
+            100.0 * r.rate(&miss, 0x1) / (r.rate(&llt, 0x55) + r.rate(&llt, 0x7c)),
+            &llt,
+        );
+    }
     close(
         r.value("clock_t1_frequency", "clock_measure"),
         r.sim.clock_hz("llt0").unwrap() as f64 / 1e6,
@@ -425,4 +440,86 @@ fn stat_prints_metrics_and_diff_computes_them() {
         ((gb * 1e9 - summary) / summary).abs() < 1e-9,
         "{gb} vs {summary}"
     );
+}
+
+/// A formula that sets another kind's counts against its own has per-block values
+/// only when the file says how blocks pair; otherwise each block's value is absent
+/// with the reason, and the kind's value stays.
+#[test]
+fn a_metric_mixing_kinds_without_a_pairing_is_for_the_kind_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.json");
+    std::fs::write(
+        &file,
+        r#"[{"MetricName": "my_miss_ratio", "MetricExpr": "llt_miss@GDC_MISS_MACHINE_RD_REQ@ / GDC_BANK0_RD_REQ", "Unit": "llt"}]"#,
+    )
+    .unwrap();
+    let out = stdout_of(bfperf().arg("--metrics").arg(&file).args([
+        "--sim",
+        "bf3",
+        "stat",
+        "-A",
+        "-M",
+        "my_miss_ratio",
+        "--duration",
+        "300ms",
+        "-j",
+    ]));
+    let records: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["record"] == "metric")
+        .collect();
+    let of = |block: &str| records.iter().find(|r| r["block"] == block).unwrap();
+    assert!(of("llt").get("value").unwrap().is_number(), "{out}");
+    for i in 0..8 {
+        let r = of(&format!("llt{i}"));
+        assert!(r["value"].is_null(), "{r}");
+        assert!(
+            r["reason"]
+                .as_str()
+                .unwrap()
+                .contains("defined for the kind as a whole"),
+            "{r}"
+        );
+    }
+    // The same with "PairBlocks": "index": each block has its value.
+    std::fs::write(
+        &file,
+        r#"[{"MetricName": "my_miss_ratio", "MetricExpr": "llt_miss@GDC_MISS_MACHINE_RD_REQ@ / GDC_BANK0_RD_REQ", "Unit": "llt", "PairBlocks": "index"}]"#,
+    )
+    .unwrap();
+    let out = stdout_of(bfperf().arg("--metrics").arg(&file).args([
+        "--sim",
+        "bf3",
+        "stat",
+        "-A",
+        "-M",
+        "my_miss_ratio",
+        "--duration",
+        "300ms",
+        "-j",
+    ]));
+    assert_eq!(out.matches(r#""value":null"#).count(), 0, "{out}");
+    // An unknown pairing is refused with what is known.
+    std::fs::write(
+        &file,
+        r#"[{"MetricName": "my_miss_ratio", "MetricExpr": "llt_miss@GDC_MISS_MACHINE_RD_REQ@ / GDC_BANK0_RD_REQ", "Unit": "llt", "PairBlocks": "name"}]"#,
+    )
+    .unwrap();
+    bfperf()
+        .arg("--metrics")
+        .arg(&file)
+        .args([
+            "--sim",
+            "bf3",
+            "stat",
+            "-M",
+            "my_miss_ratio",
+            "--duration",
+            "100ms",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("PairBlocks 'name' is not known"));
 }

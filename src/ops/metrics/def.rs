@@ -35,6 +35,16 @@ pub struct MetricDef {
     /// The generations it applies to, joined by `|`; empty: all.
     #[serde(rename = "Compat", default)]
     pub compat: String,
+    /// How its per-block values pair the kind's blocks with another kind's whose
+    /// counts the formula names: `index`, block N with the other kind's block N
+    /// (`llt3` with `llt_miss3`, as the hardware pairs them). Absent: such a formula
+    /// has a value for the kind as a whole only.
+    #[serde(
+        rename = "PairBlocks",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub pair_blocks: Option<String>,
 }
 
 impl MetricDef {

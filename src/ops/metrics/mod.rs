@@ -394,6 +394,12 @@ fn load_one(
             def.name.escape_debug()
         ));
     }
+    if let Some(p) = def.pair_blocks.as_deref().filter(|p| *p != "index") {
+        return Err(format!(
+            "PairBlocks '{}' is not known: `index` pairs block N with the other kind's block N",
+            p.escape_debug()
+        ));
+    }
     let mut refs = metric_refs(&def.expr, &context.kinds);
     refs.retain(|r| *r != def.name);
     let (scale, unit) = def.scale_and_unit();
@@ -970,7 +976,7 @@ type Lookup<'a> = dyn Fn(&str, Option<&'a str>) -> std::result::Result<Eval, Str
 /// `metric` gives the value of another metric already evaluated.
 fn value_of<'a>(
     m: &Metric,
-    inputs: &Inputs,
+    inputs: &'a Inputs,
     block: Option<&'a str>,
     metric: &Lookup<'a>,
 ) -> std::result::Result<Eval, String> {
@@ -989,7 +995,10 @@ fn value_of<'a>(
         let e = match v {
             Var::Event(e) => own(e)?,
             Var::Cycles => own("cycles")?,
-            Var::Other(k, e) => inputs.sum(*k, e)?,
+            Var::Other(k, e) => match block {
+                Some(b) if *k != m.kind => inputs.one(paired(m, inputs, b, *k)?, e)?,
+                _ => inputs.sum(*k, e)?,
+            },
             Var::Duration => exact(inputs.duration_s),
             Var::Blocks => exact(match block {
                 Some(_) => 1.0,
@@ -999,7 +1008,10 @@ fn value_of<'a>(
                 format!("{p} is not given (for PCIe: --pcie-link, e.g. gen4x16)")
             })?),
             // Unscaled, as perf does: ScaleUnit applies when a value is shown.
-            Var::Metric(n, kind) => metric(n, scope_of(*kind, m, block))?,
+            Var::Metric(n, kind) => match block {
+                Some(b) if *kind != m.kind => metric(n, Some(paired(m, inputs, b, *kind)?))?,
+                _ => metric(n, block)?,
+            },
         };
         coverage = coverage.min(e.coverage);
         values.push(e.value);
@@ -1013,14 +1025,48 @@ fn value_of<'a>(
     Ok(Eval { value, coverage })
 }
 
-/// A referenced metric is taken per block when it is of the same kind, otherwise
-/// for its kind's sum.
-fn scope_of<'a>(kind: BlockKind, m: &Metric, block: Option<&'a str>) -> Option<&'a str> {
-    if kind == m.kind {
-        block
-    } else {
-        None
+/// The block of `kind` whose values a per-block value of `m` on `block` uses: the one
+/// block of a kind that has one per device, or the paired block (`PairBlocks`).
+/// Otherwise the metric is defined for the kind as a whole: a sum over every block
+/// of `kind` set against one block would be no block's value.
+fn paired<'a>(
+    m: &Metric,
+    inputs: &'a Inputs,
+    block: &str,
+    kind: BlockKind,
+) -> std::result::Result<&'a str, String> {
+    let mut of_kind = inputs
+        .blocks
+        .iter()
+        .filter(|(_, (k, _))| *k == kind)
+        .map(|(b, _)| b.as_str());
+    if kind != BlockKind::Perf && kind.def().one_per_device {
+        return of_kind
+            .next()
+            .ok_or_else(|| format!("no {} block was measured", kind.as_str()));
     }
+    let whole = || {
+        let what = match kind {
+            BlockKind::Perf => "perf events, counted for the whole system".to_string(),
+            k => format!("every {} block", k.as_str()),
+        };
+        format!("defined for the kind as a whole: it takes {what}, not one paired with {block}")
+    };
+    match m.def.pair_blocks.as_deref() {
+        Some("index") if kind != BlockKind::Perf => {
+            let n = instance(block).ok_or_else(whole)?;
+            of_kind
+                .find(|b| instance(b) == Some(n))
+                .ok_or_else(|| format!("no {} block pairs with {block}", kind.as_str()))
+        }
+        _ => Err(whole()),
+    }
+}
+
+/// A block's instance number: its name's trailing digits (`llt_miss3` → `3`).
+fn instance(block: &str) -> Option<&str> {
+    let digits = block.len() - block.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    (digits > 0).then(|| &block[block.len() - digits..])
 }
 
 /// Known PCIe links: `gen4x16` and the like; bytes per second in each direction
@@ -1079,6 +1125,7 @@ mod tests {
             scale_unit: String::new(),
             kind: unit.into(),
             compat: String::new(),
+            pair_blocks: None,
         };
         let set = MetricSet::load(&[Generation::Bf3], &[]);
         let context = std::sync::Arc::new(Context {

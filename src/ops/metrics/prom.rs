@@ -68,7 +68,7 @@ enum Level {
 }
 
 /// Where a rule is evaluated: per block or per kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// Per block.
     Block,
@@ -335,12 +335,22 @@ fn window_free(m: &Metric) -> Result<(), String> {
     }
 }
 
+/// Another kind's per-block series as the paired blocks of `to` (`llt_miss3` as
+/// `llt3`), so that they match `to`'s own series label for label.
+fn relabel(expr: &str, from: BlockKind, to: BlockKind) -> String {
+    let (f, t) = (from.as_str(), to.as_str());
+    format!(
+        "label_replace(label_replace({expr}, \"block\", \"{t}$1\", \"block\", \"{f}([0-9]+)\"), \"kind\", \"{t}\", \"kind\", \".*\")"
+    )
+}
+
 /// Translates formulas into PromQL.
 struct Translator<'a> {
     set: &'a MetricSet,
     window: &'a str,
-    /// Metrics translated so far (a formula may name them).
-    done: &'a HashMap<String, f64>,
+    /// Metrics translated so far, per scope (a formula may name them), and the
+    /// factor from their formula's value to their rule's.
+    done: &'a HashMap<(String, Scope), f64>,
 }
 
 impl Translator<'_> {
@@ -354,7 +364,13 @@ impl Translator<'_> {
                     "it needs the perf event {e}, which the exporter does not count"
                 ))
             }
-            Var::Other(k, e) => (series(*k, e, Level::Device, w)?, Level::Device),
+            Var::Other(k, e) => match self.pairing(m, scope, *k)? {
+                false => (series(*k, e, Level::Device, w)?, Level::Device),
+                true => (
+                    relabel(&series(*k, e, Level::Block, w)?, *k, m.kind),
+                    Level::Block,
+                ),
+            },
             Var::Duration => ("1".into(), Level::Scalar),
             Var::Blocks => match scope {
                 Scope::Block => ("1".into(), Level::Scalar),
@@ -366,23 +382,46 @@ impl Translator<'_> {
             ),
             Var::Metric(n, k) => {
                 let other = self.set.get(n).ok_or_else(|| format!("no metric {n}"))?;
-                let factor = self
-                    .done
-                    .get(n)
-                    .ok_or_else(|| format!("it needs {n}, which has no rule"))?;
-                let (sel, level) = match (*k == m.kind, scope) {
-                    (true, s) => (rule_name(other, s, w), s.level()),
-                    (false, _) => (
+                let paired = *k != m.kind && self.pairing(m, scope, *k)?;
+                let (sel, level, of) = match (*k == m.kind, paired) {
+                    (true, _) => (rule_name(other, scope, w), scope.level(), scope),
+                    (false, true) => (
+                        relabel(&rule_name(other, Scope::Block, w), *k, m.kind),
+                        Level::Block,
+                        Scope::Block,
+                    ),
+                    (false, false) => (
                         format!("sum without (kind) ({})", rule_name(other, Scope::Kind, w)),
                         Level::Device,
+                        Scope::Kind,
                     ),
                 };
+                let factor = self
+                    .done
+                    .get(&(n.clone(), of))
+                    .ok_or_else(|| format!("it needs {n}, which has no rule"))?;
                 match *factor == 1.0 {
                     true => (sel, level),
                     false => (format!("({sel} / {factor})"), level),
                 }
             }
         })
+    }
+
+    /// Whether, per block, another kind's values come from the paired block (true)
+    /// or from the whole device (false: at the kind's scope, or a kind with one block
+    /// per device); an error when the metric is defined for its kind as a whole.
+    fn pairing(&self, m: &Metric, scope: Scope, other: BlockKind) -> Result<bool, String> {
+        if scope == Scope::Kind || other == m.kind || other.def().one_per_device {
+            return Ok(false);
+        }
+        match m.def.pair_blocks.as_deref() {
+            Some("index") => Ok(true),
+            _ => Err(format!(
+                "defined for the kind as a whole: it takes every {} block, and PairBlocks is not set",
+                other.as_str()
+            )),
+        }
     }
 
     /// The number of the metric's kind's blocks, per instance.
@@ -458,7 +497,7 @@ impl Translator<'_> {
 /// over `window` (`1m`). Metrics that cannot be recorded are listed in comments
 /// with the reason.
 pub fn rules(set: &MetricSet, chosen: &[&Metric], window: &str) -> String {
-    let mut done: HashMap<String, f64> = HashMap::new();
+    let mut done: HashMap<(String, Scope), f64> = HashMap::new();
     let mut body = String::new();
     let mut skipped = String::new();
     let mut seen: Vec<&str> = Vec::new();
@@ -472,12 +511,14 @@ pub fn rules(set: &MetricSet, chosen: &[&Metric], window: &str) -> String {
             window,
             done: &done,
         };
-        let both = t
-            .translate(m, Scope::Block)
-            .and_then(|b| Ok((b, t.translate(m, Scope::Kind)?)));
-        match both {
-            Ok((block, kind)) => {
-                for (scope, expr) in [(Scope::Block, block), (Scope::Kind, kind)] {
+        let translated = [Scope::Block, Scope::Kind].map(|s| (s, t.translate(m, s)));
+        if let (_, Err(why)) = &translated[1] {
+            let _ = writeln!(skipped, "#   {}: {}", m.def.name, one_line(why));
+            continue;
+        }
+        for (scope, expr) in translated {
+            match expr {
+                Ok(expr) => {
                     let _ = write!(
                         body,
                         "      # {}\n      - record: {}\n        expr: {}\n",
@@ -485,11 +526,11 @@ pub fn rules(set: &MetricSet, chosen: &[&Metric], window: &str) -> String {
                         rule_name(m, scope, window),
                         yaml_string(&expr)
                     );
+                    done.insert((m.def.name.clone(), scope), base_name(m).1);
                 }
-                done.insert(m.def.name.clone(), base_name(m).1);
-            }
-            Err(why) => {
-                let _ = writeln!(skipped, "#   {}: {}", m.def.name, one_line(&why));
+                Err(why) => {
+                    let _ = writeln!(skipped, "#   {} per block: {}", m.def.name, one_line(&why));
+                }
             }
         }
     }
