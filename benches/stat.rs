@@ -128,6 +128,13 @@ fn bench(c: &mut Criterion) {
             sampler.tick(now).unwrap()
         })
     });
+    // The check between ticks, every 100 ms: its cost per 100 ms is its share of a core.
+    group.bench_function("bfperf: Sampler::probe", |b| {
+        b.iter(|| {
+            now += 1_000_000;
+            sampler.probe(now)
+        })
+    });
     let mut buf = vec![0u8; 64];
     group.bench_function("floor: minimal pread loop", |b| {
         b.iter(|| floor.sweep(&mut buf))

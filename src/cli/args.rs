@@ -32,6 +32,11 @@ pub struct Global {
         value_parser = crate::sysfs::parse_page_size
     )]
     pub page_size: Option<usize>,
+    /// Reads of the simulated device that fail, as a flaky device's would:
+    /// FILE@N=ERRNO, comma-separated (`tile2/counter*@3=EIO`: the third read of any
+    /// tile2 counter fails with EIO). For --sim and `sim mount`
+    #[arg(long, global = true, value_name = "FAULTS", env = "BFPERF_SIM_FAULTS")]
+    pub sim_faults: Option<String>,
     /// The writer lock file (default: one per device in /run/bfperf, or the caller's
     /// runtime directory, or $BFPERF_STATE_DIR)
     #[arg(long, global = true, value_name = "FILE", env = "BFPERF_LOCK_FILE")]

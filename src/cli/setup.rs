@@ -147,8 +147,15 @@ pub fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
             kernel.name()
         )));
     }
+    let faults = match &global.sim_faults {
+        Some(text) => sim::parse_faults(text).map_err(|problem| Error::BadAssignment {
+            problem: format!("--sim-faults: {problem}"),
+        })?,
+        None => Vec::new(),
+    };
     let mut options = sim::SimOptions {
         page_size: global.page_size,
+        faults,
         ..sim::SimOptions::default()
     };
     if let Some(path) = &global.workload {

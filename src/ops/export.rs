@@ -332,16 +332,34 @@ impl<'d> Exporter<'d> {
     /// scrape interval.
     pub fn sweep(&mut self, now: u64) -> Result<()> {
         self.sampler.tick(now)?;
+        self.log_detections();
+        Ok(())
+    }
+
+    /// A check between sweeps (every [`crate::ops::stat::PROBE`]): another program's
+    /// write is found within it, and the window it spoiled is left out of the
+    /// counts, so that `rate()` over it stays right.
+    pub fn probe(&mut self, now: u64) {
+        self.sampler.probe(now);
+        self.log_detections();
+    }
+
+    fn log_detections(&mut self) {
         for d in self.sampler.take_log() {
-            self.reprogrammed += d.items.len() as u64;
+            let then = match d.why.is_write() {
+                true => {
+                    self.reprogrammed += d.items.len() as u64;
+                    "programming it again"
+                }
+                false => "sampling it again at the next sweep",
+            };
             self.events.push(format!(
-                "{} of {}: {}; programming it again",
+                "{} of {}: {}; {then}",
                 d.items.join(", "),
                 d.block,
                 d.why.describe()
             ));
         }
-        Ok(())
     }
 
     /// Sweeps, then computes the metrics over the time since the previous scrape.

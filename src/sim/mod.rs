@@ -10,6 +10,7 @@
 mod clock;
 mod driver;
 pub mod export;
+mod fault;
 pub mod kernel;
 mod layout;
 #[cfg(feature = "sim-mount")]
@@ -21,6 +22,7 @@ mod tree;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use export::{export_tree, SysfsRootLayout};
+pub use fault::{parse_faults, Fault};
 pub use kernel::{Kernel, KernelDef};
 pub use parse::{kstrtobool, kstrtouint};
 pub use state::{block_seed, pll_hz, CLOCK_HZ, REFERENCE_WINDOW};
@@ -47,6 +49,8 @@ pub struct SimOptions {
     /// The page size of the simulated kernel (4, 16 or 64 KiB on arm64): where its
     /// `event_list` is cut. None: 4 KiB.
     pub page_size: Option<usize>,
+    /// Reads that fail (see [`parse_faults`]).
+    pub faults: Vec<Fault>,
 }
 
 /// The simulated device. Cheap to share: clone the `Arc`.
@@ -56,6 +60,7 @@ pub struct Sim {
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
     page_size: usize,
+    faults: fault::Faults,
 }
 
 impl Sim {
@@ -96,6 +101,7 @@ impl Sim {
             clock,
             state: Mutex::new(State { blocks }),
             page_size: options.page_size.unwrap_or(crate::sysfs::MIN_PAGE_SIZE),
+            faults: fault::Faults::new(&options.faults),
         }
     }
 

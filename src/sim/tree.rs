@@ -16,6 +16,7 @@ fn split(rel: &str) -> (&str, Option<&str>) {
 
 impl Sysfs for Sim {
     fn read(&self, rel: &str) -> io::Result<String> {
+        self.faults.on_read(rel)?;
         match split(rel) {
             ("name", None) => Ok(format!("{}\n", files::DEVICE_NAME)),
             ("uevent", None) => Ok(String::new()),

@@ -272,6 +272,16 @@ fn signal_name(sig: usize) -> String {
     }
 }
 
+/// Waits for a command still running to end by itself.
+fn wait_child(slot: &Slot, status: &Rc<RefCell<Option<i32>>>) {
+    let Some(mut child) = slot.borrow_mut().take() else {
+        return;
+    };
+    if let Ok(st) = child.wait() {
+        *status.borrow_mut() = Some(code_of(st));
+    }
+}
+
 /// Stops a command still running after the measurement was interrupted.
 fn end_child(slot: &Slot, status: &Rc<RefCell<Option<i32>>>, sig: i32) {
     let Some(mut child) = slot.borrow_mut().take() else {
@@ -500,12 +510,26 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
         Ok(())
     });
     let sig = which.load(Ordering::SeqCst);
-    end_child(
-        &slot,
-        &status,
-        if sig == 0 { libc::SIGTERM } else { sig as i32 },
-    );
-    let outcome = result?;
+    match (&result, sig) {
+        // The device failed, not the command: it is never the victim.
+        (Err(_), 0) => wait_child(&slot, &status),
+        _ => end_child(
+            &slot,
+            &status,
+            if sig == 0 { libc::SIGTERM } else { sig as i32 },
+        ),
+    }
+    let outcome = match (result, *status.borrow()) {
+        (Ok(o), _) => o,
+        (Err(e), Some(code)) => {
+            diag(&format!(
+                "error: {e}; the measurement ended there, '{}' ran to its end",
+                a.command.join(" ")
+            ));
+            return Ok(code);
+        }
+        (Err(e), None) => return Err(e.into()),
+    };
     // Those said before the measurement are not said twice.
     for w in outcome.warnings.iter().filter(|w| !said.contains(w)) {
         diag(&format!("warning: {w}"));

@@ -176,6 +176,7 @@ pub fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         args: &args,
         exporter: Some(Exporter::start(&device, &config, set, monotonic_ns)?),
         last_sweep: Instant::now(),
+        last_probe: Instant::now(),
     };
     let result = match &args.textfile {
         Some(path) => textfile_loop(&mut running, path, &sig),
@@ -211,6 +212,7 @@ struct Running<'d, 'a> {
     args: &'a ExporterOptions,
     exporter: Option<Exporter<'d>>,
     last_sweep: Instant,
+    last_probe: Instant,
 }
 
 impl<'d> Running<'d, '_> {
@@ -237,6 +239,12 @@ impl<'d> Running<'d, '_> {
             }
             log_events(e);
             self.last_sweep = Instant::now();
+            self.last_probe = self.last_sweep;
+        } else if self.last_probe.elapsed() >= crate::ops::stat::PROBE {
+            let e = self.exporter();
+            e.probe(monotonic_ns());
+            log_events(e);
+            self.last_probe = Instant::now();
         }
         Ok(false)
     }

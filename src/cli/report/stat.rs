@@ -676,7 +676,8 @@ impl Report for SummaryTable<'_> {
         if !self.metrics.is_empty() {
             d.table(super::metric_table(self.metrics));
         }
-        if self.mean.iter().any(|(c, _)| c.coverage < 1.0) {
+        // An invalid count says why in its note; this is about turns.
+        if self.mean.iter().any(|(c, _)| c.coverage < 1.0 && c.valid) {
             d.line("coverage below 100%: more events than counters took turns; values are scaled estimates, and <not counted> never got a turn");
         }
         if let Some(sig) = &self.ending.interrupted_by {

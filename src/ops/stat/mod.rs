@@ -103,13 +103,23 @@ pub struct Timing {
     pub interval: Option<Duration>,
     /// The longest time between two samples of a block.
     pub tick: Duration,
+    /// How often, between samples, what the measurement owns is checked for other
+    /// programs' writes (reads only; see [`sampler::Sampler::probe`]).
+    pub probe: Duration,
 }
+
+/// The default time between checks for other programs' writes: a write is found
+/// within it, and only a write within the first check of a counter's window can go
+/// unseen. The checks read a few files per block (about 0.1 % of a core for every
+/// block of a BlueField-3, see benches/).
+pub const PROBE: Duration = Duration::from_millis(100);
 
 impl Default for Timing {
     fn default() -> Timing {
         Timing {
             interval: None,
             tick: Duration::from_secs(1),
+            probe: PROBE,
         }
     }
 }
@@ -424,6 +434,8 @@ impl<'d> Measurement<'d> {
     ) -> Result<Run> {
         let tick = timing.interval.map_or(timing.tick, |i| i.min(timing.tick));
         let mut next_tick = start + tick.as_nanos() as u64;
+        let probe = (timing.probe < tick).then_some(timing.probe.as_nanos() as u64);
+        let mut next_probe = probe.map(|p| start + p);
         let interval_ns = timing.interval.map(|i| i.as_nanos() as u64);
         let mut next_interval = interval_ns.map(|i| start + i);
         let mut previous = self.sampler.totals();
@@ -437,6 +449,12 @@ impl<'d> Measurement<'d> {
             if finished || interval_due || now >= next_tick {
                 self.sampler.tick(now)?;
                 next_tick = now + tick.as_nanos() as u64;
+                next_probe = probe.map(|p| now + p);
+            } else if let (Some(at), Some(p)) = (next_probe, probe) {
+                if now >= at {
+                    self.sampler.probe(now);
+                    next_probe = Some(now + p);
+                }
             }
             if let (Some(at), Some(every)) = (next_interval, interval_ns) {
                 if now >= at || finished {
@@ -474,6 +492,9 @@ impl<'d> Measurement<'d> {
                 });
             }
             let mut wake = next_interval.map_or(next_tick, |i| i.min(next_tick));
+            if let Some(p) = next_probe {
+                wake = wake.min(p);
+            }
             if let Some(d) = until.deadline() {
                 wake = wake.min(start + d.as_nanos() as u64);
             }
@@ -734,8 +755,12 @@ pub fn measure<'d>(
         let detections = m.detections();
         let mut said: Vec<String> = Vec::new();
         for d in &detections {
+            let then = match d.why.is_write() {
+                true => "its count is marked invalid, and bfperf programmed the block again (two tools programming the same counters reset each other)",
+                false => "its count is marked invalid, and sampling went on",
+            };
             let line = format!(
-                "{} of {}: {}; its count is marked invalid, and bfperf programmed the block again (two tools programming the same counters reset each other)",
+                "{} of {}: {}; {then}",
                 d.items.join(", "),
                 d.block,
                 d.why.describe()

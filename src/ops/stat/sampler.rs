@@ -53,6 +53,18 @@ pub enum Foreign {
     },
     /// A statistics register went backwards: it was cleared.
     Cleared,
+    /// A counter of an all-at-once block went backwards within a window: another
+    /// program wrote it, or switched the block off and on.
+    Written {
+        /// The counter.
+        counter: u32,
+    },
+    /// Reading or writing the block's files failed: the device's doing, not another
+    /// program's. What it counted meanwhile is not known.
+    Fault {
+        /// The errno, when the failure had one.
+        errno: Option<i32>,
+    },
 }
 
 impl Foreign {
@@ -75,7 +87,22 @@ impl Foreign {
                 format!("another program set count_clock to 0x{found:x}")
             }
             Foreign::Cleared => "the register was cleared by another program".into(),
+            Foreign::Written { counter } => format!(
+                "counter {counter} went backwards: another program wrote it or restarted the block"
+            ),
+            Foreign::Fault { errno: Some(e) } => format!(
+                "the device failed while it was sampled ({})",
+                std::io::Error::from_raw_os_error(*e)
+            ),
+            Foreign::Fault { errno: None } => {
+                "the device gave a value that is not a number while it was sampled".into()
+            }
         }
+    }
+
+    /// Another program wrote (false: the device failed).
+    pub fn is_write(&self) -> bool {
+        !matches!(self, Foreign::Fault { .. })
     }
 }
 
@@ -201,6 +228,13 @@ struct BlockState<'d> {
     turn_end: Vec<u64>,
     /// The counters were just programmed: a reset cannot show in their values yet.
     fresh: bool,
+    /// A read failed (this one) and the values could not be read again since: the
+    /// next tick takes new baselines instead of counting.
+    stale: Option<Foreign>,
+    /// All-at-once blocks: each counter's value at the last probe in this window.
+    window_last: Vec<u64>,
+    /// Items whose current window a probe found spoiled: the tick leaves it out.
+    spoiled: Vec<usize>,
     width_mask: u64,
     saved_mask: u32,
 }
@@ -221,6 +255,24 @@ impl<'d> BlockState<'d> {
     }
 }
 
+/// What an all-at-once block's `count_clock` should read while `group` counts: the
+/// bits of counters not ours as they were, ours as the group wants them.
+fn expected_clock_mask(p: &BlockPlan, group: usize, saved_mask: u32) -> u32 {
+    let ours = p
+        .groups
+        .iter()
+        .flatten()
+        .fold(0u32, |m, s| m | (1 << s.counter));
+    (saved_mask & !ours) | p.clock_mask(group)
+}
+
+/// A failure to read or write as the reason a count is invalid.
+fn fault_of(e: &Error) -> Foreign {
+    Foreign::Fault {
+        errno: e.io_error().and_then(|e| e.raw_os_error()),
+    }
+}
+
 /// The measurement's state: readers, accumulators, current groups.
 pub struct Sampler<'d> {
     device: &'d Device,
@@ -234,13 +286,14 @@ pub struct Sampler<'d> {
 /// Adds the count between two readings, wrapped at the counter's width, over a turn
 /// of `dt` that stands for `span` (longer when other groups had the turns between).
 /// A 64-bit value that went backwards was reset: counted from 0, `false` returned.
+/// Adds what a counter gained from `last` to `v` over `dt` (its turn covering `span`).
+/// A 64-bit value that went backwards was reset by someone else: nothing of that
+/// window is known, so nothing is added (false).
 fn accumulate(acc: &mut Acc, last: u64, v: u64, width_mask: u64, dt: u64, span: u64) -> bool {
-    let reset = v < last && width_mask == u64::MAX;
-    let delta = if reset {
-        v
-    } else {
-        v.wrapping_sub(last) & width_mask
-    };
+    if v < last && width_mask == u64::MAX {
+        return false;
+    }
+    let delta = v.wrapping_sub(last) & width_mask;
     acc.active_ns += dt;
     acc.total += delta;
     acc.estimate += if span > dt && dt > 0 {
@@ -248,7 +301,7 @@ fn accumulate(acc: &mut Acc, last: u64, v: u64, width_mask: u64, dt: u64, span: 
     } else {
         delta
     };
-    !reset
+    true
 }
 
 fn mask(width: u32) -> u64 {
@@ -340,6 +393,9 @@ impl<'d> Sampler<'d> {
                 last_ns: 0,
                 turn_end: vec![0; p.items.len()],
                 fresh: true,
+                stale: None,
+                window_last: vec![0; slots],
+                spoiled: Vec::new(),
                 width_mask: mask(b.width_bits),
                 saved_mask: saved_masks.get(&b.name).copied().unwrap_or(0),
             });
@@ -399,21 +455,156 @@ impl<'d> Sampler<'d> {
 
     /// One tick at `now`: reads every active value once, checks for other
     /// programs' writes (programming the block again where it finds one), and moves
-    /// multiplexed blocks to their next group.
+    /// multiplexed blocks to their next group. A block whose files fail is marked
+    /// for that tick (its items invalid, with the reason) and sampled again at the
+    /// next: one flaky read never ends a measurement.
     pub fn tick(&mut self, now: u64) -> Result<()> {
         for i in 0..self.plans.len() {
-            let dt = now.saturating_sub(self.states[i].last_ns);
-            self.states[i].last_ns = now;
-            let found = match self.plans[i].block.mechanism {
-                Mechanism::Registers => self.tick_registers(i, dt)?,
-                Mechanism::PerCounter => self.tick_per_counter(i, dt)?,
-                Mechanism::AllAtOnce => self.tick_all_at_once(i, dt)?,
+            self.tick_block(i, now);
+        }
+        Ok(())
+    }
+
+    fn tick_block(&mut self, i: usize, now: u64) {
+        let dt = now.saturating_sub(self.states[i].last_ns);
+        self.states[i].last_ns = now;
+        if let Some(why) = self.states[i].stale {
+            // Nothing is known of the span since the failure: it stays marked, and
+            // counting starts again from values read now.
+            let (stale, why) = match self.rebaseline(i, now) {
+                Ok(()) => (None, why),
+                Err(e) => (Some(fault_of(&e)), fault_of(&e)),
             };
-            if let Some((items, why)) = found {
-                self.note(i, items, why);
+            self.states[i].stale = stale;
+            self.fault(i, why);
+            return;
+        }
+        let found = match self.plans[i].block.mechanism {
+            Mechanism::Registers => self.tick_registers(i, dt),
+            Mechanism::PerCounter => self.tick_per_counter(i, dt),
+            Mechanism::AllAtOnce => self.tick_all_at_once(i, dt),
+        };
+        match found {
+            Ok(Some((items, why))) => self.note(i, items, why),
+            Ok(None) => {}
+            Err(e) => {
+                let why = fault_of(&e);
+                self.fault(i, why);
+                self.states[i].stale = self.rebaseline(i, now).err().map(|e| fault_of(&e));
+            }
+        }
+    }
+
+    /// A check between ticks, at `now`: reads what would show another program's
+    /// write without changing anything; a block where something is off is ticked at
+    /// once (marking it and programming it again). Blocks whose tick only reads
+    /// (per-counter blocks that do not take turns) are ticked.
+    pub fn probe(&mut self, now: u64) {
+        for i in 0..self.plans.len() {
+            if self.states[i].stale.is_some() {
+                continue;
+            }
+            let off = match self.plans[i].block.mechanism {
+                // A cleared register shows at the next tick: it went backwards.
+                Mechanism::Registers => Ok(false),
+                Mechanism::PerCounter if !self.plans[i].multiplexed() => Ok(true),
+                Mechanism::PerCounter => self.probe_per_counter(i),
+                Mechanism::AllAtOnce => self.probe_all_at_once(i),
+            };
+            // A failing read is the tick's to mark.
+            if off.unwrap_or(true) {
+                self.tick_block(i, now);
+            }
+        }
+    }
+
+    /// Whether a taking-turns block's counters went backwards or its events changed.
+    fn probe_per_counter(&mut self, i: usize) -> Result<bool> {
+        if self.states[i].fresh && self.changed_events(i)?.is_some() {
+            return Ok(true);
+        }
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        for s in &p.groups[st.group] {
+            if st.counter(s.counter)? < st.last[s.counter as usize] && st.width_mask == u64::MAX {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether an all-at-once block was stopped, its count_clock or events changed,
+    /// or a counter written (it went backwards since the last probe of the window:
+    /// marked here, as the tick cannot see it).
+    fn probe_all_at_once(&mut self, i: usize) -> Result<bool> {
+        {
+            let (p, st) = (&self.plans[i], &mut self.states[i]);
+            if let Some(r) = st.enable_state.as_mut() {
+                if r.value()? == 0 {
+                    return Ok(true);
+                }
+            }
+            if let Some(r) = st.clock_state.as_mut() {
+                if r.value()? as u32 != expected_clock_mask(p, st.group, st.saved_mask) {
+                    return Ok(true);
+                }
+            }
+        }
+        if self.changed_events(i)?.is_some() {
+            return Ok(true);
+        }
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        let mut written = None;
+        for s in &p.groups[st.group] {
+            let v = st.counter(s.counter)?;
+            let before = std::mem::replace(&mut st.window_last[s.counter as usize], v);
+            if v < before && written.is_none() {
+                written = Some((s.item, s.counter));
+            }
+        }
+        let Some((item, counter)) = written else {
+            return Ok(false);
+        };
+        self.states[i].spoiled.push(item);
+        self.note(i, vec![item], Foreign::Written { counter });
+        Ok(true)
+    }
+
+    /// Reads block `i`'s values again as new baselines (after a failure), without
+    /// counting what they gained.
+    fn rebaseline(&mut self, i: usize, now: u64) -> Result<()> {
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        match p.block.mechanism {
+            Mechanism::Registers => {
+                for r in 0..st.registers.len() {
+                    st.last[r] = st.registers[r].value()?;
+                }
+            }
+            Mechanism::PerCounter => {
+                for s in &p.groups[st.group] {
+                    st.last[s.counter as usize] = st.counter(s.counter)?;
+                    st.turn_end[s.item] = now;
+                }
+            }
+            // Switching the block on again started a new window from 0.
+            Mechanism::AllAtOnce => {
+                for s in &p.groups[st.group] {
+                    st.turn_end[s.item] = now;
+                }
+                st.window_last.iter_mut().for_each(|v| *v = 0);
+                st.enable(true)?;
             }
         }
         Ok(())
+    }
+
+    /// Marks the items of block `i` sampled now after a failure.
+    fn fault(&mut self, i: usize, why: Foreign) {
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        let items: Vec<usize> = match p.block.mechanism {
+            Mechanism::Registers => (0..p.items.len()).collect(),
+            _ => p.groups[st.group].iter().map(|s| s.item).collect(),
+        };
+        self.note(i, items, why);
     }
 
     fn note(&mut self, block: usize, items: Vec<usize>, why: Foreign) {
@@ -490,10 +681,15 @@ impl<'d> Sampler<'d> {
         self.states[i].fresh = false;
         let (p, st) = (&self.plans[i], &mut self.states[i]);
         let now = st.last_ns;
+        let foreign: Vec<usize> = found.as_ref().map_or_else(Vec::new, |(f, _)| f.clone());
         for s in &p.groups[st.group] {
             let v = st.counter(s.counter)?;
             let last = std::mem::replace(&mut st.last[s.counter as usize], v);
             let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
+            if foreign.contains(&s.item) {
+                // It counted another program's event: none of it is ours.
+                continue;
+            }
             let acc = &mut st.accs[s.item];
             if !accumulate(acc, last, v, st.width_mask, dt, span) && found.is_none() {
                 found = Some((vec![s.item], Foreign::Reset { counter: s.counter }));
@@ -526,30 +722,34 @@ impl<'d> Sampler<'d> {
             }
             if let Some(r) = st.clock_state.as_mut() {
                 let mask = r.value()? as u32;
-                let ours = p
-                    .groups
-                    .iter()
-                    .flatten()
-                    .fold(0u32, |m, s| m | (1 << s.counter));
-                let expected = (st.saved_mask & !ours) | p.clock_mask(st.group);
-                if mask != expected && found.is_none() {
+                if mask != expected_clock_mask(p, st.group, st.saved_mask) && found.is_none() {
                     found = Some((
                         group_items(p, st.group),
                         Foreign::CountClock { found: mask },
                     ));
                 }
             }
-            st.enable(false)?;
-            let now = st.last_ns;
-            for s in &p.groups[st.group] {
-                // The window started at 0: the value is the count.
-                let v = st.counter(s.counter)?;
-                let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
-                accumulate(&mut st.accs[s.item], 0, v, st.width_mask, dt, span);
-            }
         }
         if found.is_none() {
             found = self.changed_events(i)?;
+        }
+        {
+            let (p, st) = (&self.plans[i], &mut self.states[i]);
+            let mut foreign: Vec<usize> = found.as_ref().map_or_else(Vec::new, |(f, _)| f.clone());
+            foreign.append(&mut st.spoiled);
+            st.window_last.iter_mut().for_each(|v| *v = 0);
+            st.enable(false)?;
+            let now = st.last_ns;
+            for s in &p.groups[st.group] {
+                // The window started at 0: the value is the count, unless another
+                // program changed what it counts during it: then nothing of the
+                // window is known, and it is left out.
+                let v = st.counter(s.counter)?;
+                let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
+                if !foreign.contains(&s.item) {
+                    accumulate(&mut st.accs[s.item], 0, v, st.width_mask, dt, span);
+                }
+            }
         }
         let (p, st) = (&self.plans[i], &mut self.states[i]);
         if p.multiplexed() {
