@@ -258,3 +258,57 @@ fn only_intervals_are_drawn() {
         assert_eq!(chart.lines[0].points.len(), intervals, "{}", file.display());
     }
 }
+
+/// Values no axis can hold (1e308 per 0.5 s is infinite per second), the largest
+/// finite ones, negative ones and far times: drawn or left out and said, and the
+/// plot finishes (a hang is killed after 10 s and fails the test).
+#[test]
+fn extreme_values_are_drawn_or_said_never_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.json");
+    let line = |t: &str, v: &str| {
+        format!(
+            r#"{{"record":"interval","run":1,"time_s":{t},"block":"tile0","kind":"tile","blocks":1,"counter":0,"event":"MEMORY_READS","event_number":76,"value":{v},"raw":1,"unit":"events","coverage":1.0,"valid":true}}"#
+        )
+    };
+    let text = [
+        line("0.5", "1e308"),
+        line("1.0", "8e307"),
+        line("1.5", "-5"),
+        line("1e308", "3"),
+        r#"{"record":"metric","of":"interval","run":1,"time_s":1.0,"metric":"m","block":"tile0","kind":"tile","value":1.7976931348623157e308,"unit":"GB/s"}"#.to_string(),
+    ]
+    .join("\n");
+    std::fs::write(&run, text).unwrap();
+    let svg = dir.path().join("out.svg");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+        .args(["plot", "--per-block"])
+        .arg(&run)
+        .arg("-o")
+        .arg(&svg)
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    for _ in 0..1000 {
+        if let Some(s) = child.try_wait().unwrap() {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let Some(status) = status else {
+        child.kill().unwrap();
+        panic!("plot did not finish within 10 s");
+    };
+    assert!(status.success());
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        texts(&drawn)
+            .iter()
+            .any(|t| t.contains("1 values not finite, not drawn")),
+        "{:?}",
+        texts(&drawn)
+    );
+    // Two charts (the counts, the metric), a line and its legend entry each.
+    assert_eq!(series_lines(&drawn), 4);
+}

@@ -162,9 +162,18 @@ fn line_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> R
         .iter()
         .flat_map(|l| l.points.iter().map(|p| p.1))
         .fold(0.0, f64::max);
-    let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
+    // Headroom, within what f64 holds (the values are finite: series dropped others).
+    let ymax = if ymax > 0.0 {
+        (ymax * 1.1).min(f64::MAX)
+    } else {
+        1.0
+    };
+    let title = match c.not_finite {
+        0 => c.title.clone(),
+        n => format!("{} ({n} values not finite, not drawn)", c.title),
+    };
     let mut chart = ChartBuilder::on(area)
-        .caption(&c.title, ("sans-serif", 18))
+        .caption(&title, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(34)
         .y_label_area_size(80)

@@ -30,6 +30,9 @@ pub struct Chart {
     pub unit: String,
     /// Its lines.
     pub lines: Vec<Line>,
+    /// Values that are not finite numbers (infinite, NaN, or too large to scale),
+    /// left out of the lines and said in the title.
+    pub not_finite: usize,
 }
 
 /// A chart's place (metrics first), title and unit.
@@ -174,13 +177,25 @@ pub fn charts(files: &[&Path], per_block: bool) -> Result<(String, Vec<Chart>)> 
     };
     let out = charts
         .into_iter()
-        .map(|((_, title, unit), lines)| Chart {
-            title,
-            unit,
-            lines: lines
+        .map(|((_, title, unit), lines)| {
+            let all: usize = lines.values().map(Vec::len).sum();
+            let lines: Vec<Line> = lines
                 .into_iter()
-                .map(|(label, points)| Line { label, points })
-                .collect(),
+                .map(|(label, points)| Line {
+                    label,
+                    points: points
+                        .into_iter()
+                        .filter(|(x, y)| x.is_finite() && y.is_finite())
+                        .collect(),
+                })
+                .collect();
+            let not_finite = all - lines.iter().map(|l| l.points.len()).sum::<usize>();
+            Chart {
+                title,
+                unit,
+                lines,
+                not_finite,
+            }
         })
         .collect();
     Ok((title, out))
