@@ -65,6 +65,12 @@ fn parse_range(text: &str) -> Result<String, String> {
             "'{text}' is no PromQL range; give one such as 30s, 1m or 5m"
         ));
     }
+    // Prometheus refuses a zero range in rate().
+    if digits.bytes().all(|b| b == b'0') {
+        return Err(format!(
+            "'{text}' is an empty range: rate() needs at least four scrape intervals, such as 1m"
+        ));
+    }
     Ok(t.to_string())
 }
 
