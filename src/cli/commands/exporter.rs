@@ -16,7 +16,7 @@ use crate::cli::exporter::{self, ExporterOptions};
 )]
 pub struct Args {
     /// The config (TOML): events and metrics to export, as stat -e and -M take them
-    /// [default: /etc/bfperf/exporter.toml; without it, the registers only]
+    /// [default: /etc/bfperf/exporter.toml; without it, the generation's default set]
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Where to serve /metrics [default: 127.0.0.1:9839]; any other address is your explicit choice

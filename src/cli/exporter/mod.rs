@@ -142,7 +142,7 @@ fn log_events(e: &mut Exporter) {
 #[derive(Debug, Clone)]
 pub struct ExporterOptions {
     /// The config (TOML): events and metrics to export, as stat -e and -M take them
-    /// [default: /etc/bfperf/exporter.toml; without it, the registers only]
+    /// [default: /etc/bfperf/exporter.toml; without it, the generation's default set]
     pub config: Option<PathBuf>,
     /// Where to serve /metrics [default: 127.0.0.1:9839]; any other address is your explicit choice
     pub listen: Option<String>,
