@@ -640,3 +640,49 @@ fn interrupted_snapshots_leave_no_temp_file_and_never_a_truncated_target() {
         }
     }
 }
+
+/// A closed standard output is an error for every command (the report would be
+/// lost), not a silent success; /dev/null and a pipe closed early stay fine.
+#[test]
+fn a_closed_stdout_is_an_error() {
+    for args in [&["read"][..], &["snapshot", "all"], &["blocks"], &["list"]] {
+        let out = Process::new("sh")
+            .args(["-c", "exec \"$0\" --sysfs-root \"$1\" \"$@\" >&-"])
+            .arg(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg(fixture("bf2"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("standard output is closed"),
+            "{args:?}"
+        );
+        let status = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg("--sysfs-root")
+            .arg(fixture("bf2"))
+            .args(args)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{args:?} > /dev/null");
+    }
+}
+
+#[test]
+fn an_empty_rate_window_is_refused() {
+    for w in ["0s", "00m"] {
+        bfperf()
+            .args([
+                "metrics",
+                "--all",
+                "--format",
+                "prometheus-rules",
+                "--window",
+                w,
+            ])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("empty range"));
+    }
+}

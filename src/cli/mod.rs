@@ -87,6 +87,49 @@ pub fn main() -> i32 {
     }
 }
 
+/// The command's entry point, run before anything else (the binary has no Rust
+/// runtime setup of its own): standard streams that were closed are pointed at
+/// /dev/null, so that no file bfperf opens later (a lock, a journal, a device file)
+/// takes their number and receives the report, SIGPIPE is ignored (a closed pipe is
+/// an error to handle, as in any Rust program), and a closed standard output is an
+/// error: the report would have nowhere to go. Returns the exit code.
+pub fn entry() -> i32 {
+    let stdout_closed = guard_standard_streams().contains(&libc::STDOUT_FILENO);
+    // SAFETY: ignoring a signal before any thread exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    if stdout_closed {
+        exit::diag("error: standard output is closed, so the report has nowhere to go; redirect it (> FILE, > /dev/null) or give -o FILE where the command takes it");
+        return ExitCode::Error as i32;
+    }
+    main()
+}
+
+/// Points standard input, output and error at /dev/null where they are closed.
+/// Returns the numbers that were closed.
+fn guard_standard_streams() -> Vec<i32> {
+    let mut closed = Vec::new();
+    for fd in [libc::STDIN_FILENO, libc::STDOUT_FILENO, libc::STDERR_FILENO] {
+        // SAFETY: F_GETFD only asks whether the descriptor is open.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1 {
+            continue;
+        }
+        closed.push(fd);
+        // SAFETY: opens /dev/null (a NUL-terminated literal); the lowest free
+        // number is `fd` (those below it are open by now), so the open takes it.
+        // Not close-on-exec: it stands for the stream a command run by `stat`
+        // inherits.
+        let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+        if null >= 0 && null != fd {
+            // SAFETY: moves our own descriptor onto the closed number.
+            unsafe {
+                libc::dup2(null, fd);
+                libc::close(null);
+            }
+        }
+    }
+    closed
+}
+
 /// Runs a parsed command line, writing its report to `out`. Returns the exit code.
 pub fn run(cli: Cli, out: &mut Out) -> std::result::Result<i32, Failure> {
     commands::exec(cli, out)
