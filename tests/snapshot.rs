@@ -133,6 +133,7 @@ fn block(
                 width_bits: 64,
             })
             .collect(),
+        unreadable: Vec::new(),
     }
 }
 
@@ -330,16 +331,17 @@ fn snapshot_output_is_atomic() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("snap.json");
     fs::write(&target, "old content").unwrap();
-    // The device fails mid-way: the old file stays, no temp file is left.
+    // The device fails mid-way (a block's state, not one value, cannot be read): the
+    // old file stays, no temp file is left.
     let c = Copy::of("bf2");
-    fs::write(c.device().join("pcie1/OUT_C_BYTE_CNT"), "garbage\n").unwrap();
+    fs::write(c.device().join("l3cachehalf1/enable"), "garbage\n").unwrap();
     c.cmd()
-        .args(["snapshot", "-o"])
+        .args(["snapshot", "all", "-o"])
         .arg(&target)
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
-            "unexpected content in pcie1/OUT_C_BYTE_CNT",
+            "unexpected content in l3cachehalf1/enable",
         ));
     assert_eq!(fs::read_to_string(&target).unwrap(), "old content");
     // A directory is refused before anything is written: nothing left behind.
@@ -549,4 +551,51 @@ fn levels_are_shown_not_differenced() {
     assert_eq!(first["flag"], "level");
     assert_eq!(first["delta"], serde_json::Value::Null);
     assert_eq!(first["new"], 6400);
+}
+
+/// One value that cannot be read (`-5` in a counter) is left out and said, in
+/// `read`, `snapshot` and `diff`; every other value is still read.
+#[test]
+fn one_unreadable_value_is_said_not_fatal() {
+    let c = Copy::of("bf2");
+    std::fs::write(c.device().join("tile2/counter1"), "-5\n").unwrap();
+    let text = c.run(&["read", "tile2"]);
+    assert!(
+        text.contains("tile2/counter1: not read, left out: unexpected content"),
+        "{text}"
+    );
+    assert!(text.contains("HNF_REQUESTS"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&c.run(&["read", "tile2", "--json"])).unwrap();
+    let block = &json["blocks"][0];
+    assert_eq!(block["unreadable"][0]["file"], "tile2/counter1");
+    assert!(block["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["counter"] != 1));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(c.device().join("tile2/counter1"), "0x10\n").unwrap();
+    let older = dir.path().join("older.json");
+    c.cmd()
+        .args(["snapshot", "all", "-o"])
+        .arg(&older)
+        .assert()
+        .success();
+    std::fs::write(c.device().join("tile2/counter1"), "-5\n").unwrap();
+    let newer = dir.path().join("newer.json");
+    c.cmd()
+        .args(["snapshot", "all", "-o"])
+        .arg(&newer)
+        .assert()
+        .success();
+    c.cmd()
+        .arg("diff")
+        .arg(&older)
+        .arg(&newer)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "tile2/counter1 was not read in the newer snapshot",
+        ));
 }

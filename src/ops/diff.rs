@@ -231,6 +231,20 @@ pub fn check(
     Ok(warnings)
 }
 
+/// The values a snapshot could not read, said (they have no difference).
+fn unread(snap: &Snapshot, which: &str) -> Vec<String> {
+    snap.blocks
+        .iter()
+        .flat_map(|b| &b.unreadable)
+        .map(|u| {
+            format!(
+                "{} was not read in the {which} snapshot ({}): it has no difference",
+                u.file, u.problem
+            )
+        })
+        .collect()
+}
+
 /// Compares two snapshots, in time linear in their size.
 pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
     let (secs, source) = interval(old, new);
@@ -318,7 +332,11 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
     Diff {
         interval_s: secs,
         interval_source: source,
-        warnings: origin_differences(old, new),
+        warnings: origin_differences(old, new)
+            .into_iter()
+            .chain(unread(old, "older"))
+            .chain(unread(new, "newer"))
+            .collect(),
         values,
         only_in_old,
         only_in_new,

@@ -55,6 +55,19 @@ pub struct BlockReading {
     pub counters: Vec<CounterReading>,
     /// Its statistics registers.
     pub registers: Vec<RegisterReading>,
+    /// Counters and registers whose value could not be read: left out of the lists
+    /// above, with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A value that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, JsonSchema)]
+pub struct Unreadable {
+    /// The file, relative to the device directory (`tile2/counter1`).
+    pub file: String,
+    /// What went wrong.
+    pub problem: String,
 }
 
 /// A set of readings with the time they were taken.
@@ -194,18 +207,40 @@ pub fn read_blocks(device: &Device, blocks: &[&Block]) -> Result<Readings> {
             width_bits: b.width_bits,
             counters,
             registers,
+            unreadable: Vec::new(),
         });
     }
     let wall = SystemTime::now();
     let start_mono = monotonic_ns();
     let start = Instant::now();
+    // One value that cannot be read is left out and said, not a failure of all.
+    let read =
+        |file: String, value: &mut u64, bad: &mut Vec<Unreadable>| match read_number(fs, &file) {
+            Ok(v) => *value = v,
+            Err(e) => bad.push(Unreadable {
+                problem: e.to_string(),
+                file,
+            }),
+        };
     for r in &mut out {
+        let mut bad = Vec::new();
         for c in &mut r.counters {
-            c.value = read_number(fs, &layout::counter(&r.block, c.counter))?;
+            read(layout::counter(&r.block, c.counter), &mut c.value, &mut bad);
         }
         for g in &mut r.registers {
-            g.value = read_number(fs, &layout::register(&r.block, &g.register))?;
+            read(
+                layout::register(&r.block, &g.register),
+                &mut g.value,
+                &mut bad,
+            );
         }
+        let block = r.block.clone();
+        let unread = |file: &str| bad.iter().any(|u| u.file == file);
+        r.counters
+            .retain(|c| !unread(&layout::counter(&block, c.counter)));
+        r.registers
+            .retain(|g| !unread(&layout::register(&block, &g.register)));
+        r.unreadable = bad;
     }
     let window_ns = start.elapsed().as_nanos() as u64;
     Ok(Readings {

@@ -63,6 +63,9 @@ pub struct SnapshotBlock {
     pub counters: Vec<SnapshotCounter>,
     /// Its statistics registers.
     pub registers: Vec<SnapshotRegister>,
+    /// Counters and registers whose value could not be read: left out, with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<crate::ops::read::Unreadable>,
 }
 
 /// One counter's programming and value.
@@ -172,6 +175,7 @@ pub fn take(device: &Device, selectors: &[String]) -> Result<Snapshot> {
                         width_bits: b.width_bits,
                     })
                     .collect(),
+                unreadable: b.unreadable,
             })
             .collect(),
     })

@@ -38,10 +38,15 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     let old = snapshot::load(&a.old)?;
     let new = snapshot::load(&a.new)?;
     let names = (a.old.display().to_string(), a.new.display().to_string());
-    for w in diff::check(&old, &new, a.strict, (&names.0, &names.1))? {
+    let said = diff::check(&old, &new, a.strict, (&names.0, &names.1))?;
+    let d = diff::diff(&old, &new);
+    // The origin's differences (said by check) and the values left unread.
+    for w in said
+        .iter()
+        .chain(d.warnings.iter().filter(|w| !said.contains(w)))
+    {
         diag(&format!("warning: {w}"));
     }
-    let d = diff::diff(&old, &new);
     if let Some(path) = &a.plot {
         plot::diff_bars(&d, path)?;
     }

@@ -169,7 +169,11 @@ impl Report for ReadReport {
     }
 
     fn document(&self) -> Document {
-        human(&self.values())
+        let mut d = human(&self.values());
+        for u in self.blocks.iter().flat_map(|b| &b.unreadable) {
+            d.line(format!("{}: not read, left out: {}", u.file, u.problem));
+        }
+        d
     }
 
     fn records(&self) -> Option<Table> {
@@ -214,6 +218,7 @@ impl SnapshotReport {
                         value: r.value,
                     })
                     .collect(),
+                unreadable: b.unreadable.clone(),
             })
             .collect();
         ReadReport {
