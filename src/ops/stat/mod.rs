@@ -110,8 +110,8 @@ pub struct Timing {
 
 /// The default time between checks for other programs' writes: a write is found
 /// within it, and only a write within the first check of a counter's window can go
-/// unseen. The checks read a few files per block (about 0.1 % of a core for every
-/// block of a BlueField-3, see benches/).
+/// unseen. A check of every value of a BlueField-2 (90 values) takes 25 µs on tmpfs
+/// (`cargo bench --bench stat`): 0.03 % of a core at one check per 100 ms.
 pub const PROBE: Duration = Duration::from_millis(100);
 
 impl Default for Timing {
