@@ -449,22 +449,30 @@ fn stat_prints_metrics_and_diff_computes_them() {
 fn a_metric_mixing_kinds_without_a_pairing_is_for_the_kind_only() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("mine.json");
-    std::fs::write(
-        &file,
-        r#"[{"MetricName": "my_miss_ratio", "MetricExpr": "llt_miss@GDC_MISS_MACHINE_RD_REQ@ / GDC_BANK0_RD_REQ", "Unit": "llt"}]"#,
-    )
-    .unwrap();
-    let out = stdout_of(bfperf().arg("--metrics").arg(&file).args([
-        "--sim",
-        "bf3",
-        "stat",
-        "-A",
-        "-M",
-        "my_miss_ratio",
-        "--duration",
-        "300ms",
-        "-j",
-    ]));
+    // `stat -A` of the metric, defined with `pairing` added to its fields.
+    let run = |pairing: &str| {
+        std::fs::write(
+            &file,
+            format!(
+                r#"[{{"MetricName": "my_miss_ratio", "MetricExpr": "llt_miss@GDC_MISS_MACHINE_RD_REQ@ / GDC_BANK0_RD_REQ", "Unit": "llt"{pairing}}}]"#
+            ),
+        )
+        .unwrap();
+        let mut cmd = bfperf();
+        cmd.arg("--metrics").arg(&file).args([
+            "--sim",
+            "bf3",
+            "stat",
+            "-A",
+            "-M",
+            "my_miss_ratio",
+            "--duration",
+            "300ms",
+            "-j",
+        ]);
+        cmd
+    };
+    let out = stdout_of(&mut run(""));
     let records: Vec<serde_json::Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -484,41 +492,10 @@ fn a_metric_mixing_kinds_without_a_pairing_is_for_the_kind_only() {
         );
     }
     // The same with "PairBlocks": "index": each block has its value.
-    std::fs::write(
-        &file,
-        r#"[{"MetricName": "my_miss_ratio", "MetricExpr": "llt_miss@GDC_MISS_MACHINE_RD_REQ@ / GDC_BANK0_RD_REQ", "Unit": "llt", "PairBlocks": "index"}]"#,
-    )
-    .unwrap();
-    let out = stdout_of(bfperf().arg("--metrics").arg(&file).args([
-        "--sim",
-        "bf3",
-        "stat",
-        "-A",
-        "-M",
-        "my_miss_ratio",
-        "--duration",
-        "300ms",
-        "-j",
-    ]));
+    let out = stdout_of(&mut run(r#", "PairBlocks": "index""#));
     assert_eq!(out.matches(r#""value":null"#).count(), 0, "{out}");
     // An unknown pairing is refused with what is known.
-    std::fs::write(
-        &file,
-        r#"[{"MetricName": "my_miss_ratio", "MetricExpr": "llt_miss@GDC_MISS_MACHINE_RD_REQ@ / GDC_BANK0_RD_REQ", "Unit": "llt", "PairBlocks": "name"}]"#,
-    )
-    .unwrap();
-    bfperf()
-        .arg("--metrics")
-        .arg(&file)
-        .args([
-            "--sim",
-            "bf3",
-            "stat",
-            "-M",
-            "my_miss_ratio",
-            "--duration",
-            "100ms",
-        ])
+    run(r#", "PairBlocks": "name""#)
         .assert()
         .failure()
         .stderr(predicate::str::contains("PairBlocks 'name' is not known"));

@@ -575,20 +575,18 @@ fn one_unreadable_value_is_said_not_fatal() {
         .iter()
         .all(|c| c["counter"] != 1));
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(c.device().join("tile2/counter1"), "0x10\n").unwrap();
-    let older = dir.path().join("older.json");
-    c.cmd()
-        .args(["snapshot", "all", "-o"])
-        .arg(&older)
-        .assert()
-        .success();
-    std::fs::write(c.device().join("tile2/counter1"), "-5\n").unwrap();
-    let newer = dir.path().join("newer.json");
-    c.cmd()
-        .args(["snapshot", "all", "-o"])
-        .arg(&newer)
-        .assert()
-        .success();
+    let snapshot = |value: &str, name: &str| {
+        std::fs::write(c.device().join("tile2/counter1"), value).unwrap();
+        let path = dir.path().join(name);
+        c.cmd()
+            .args(["snapshot", "all", "-o"])
+            .arg(&path)
+            .assert()
+            .success();
+        path
+    };
+    let older = snapshot("0x10\n", "older.json");
+    let newer = snapshot("-5\n", "newer.json");
     c.cmd()
         .arg("diff")
         .arg(&older)

@@ -423,25 +423,11 @@ impl<'d> Sampler<'d> {
 
     /// New baselines at `now`, accumulators kept (a new window or a new run).
     pub fn rebase(&mut self, now: u64) -> Result<()> {
-        for (p, st) in self.plans.iter().zip(&mut self.states) {
+        for i in 0..self.plans.len() {
+            let st = &mut self.states[i];
             st.last_ns = now;
             st.turn_end.iter_mut().for_each(|t| *t = now);
-            match p.block.mechanism {
-                Mechanism::Registers => {
-                    for i in 0..st.registers.len() {
-                        st.last[i] = st.registers[i].value()?;
-                    }
-                }
-                Mechanism::PerCounter => {
-                    for s in &p.groups[st.group] {
-                        st.last[s.counter as usize] = st.counter(s.counter)?;
-                    }
-                }
-                Mechanism::AllAtOnce => {
-                    st.enable(false)?;
-                    st.enable(true)?;
-                }
-            }
+            self.rebaseline(i, now)?;
         }
         Ok(())
     }
@@ -569,10 +555,15 @@ impl<'d> Sampler<'d> {
         Ok(true)
     }
 
-    /// Reads block `i`'s values again as new baselines (after a failure), without
-    /// counting what they gained.
+    /// Reads block `i`'s values again as new baselines (at a start, or after a
+    /// failure), without counting what they gained; an all-at-once block starts a
+    /// new window from 0.
     fn rebaseline(&mut self, i: usize, now: u64) -> Result<()> {
         let (p, st) = (&self.plans[i], &mut self.states[i]);
+        // Register blocks have no groups.
+        for s in p.groups.get(st.group).into_iter().flatten() {
+            st.turn_end[s.item] = now;
+        }
         match p.block.mechanism {
             Mechanism::Registers => {
                 for r in 0..st.registers.len() {
@@ -582,15 +573,11 @@ impl<'d> Sampler<'d> {
             Mechanism::PerCounter => {
                 for s in &p.groups[st.group] {
                     st.last[s.counter as usize] = st.counter(s.counter)?;
-                    st.turn_end[s.item] = now;
                 }
             }
-            // Switching the block on again started a new window from 0.
             Mechanism::AllAtOnce => {
-                for s in &p.groups[st.group] {
-                    st.turn_end[s.item] = now;
-                }
                 st.window_last.iter_mut().for_each(|v| *v = 0);
+                st.enable(false)?;
                 st.enable(true)?;
             }
         }
