@@ -178,9 +178,15 @@ impl Device {
         self.fs.location()
     }
 
-    /// The device's one name however its path was spelled (locks, journals).
+    /// The device's one name however its path was spelled (journals).
     pub fn canonical_location(&self) -> String {
         self.fs.canonical_location()
+    }
+
+    /// What the device is however it is reached, a bind mount included (the writer
+    /// lock).
+    pub fn identity(&self) -> String {
+        self.fs.identity()
     }
 
     /// Its generation.

@@ -51,6 +51,13 @@ pub trait Sysfs: Send + Sync {
         self.location()
     }
 
+    /// What the device is, however it is reached (a bind mount, another path): the
+    /// writer lock is keyed on it. The canonical location unless the files have a
+    /// better identity.
+    fn identity(&self) -> String {
+        self.canonical_location()
+    }
+
     /// Whether this process may write the file (the driver's files are root's).
     fn writable(&self, rel: &str) -> bool {
         let _ = rel;
@@ -184,6 +191,9 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     }
     fn canonical_location(&self) -> String {
         (**self).canonical_location()
+    }
+    fn identity(&self) -> String {
+        (**self).identity()
     }
     fn writable(&self, rel: &str) -> bool {
         (**self).writable(rel)
@@ -505,6 +515,16 @@ impl Sysfs for RealFs {
             .unwrap_or_else(|_| self.dir.clone())
             .display()
             .to_string()
+    }
+
+    /// The directory's device and inode numbers: the same through a bind mount or
+    /// any other path to it.
+    fn identity(&self) -> String {
+        use std::os::unix::fs::MetadataExt;
+        match fs::metadata(&self.dir) {
+            Ok(m) => format!("device {:x} inode {}", m.dev(), m.ino()),
+            Err(_) => self.canonical_location(),
+        }
     }
 }
 

@@ -127,9 +127,62 @@ fn every_spelling_of_a_device_shares_one_lock() {
             })
             .unwrap();
     }
+    // A bind mount of the tree (in a mount namespace of its own): the same
+    // directory, so the same lock. Mounting needs root, as bfperf's writes do.
+    if unsafe { libc::geteuid() } == 0 {
+        let bound = tempfile::tempdir().unwrap();
+        let o = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg("mount --bind \"$1\" \"$2\" && exec \"$3\" --sysfs-root \"$2\" program tile2 1 MEMORY_WRITES")
+            .args(["sh", root.to_str().unwrap(), bound.path().to_str().unwrap()])
+            .arg(env!("CARGO_BIN_EXE_bfperf"))
+            .env_remove("BFPERF_LOCK_FILE")
+            .env_remove("BFPERF_SYSFS_ROOT")
+            .env("BFPERF_STATE_DIR", state.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "bind mount: {err}");
+        assert!(
+            err.contains("another program is writing"),
+            "bind mount: {err}"
+        );
+    }
     let _ = holder.kill();
     let _ = holder.wait();
     let _ = fs::remove_file(&link);
+}
+
+/// A lock file bfperf did not make (it holds something else) is refused and left as
+/// it was; one bfperf made is taken again.
+#[test]
+fn a_lock_file_with_other_content_is_never_emptied() {
+    let c = Copy::of("bf2");
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes.txt");
+    fs::write(&notes, "my notes\n").unwrap();
+    fs::set_permissions(&notes, fs::Permissions::from_mode(0o600)).unwrap();
+    let before = c.contents();
+    c.cmd()
+        .arg("--lock-file")
+        .arg(&notes)
+        .args(["program", "tile2", "0", "MEMORY_READS"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "never empties a file it did not make",
+        ));
+    assert_eq!(fs::read_to_string(&notes).unwrap(), "my notes\n");
+    assert_eq!(before, c.contents());
+    let lock = dir.path().join("bfperf.lock");
+    for _ in 0..2 {
+        c.cmd()
+            .arg("--lock-file")
+            .arg(&lock)
+            .args(["program", "tile2", "0", "MEMORY_READS"])
+            .assert()
+            .success();
+    }
 }
 
 /// Event, enable and count_clock of every block of a mounted simulator.

@@ -51,7 +51,7 @@ pub fn lock_device(
     }
     let path = match &global.lock_file {
         Some(p) => p.clone(),
-        None => crate::ops::lock::default_path(&device.canonical_location())?,
+        None => crate::ops::lock::default_path(&device.identity())?,
     };
     crate::ops::lock::WriterLock::acquire(&path, global.wait).map(Some)
 }

@@ -189,8 +189,14 @@ pub struct WriterLock {
     path: PathBuf,
 }
 
+/// This process's command line on one line (a control character in an argument,
+/// a newline above all, becomes a space), capped so the record stays readable whole.
 fn this_command() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
+    let line = std::env::args().collect::<Vec<_>>().join(" ");
+    line.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(1000)
+        .collect()
 }
 
 impl WriterLock {
@@ -225,7 +231,19 @@ impl WriterLock {
                 return Err(file_err("cannot lock")(std::io::Error::last_os_error()));
             }
         }
-        // Ours, regular, one link, and locked: its old record may be replaced.
+        // Ours, regular, one link, and locked: its old record may be replaced, if it
+        // is one. A file holding anything else is someone's data, never emptied.
+        let mut old = Vec::new();
+        (&mut file)
+            .take(HOLDER_MAX)
+            .read_to_end(&mut old)
+            .map_err(file_err("cannot read the writer lock file"))?;
+        if !is_lock_record(&old) {
+            return Err(Error::OutputTarget {
+                path: path.to_path_buf(),
+                problem: "it holds something other than a bfperf lock record (a PID, then a command line), and bfperf never empties a file it did not make: give --lock-file a new file or one bfperf made".into(),
+            });
+        }
         file.set_len(0)
             .and_then(|_| file.rewind())
             .and_then(|_| writeln!(file, "{}\n{}", std::process::id(), this_command()))
@@ -246,6 +264,23 @@ impl Drop for WriterLock {
     fn drop(&mut self) {
         let _ = self.file.set_len(0);
     }
+}
+
+/// An empty file, or what `acquire` writes: a PID line, then one command line.
+fn is_lock_record(bytes: &[u8]) -> bool {
+    if bytes.is_empty() {
+        return true;
+    }
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    let mut lines = text.split_terminator('\n');
+    let pid = lines.next().unwrap_or_default();
+    !pid.is_empty()
+        && pid.len() <= 10
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && lines.next().is_some()
+        && lines.next().is_none()
 }
 
 fn describe_holder(text: &str) -> String {
