@@ -5,12 +5,18 @@
 //! exit 0 having written nothing. [`bfperf::cli::entry`] does the rest of that setup
 //! (the streams, SIGPIPE) and reports a closed output. Arguments still reach
 //! `std::env::args`: glibc hands them to the standard library at load time.
-#![no_main]
+// Under `cargo test` the test harness brings its own main.
+#![cfg_attr(not(test), no_main)]
 
+#[cfg(not(test))]
 use std::ffi::{c_char, c_int};
 
 /// The process's entry point.
+#[cfg(not(test))]
 #[no_mangle]
 extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
-    std::process::exit(bfperf::cli::entry())
+    // A panic may not unwind out of a C function: it ends here, with the status
+    // Rust's own runtime gives it (after the panic hook has said what happened).
+    let code = std::panic::catch_unwind(bfperf::cli::entry).unwrap_or(101);
+    std::process::exit(code)
 }
