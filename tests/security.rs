@@ -306,3 +306,120 @@ fn a_killed_writer_is_undone_by_restore_or_by_the_next_writer() {
         .stderr(predicate::str::contains("put back llt1"));
     assert_eq!(whole_config(&m), original);
 }
+
+/// Output paths by the kernel's rules. Run as root (as bfperf is on a DPU), with
+/// links made as another user (uid 65534) in a sticky directory anyone can write to.
+#[test]
+fn output_paths_follow_the_kernels_rules_for_links() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("needs root to plant another user's links; skipped");
+        return;
+    }
+    let shared = tempfile::tempdir().unwrap();
+    fs::set_permissions(shared.path(), fs::Permissions::from_mode(0o1777)).unwrap();
+    let private = tempfile::tempdir().unwrap();
+    let victim = private.path().join("victim");
+    fs::write(&victim, "SECRET\n").unwrap();
+    fs::set_permissions(&victim, fs::Permissions::from_mode(0o600)).unwrap();
+    let plant = |name: &str, to: &Path| {
+        let link = shared.path().join(name);
+        std::os::unix::fs::symlink(to, &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        link
+    };
+    let to_victim = plant("out.json", &victim);
+    let dangling = plant("dangling.json", &private.path().join("made"));
+    for (link, says) in [
+        (&to_victim, "a directory anyone can write to"),
+        (&dangling, "a directory anyone can write to"),
+    ] {
+        for args in [
+            &["snapshot", "all", "-o"][..],
+            &[
+                "stat",
+                "-e",
+                "tile2/MEMORY_READS/",
+                "--duration",
+                "50ms",
+                "-o",
+            ],
+        ] {
+            on_fixture("bf2")
+                .args(args)
+                .arg(link)
+                .assert()
+                .code(1)
+                .stderr(predicate::str::contains(says));
+        }
+    }
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "SECRET\n");
+    assert!(!private.path().join("made").exists());
+    // A root-owned link in a root-only directory is followed; its file replaced.
+    let link = private.path().join("link.json");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    on_fixture("bf2")
+        .args(["snapshot", "all", "-o"])
+        .arg(&link)
+        .assert()
+        .success();
+    assert!(fs::read_to_string(&victim)
+        .unwrap()
+        .contains("bfperf-snapshot"));
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // A dangling link of our own is refused too: nothing is created through it.
+    let mine = private.path().join("mine.json");
+    std::os::unix::fs::symlink(private.path().join("nowhere"), &mine).unwrap();
+    on_fixture("bf2")
+        .args(["snapshot", "all", "-o"])
+        .arg(&mine)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("a symbolic link to nothing"));
+    // The process's own descriptors are written through, in place.
+    let log = private.path().join("log");
+    fs::write(&log, "OLD\n").unwrap();
+    let bin = env!("CARGO_BIN_EXE_bfperf");
+    let fixture = fixture("bf2");
+    let sh = |script: &str| {
+        Command::new("sh")
+            .args([
+                "-c",
+                script,
+                "sh",
+                bin,
+                fixture.to_str().unwrap(),
+                log.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap()
+    };
+    let o = sh("\"$1\" --sysfs-root \"$2\" snapshot all -o /dev/stdout >> \"$3\"");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with("OLD\n{"), "{}", &text[..20]);
+    let o = sh("\"$1\" --sysfs-root \"$2\" snapshot all -o /dev/stdout | wc -c");
+    let bytes: usize = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    assert_eq!(bytes, text.len() - 4);
+    // A deleted file behind stdout: written into, and no stray file appears.
+    let o = sh("cd \"$(dirname \"$3\")\" && exec 3>gone.txt && rm gone.txt && \"$1\" --sysfs-root \"$2\" snapshot all -o /dev/stdout >&3 && ls");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("gone"));
+    // A UNIX socket is connected to and written.
+    let sock = private.path().join("s.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let reader = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut c, &mut got).unwrap();
+        got.len()
+    });
+    on_fixture("bf2")
+        .args(["snapshot", "all", "-o"])
+        .arg(&sock)
+        .assert()
+        .success();
+    assert_eq!(reader.join().unwrap(), text.len() - 4);
+}

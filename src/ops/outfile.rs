@@ -1,11 +1,21 @@
 //! One rule for every output file (`-o` of every command, the exporter's
-//! `--textfile`): a regular file — or the regular file a symlink the user gave names
-//! — is replaced atomically (a temporary file beside it, fsync, rename), keeping its
-//! mode and owner, or created; a character device, FIFO or socket (`/dev/null`,
-//! `/dev/stdout`, `-o >(gzip > s.gz)`) is written in place, never replaced; a
-//! directory or block device is refused, and so is a file with several hard links
-//! (replacing it would split them). The temporary file is removed on every error;
-//! [`replace`] also holds the terminating signals until it is gone.
+//! `--textfile`), by the kernel's own rules for links:
+//! - `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` and `/proc/self/fd/N` are the
+//!   descriptors bfperf was given: written through them, in place (a file opened for
+//!   appending is appended to, a pipe or socket written into);
+//! - a symbolic link on the way that sits in a sticky, world-writable directory
+//!   (`/tmp`) and belongs neither to the caller nor to the directory's owner is
+//!   refused, as `fs.protected_symlinks` refuses it, and so is a link to nothing;
+//! - a character device, FIFO or socket is written in place, never created or
+//!   replaced (a socket is connected to);
+//! - a regular file is replaced atomically (a temporary file beside it, fsync,
+//!   rename), keeping its mode and owner, once the kernel has let bfperf open it for
+//!   writing through the path given; a new one is created so;
+//! - a directory, a block device, or a file with several hard links (replacing it
+//!   would split them) is refused.
+//!
+//! The temporary file is removed on every error; [`replace`] also holds the
+//! terminating signals until it is gone.
 
 use std::fs;
 use std::io::{self, BufWriter, Write};
@@ -52,67 +62,170 @@ enum Resolved {
     Regular(Target),
     /// A character device, FIFO or socket, written in place.
     Stream(PathBuf, fs::FileType),
+    /// A descriptor this process holds (`/dev/stdout`).
+    Inherited(i32),
+}
+
+/// The descriptor a path names when it is one of this process's own.
+fn inherited_fd(path: &Path) -> Option<i32> {
+    let s = path.to_str()?;
+    match s {
+        "/dev/stdout" => Some(1),
+        "/dev/stderr" => Some(2),
+        _ => s
+            .strip_prefix("/dev/fd/")
+            .or_else(|| s.strip_prefix("/proc/self/fd/"))
+            .and_then(|n| n.parse().ok()),
+    }
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Refuses a link the kernel's `protected_symlinks` would not follow for us: in a
+/// sticky, world-writable directory, owned neither by us nor by the directory's owner.
+fn check_link(link: &Path, md: &fs::Metadata) -> Result<()> {
+    let dir = match link.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let Ok(dmd) = fs::metadata(dir) else {
+        return Ok(());
+    };
+    let mode = dmd.permissions().mode();
+    if mode & 0o1000 != 0 && mode & 0o002 != 0 && md.uid() != euid() && md.uid() != dmd.uid() {
+        return Err(refuse(
+            link,
+            format!(
+                "it is a symbolic link of uid {} in {}, a directory anyone can write to; bfperf does not follow it (as fs.protected_symlinks does not): write to a path of your own",
+                md.uid(),
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The real path `path` names, every link on the way checked by [`check_link`]. The
+/// last components may not exist yet.
+fn walk(path: &Path) -> Result<PathBuf> {
+    use std::collections::VecDeque;
+    use std::path::Component;
+    let mut resolved = match path.is_absolute() {
+        true => PathBuf::from("/"),
+        false => std::env::current_dir().map_err(|e| Error::File {
+            what: "cannot find the current directory for",
+            path: path.to_path_buf(),
+            source: e,
+        })?,
+    };
+    let mut pending: VecDeque<PathBuf> = path
+        .components()
+        .map(|c| PathBuf::from(c.as_os_str()))
+        .collect();
+    let mut links = 0;
+    while let Some(part) = pending.pop_front() {
+        match part.components().next() {
+            Some(Component::RootDir) => resolved = PathBuf::from("/"),
+            Some(Component::ParentDir) => {
+                resolved.pop();
+            }
+            Some(Component::Normal(name)) => {
+                let next = resolved.join(name);
+                match fs::symlink_metadata(&next) {
+                    Ok(md) if md.file_type().is_symlink() => {
+                        check_link(&next, &md)?;
+                        links += 1;
+                        if links > MAX_LINKS {
+                            return Err(refuse(path, "too many levels of symbolic links"));
+                        }
+                        let target = fs::read_link(&next).map_err(|e| Error::File {
+                            what: "cannot read the link",
+                            path: next.clone(),
+                            source: e,
+                        })?;
+                        let mut ahead: VecDeque<PathBuf> = target
+                            .components()
+                            .map(|c| PathBuf::from(c.as_os_str()))
+                            .collect();
+                        ahead.extend(pending);
+                        pending = ahead;
+                    }
+                    _ => resolved = next,
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(resolved)
 }
 
 fn resolve(path: &Path) -> Result<Resolved> {
-    let mut current = path.to_path_buf();
-    for _ in 0..MAX_LINKS {
-        let md = match fs::symlink_metadata(&current) {
-            Ok(md) => md,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Ok(Resolved::Regular(Target {
-                    path: current,
-                    keep: None,
-                }))
-            }
-            Err(e) => {
-                return Err(Error::File {
-                    what: "cannot examine",
-                    path: current,
-                    source: e,
-                })
-            }
-        };
-        let ft = md.file_type();
-        if ft.is_symlink() {
-            let link = fs::read_link(&current).map_err(|e| Error::File {
-                what: "cannot read the link",
-                path: current.clone(),
-                source: e,
-            })?;
-            current = match current.parent() {
-                Some(dir) if link.is_relative() => dir.join(link),
-                _ => link,
-            };
-            continue;
-        }
-        if ft.is_char_device() || ft.is_fifo() || ft.is_socket() {
-            return Ok(Resolved::Stream(current, ft));
-        }
-        if !ft.is_file() {
-            return Err(refuse(
-                &current,
-                format!(
-                    "it is {}; bfperf writes regular files (replaced), character devices, FIFOs and sockets (written in place)",
-                    kind_name(&ft)
-                ),
-            ));
-        }
-        if md.nlink() > 1 {
-            return Err(refuse(
-                &current,
-                format!(
-                    "it has {} hard links and replacing it would split them; write to another name",
-                    md.nlink()
-                ),
-            ));
-        }
-        return Ok(Resolved::Regular(Target {
-            path: current,
-            keep: Some((md.permissions().mode() & 0o7777, md.uid(), md.gid())),
-        }));
+    if let Some(fd) = inherited_fd(path) {
+        return Ok(Resolved::Inherited(fd));
     }
-    Err(refuse(path, "too many levels of symbolic links"))
+    let real = walk(path)?;
+    let md = match fs::symlink_metadata(&real) {
+        Ok(md) => md,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(refuse(
+                    path,
+                    "it is a symbolic link to nothing; bfperf does not create the file a dangling link names",
+                ));
+            }
+            return Ok(Resolved::Regular(Target {
+                path: real,
+                keep: None,
+            }));
+        }
+        Err(e) => {
+            return Err(Error::File {
+                what: "cannot examine",
+                path: real,
+                source: e,
+            })
+        }
+    };
+    let ft = md.file_type();
+    if ft.is_char_device() || ft.is_fifo() || ft.is_socket() {
+        return Ok(Resolved::Stream(path.to_path_buf(), ft));
+    }
+    if !ft.is_file() {
+        return Err(refuse(
+            &real,
+            format!(
+                "it is {}; bfperf writes regular files (replaced), character devices, FIFOs and sockets (written in place)",
+                kind_name(&ft)
+            ),
+        ));
+    }
+    if md.nlink() > 1 {
+        return Err(refuse(
+            &real,
+            format!(
+                "it has {} hard links and replacing it would split them; write to another name",
+                md.nlink()
+            ),
+        ));
+    }
+    // The kernel's say, through the path as given (protected_symlinks and
+    // protected_regular, permissions): it must let bfperf open the file for
+    // writing. Nothing is written or truncated.
+    fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::File {
+            what: "the kernel does not let bfperf open for writing",
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+    Ok(Resolved::Regular(Target {
+        path: real,
+        keep: Some((md.permissions().mode() & 0o7777, md.uid(), md.gid())),
+    }))
 }
 
 /// The mode of a new file: 0644 less the umask.
@@ -175,6 +288,7 @@ pub fn open(path: &Path) -> Result<Sink> {
     let target = match resolve(path)? {
         Resolved::Regular(t) => t,
         Resolved::Stream(p, ft) => return open_stream(&p, ft),
+        Resolved::Inherited(fd) => return open_inherited(path, fd),
     };
     let dir = match target.path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -206,10 +320,47 @@ pub fn open(path: &Path) -> Result<Sink> {
     })
 }
 
+/// One of this process's descriptors, duplicated: the same open file (its offset,
+/// its append mode), a pipe or a socket alike.
+fn open_inherited(path: &Path, fd: i32) -> Result<Sink> {
+    // SAFETY: fcntl on a descriptor number; F_DUPFD_CLOEXEC returns a new one we own.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags == -1 || flags & libc::O_ACCMODE == libc::O_RDONLY {
+        return Err(refuse(
+            path,
+            format!("descriptor {fd} is not open for writing in this process"),
+        ));
+    }
+    // SAFETY: as above.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if dup == -1 {
+        return Err(Error::File {
+            what: "cannot use",
+            path: path.to_path_buf(),
+            source: io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: `dup` is a new descriptor nothing else owns.
+    Ok(Sink::Stream(unsafe {
+        <fs::File as std::os::fd::FromRawFd>::from_raw_fd(dup)
+    }))
+}
+
 /// A character device, FIFO or socket, opened for writing in place: never created,
-/// never truncated. A FIFO nobody reads is an error, not a hang.
+/// never truncated. A FIFO nobody reads is an error, not a hang; a socket is
+/// connected to.
 fn open_stream(path: &Path, ft: fs::FileType) -> Result<Sink> {
     use std::os::unix::fs::OpenOptionsExt;
+    if ft.is_socket() {
+        let stream = std::os::unix::net::UnixStream::connect(path).map_err(|e| Error::File {
+            what: "cannot connect to the socket",
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        return Ok(Sink::Stream(fs::File::from(std::os::fd::OwnedFd::from(
+            stream,
+        ))));
+    }
     let nonblocking = if ft.is_fifo() { libc::O_NONBLOCK } else { 0 };
     let file = fs::OpenOptions::new()
         .write(true)
