@@ -682,6 +682,13 @@ impl<'d> Sampler<'d> {
                 found = Some((vec![s.item], Foreign::Reset { counter: s.counter }));
             }
         }
+        // A reset: say so more precisely when another event is programmed now.
+        if matches!(found, Some((_, Foreign::Reset { .. }))) {
+            if let Some(changed) = self.changed_events(i)? {
+                found = Some(changed);
+            }
+        }
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
         if p.multiplexed() {
             st.group = (st.group + 1) % p.groups.len();
         } else if found.is_none() {
