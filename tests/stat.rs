@@ -218,10 +218,14 @@ fn a_foreign_write_is_detected_and_marked() {
     let counts = &out.runs[0].counts;
     assert!(!find(counts, "tile1", "HNF_REQUESTS").valid);
     assert!(find(counts, "tile2", "HNF_REQUESTS").valid);
-    assert!(out
-        .warnings
-        .iter()
-        .any(|w| w.contains("re-programmed by another program")));
+    // The event written over ours is named.
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.contains("another program programmed event 0x46 on counter 0")),
+        "{:?}",
+        out.warnings
+    );
 }
 
 #[test]
