@@ -212,6 +212,19 @@ pub enum Error {
         path: PathBuf,
     },
 
+    /// A writer died without restoring the device, and its journal is still there.
+    #[error("pid {pid} ({command}) was stopped without restoring {blocks}; its journal {path} holds the programming they had before, which `bfperf restore` puts back. Run `bfperf restore` first, or pass --discard-journal to keep the device as it is now and forget the journal", path = path.display())]
+    PendingJournal {
+        /// The journal.
+        path: PathBuf,
+        /// The writer that left it.
+        pid: u32,
+        /// Its command line.
+        command: String,
+        /// The blocks it would put back.
+        blocks: String,
+    },
+
     /// An output file bfperf refuses to replace.
     #[error("refusing to write {path}: {problem}", path = path.display())]
     OutputTarget {

@@ -347,8 +347,8 @@ impl RealFs {
 /// longer is not a driver file.
 pub const MAX_ATTRIBUTE: usize = 64 * 1024;
 
-fn not_regular(kind: fs::FileType) -> io::Error {
-    let what = if kind.is_fifo() {
+fn kind_name(kind: fs::FileType) -> &'static str {
+    if kind.is_fifo() {
         "a FIFO"
     } else if kind.is_char_device() || kind.is_block_device() {
         "a device node"
@@ -358,10 +358,16 @@ fn not_regular(kind: fs::FileType) -> io::Error {
         "a directory"
     } else {
         "not a regular file"
-    };
+    }
+}
+
+fn not_regular(kind: fs::FileType) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
-        format!("it is {what}, not a sysfs attribute (bfperf reads and writes regular files only)"),
+        format!(
+            "it is {}, not a sysfs attribute (bfperf reads and writes regular files only)",
+            kind_name(kind)
+        ),
     )
 }
 
@@ -531,12 +537,51 @@ impl Sysfs for RealFs {
 /// The most a configuration file (exporter config, workload, metric file) may hold.
 pub const MAX_CONFIG: u64 = 64 * 1024 * 1024;
 
-/// Reads a configuration file a user named: opened without blocking (a FIFO cannot
-/// hang bfperf), a regular file only (a link the user gave is followed), at most
-/// [`MAX_CONFIG`] bytes of UTF-8.
+/// Reads a configuration file a user named as UTF-8 text: see [`read_regular`].
 pub fn read_config(path: &Path) -> crate::Result<String> {
-    let fail = |source: io::Error| crate::Error::File {
+    let bytes = read_regular(path, "cannot read the configuration file", MAX_CONFIG)?;
+    String::from_utf8(bytes).map_err(|_| crate::Error::File {
         what: "cannot read the configuration file",
+        path: path.to_path_buf(),
+        source: io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"),
+    })
+}
+
+/// Checks that a file a user named can be read as configuration (see
+/// [`read_regular`]) without reading it.
+pub fn check_config(path: &Path, what: &'static str) -> crate::Result<()> {
+    open_regular(path, what).map(drop)
+}
+
+/// Reads a file a user named (configuration, a certificate, a key): opened without
+/// blocking (a FIFO cannot hang bfperf), a regular file only (a link the user gave is
+/// followed; a device such as /dev/zero, a FIFO, a socket or a directory is refused),
+/// at most `max` bytes. The error names the file, what it was for and what it is.
+pub fn read_regular(path: &Path, what: &'static str, max: u64) -> crate::Result<Vec<u8>> {
+    let file = open_regular(path, what)?;
+    let fail = |source: io::Error| crate::Error::File {
+        what,
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut out = Vec::new();
+    file.take(max + 1).read_to_end(&mut out).map_err(fail)?;
+    if out.len() as u64 > max {
+        let size = match max >= 1 << 20 {
+            true => format!("{} MiB", max >> 20),
+            false => format!("{} KiB", max >> 10),
+        };
+        return Err(fail(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("it holds more than {size}, more than such a file ever needs"),
+        )));
+    }
+    Ok(out)
+}
+
+fn open_regular(path: &Path, what: &'static str) -> crate::Result<fs::File> {
+    let fail = |source: io::Error| crate::Error::File {
+        what,
         path: path.to_path_buf(),
         source,
     };
@@ -547,22 +592,13 @@ pub fn read_config(path: &Path) -> crate::Result<String> {
         .map_err(fail)?;
     let kind = file.metadata().map_err(fail)?.file_type();
     if !kind.is_file() {
-        return Err(fail(not_regular(kind)));
-    }
-    let mut out = Vec::new();
-    file.take(MAX_CONFIG + 1)
-        .read_to_end(&mut out)
-        .map_err(fail)?;
-    if out.len() as u64 > MAX_CONFIG {
         return Err(fail(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("it holds more than {} MiB", MAX_CONFIG >> 20),
+            io::ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file (bfperf reads such files only when they are regular files, so that none can hang it or flood its memory)",
+                kind_name(kind)
+            ),
         )));
     }
-    String::from_utf8(out).map_err(|_| {
-        fail(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "it is not UTF-8 text",
-        ))
-    })
+    Ok(file)
 }

@@ -1114,3 +1114,168 @@ fn a_perf_event_in_the_config_is_refused_not_taken_for_a_blocks_cycles() {
             "cycles is a perf event of the Arm cores, which the exporter does not count",
         ));
 }
+
+/// One HTTP/1.1 keep-alive request on `s` with basic credentials; the status code
+/// and whether the server said it closes the connection. None when the connection
+/// was closed (or failed) before an answer.
+fn keep_alive_get(s: &mut TcpStream, user_pass: &str) -> Option<(u16, bool)> {
+    use base64::Engine;
+    let auth = base64::engine::general_purpose::STANDARD.encode(user_pass);
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {auth}\r\n\r\n"
+    )
+    .ok()?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if s.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    s.read_exact(&mut body).ok()?;
+    Some((status, head.contains("connection: close")))
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s
+}
+
+/// The time of one refused request on a new connection.
+fn refused_in(port: u16, user_pass: &str) -> Duration {
+    let mut s = connect(port);
+    let t = Instant::now();
+    let (status, _) = keep_alive_get(&mut s, user_pass).unwrap();
+    assert_eq!(status, 401);
+    t.elapsed()
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+#[test]
+fn password_guessing_neither_reveals_users_nor_locks_out_a_scraper() {
+    let dir = tempfile::tempdir().unwrap();
+    // Cost 8: a few milliseconds a check here, still tens of milliseconds emulated.
+    let hash = bcrypt::hash("s3cret", 8).unwrap();
+    let web = dir.path().join("web.yml");
+    std::fs::write(&web, format!("basic_auth_users:\n  alice: {hash}\n")).unwrap();
+    let c = Copy::of("bf2");
+    let cfg = config(dir.path(), "events = [\"tile2/MEMORY_READS/\"]\n");
+    let port = free_port();
+    let _e = Running(
+        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg("--sysfs-root")
+            .arg(c.root())
+            .arg("--lock-file")
+            .arg(dir.path().join("lock"))
+            .args(["exporter", "--config"])
+            .arg(&cfg)
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--web.config.file",
+            ])
+            .arg(&web)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(port);
+
+    // A wrong password for a user that exists and any password for one that does not
+    // take as long: no timing tells user names apart.
+    // Taken in turns (new credentials each time: no verdict is remembered), so that
+    // the machine's other work weighs on both alike.
+    let (mut known, mut unknown) = (Vec::new(), Vec::new());
+    for i in 0..21 {
+        known.push(refused_in(port, &format!("alice:wrong{i}")));
+        unknown.push(refused_in(port, &format!("mallory{i}:wrong{i}")));
+    }
+    let (known, unknown) = (median(known), median(unknown));
+    let ratio = known.as_secs_f64() / unknown.as_secs_f64();
+    assert!(
+        (0.8..=1.25).contains(&ratio),
+        "known user {known:?}, unknown user {unknown:?}"
+    );
+
+    // A connection that keeps guessing is closed after its third wrong answer.
+    let mut s = connect(port);
+    for i in 1..=3 {
+        let (status, closes) = keep_alive_get(&mut s, &format!("alice:guess{i}")).unwrap();
+        assert_eq!((status, closes), (401, i == 3), "attempt {i}");
+    }
+    assert!(keep_alive_get(&mut s, "alice:s3cret").is_none());
+
+    // 80 keep-alive loops guessing passwords (new ones every time, so each costs a
+    // bcrypt check), reconnecting whenever closed; a scraper with the right
+    // password, on its own keep-alive connection (one retry on a new connection when
+    // it was closed, as Prometheus' client does), gets its scrapes within 1 s.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let guesses = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let attackers: Vec<_> = (0..80)
+        .map(|a| {
+            let (stop, guesses) = (stop.clone(), guesses.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+                        continue;
+                    };
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        n += 1;
+                        if keep_alive_get(&mut s, &format!("alice:{a}-{n}")).is_none() {
+                            break;
+                        }
+                        guesses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut scraper = connect(port);
+    assert_eq!(keep_alive_get(&mut scraper, "alice:s3cret").unwrap().0, 200);
+    std::thread::sleep(Duration::from_millis(500));
+    let (mut on_time, total) = (0, 100);
+    let mut slowest = Duration::ZERO;
+    for _ in 0..total {
+        let t = Instant::now();
+        let mut answer = keep_alive_get(&mut scraper, "alice:s3cret");
+        if answer.is_none() {
+            scraper = connect(port);
+            answer = keep_alive_get(&mut scraper, "alice:s3cret");
+        }
+        let took = t.elapsed();
+        slowest = slowest.max(took);
+        if answer.is_some_and(|(status, _)| status == 200) && took <= Duration::from_secs(1) {
+            on_time += 1;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for a in attackers {
+        a.join().unwrap();
+    }
+    let guessed = guesses.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(guessed > 20, "the attack made only {guessed} guesses");
+    assert!(
+        on_time * 100 >= total * 99,
+        "{on_time} of {total} scrapes within 1 s (slowest {slowest:?}) beside {guessed} wrong guesses"
+    );
+    eprintln!("{on_time} of {total} scrapes within 1 s, slowest {slowest:?}; {guessed} wrong guesses; known user {known:?}, unknown {unknown:?}");
+}

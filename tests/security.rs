@@ -429,3 +429,398 @@ fn output_paths_follow_the_kernels_rules_for_links() {
         .success();
     snapshot(&reader.join().unwrap());
 }
+
+/// Runs bfperf with a deadline; its exit code, stderr and how long it took.
+fn run_bounded(cmd: &mut Command, limit: Duration) -> (Option<i32>, String, Duration) {
+    let t = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "still running after {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        t.elapsed(),
+    )
+}
+
+/// /dev/zero, a FIFO and a directory given as a certificate, a key, a metric file, a
+/// workload, an exporter config or a web config: a clear error at once, naming the
+/// file and what it is, and nothing written to the device.
+#[test]
+fn files_read_as_configuration_must_be_regular() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let subdir = dir.path().join("subdir");
+    fs::create_dir(&subdir).unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    fs::write(dir.path().join("server.crt"), cert.cert.pem()).unwrap();
+    fs::write(
+        dir.path().join("server.key"),
+        cert.signing_key.serialize_pem(),
+    )
+    .unwrap();
+    let limit = if emulated() {
+        Duration::from_secs(10)
+    } else {
+        Duration::from_secs(1)
+    };
+    let copy = Copy::of("bf2");
+    let before = copy.contents();
+    let targets = [
+        (Path::new("/dev/zero"), "a device node"),
+        (fifo.as_path(), "a FIFO"),
+        (subdir.as_path(), "a directory"),
+    ];
+    for (target, is) in targets {
+        let t = target.to_str().unwrap();
+        let web = |cert: &str, key: &str| {
+            let p = dir.path().join("web.yml");
+            fs::write(
+                &p,
+                format!("tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\n"),
+            )
+            .unwrap();
+            p
+        };
+        let exporter = |extra: &[&str]| {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_bfperf"));
+            c.arg("--sysfs-root")
+                .arg(copy.root())
+                .arg("--lock-file")
+                .arg(dir.path().join("lock"))
+                .args(["exporter", "--listen", "127.0.0.1:0"])
+                .args(extra);
+            c
+        };
+        let cases: Vec<(&str, Command)> = vec![
+            ("certificate", {
+                let w = web(t, "server.key");
+                exporter(&["--web.config.file", w.to_str().unwrap()])
+            }),
+            ("key", {
+                let w = web("server.crt", t);
+                exporter(&["--web.config.file", w.to_str().unwrap()])
+            }),
+            ("web config", exporter(&["--web.config.file", t])),
+            ("exporter config", exporter(&["--config", t])),
+            ("metric file", {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_bfperf"));
+                c.args([
+                    "--sim",
+                    "bf3",
+                    "--metrics",
+                    t,
+                    "stat",
+                    "-M",
+                    "ddr",
+                    "--duration",
+                    "100ms",
+                ]);
+                c
+            }),
+            ("workload", {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_bfperf"));
+                c.args(["--sim", "bf3", "--workload", t, "info"]);
+                c
+            }),
+        ];
+        for (what, mut cmd) in cases {
+            let (code, err, took) = run_bounded(&mut cmd, limit);
+            assert_eq!(code, Some(1), "{what} {t}: {err}");
+            assert!(
+                err.contains(t) && err.contains(is),
+                "{what} {t}: the error should name the file and say it is {is}: {err}"
+            );
+            assert!(took < limit, "{what} {t}: {took:?}");
+        }
+    }
+    assert_eq!(before, copy.contents());
+}
+
+/// The journal file in a state directory.
+fn journal_in(state: &Path) -> Option<std::path::PathBuf> {
+    fs::read_dir(state)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "journal"))
+}
+
+/// A stale journal never undoes a deliberate write later: `program` is refused while
+/// one is pending, until `restore` or `--discard-journal`; the journal's word is
+/// then final.
+#[test]
+fn a_pending_journal_refuses_one_shot_writes_until_restored_or_discarded() {
+    let Some(m) = Mount::start("3", "new") else {
+        return;
+    };
+    let state = state_dir();
+    let cmd = || {
+        let mut c = m.cmd();
+        c.env_remove("BFPERF_LOCK_FILE")
+            .env("BFPERF_STATE_DIR", state.path());
+        c
+    };
+    let original = m.config("llt0");
+    killed_mid_measurement(
+        &m,
+        state.path(),
+        &["stat", "-e", "llt0/GDC_BANK0_RD_REQ/", "--duration", "60s"],
+    );
+    let left = m.config("llt0");
+    assert_ne!(left, original);
+    for args in [
+        &["program", "llt0", "0", "GDC_BANK1_RD_REQ"][..],
+        &["start", "llt0"],
+        &["stop", "llt0"],
+        &["clear", "llt0"],
+    ] {
+        cmd()
+            .args(args)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(
+                "was stopped without restoring llt0",
+            ))
+            .stderr(predicate::str::contains("bfperf restore"))
+            .stderr(predicate::str::contains("--discard-journal"));
+        assert_eq!(m.config("llt0"), left, "{args:?} wrote");
+    }
+    // A dry run says what the real write would meet.
+    cmd()
+        .args(["program", "llt0", "0", "GDC_BANK1_RD_REQ", "--dry-run"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("journal is pending"));
+    // Discarded: the write goes ahead, and a later measurement keeps it.
+    cmd()
+        .args([
+            "program",
+            "llt0",
+            "0",
+            "GDC_BANK1_RD_REQ",
+            "--discard-journal",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("discarded the journal"));
+    assert!(journal_in(state.path()).is_none());
+    let programmed = m.config("llt0");
+    assert!(
+        programmed
+            .iter()
+            .any(|(f, v)| f == "event0" && v.contains("GDC_BANK1_RD_REQ")),
+        "{programmed:?}"
+    );
+    cmd()
+        .args([
+            "stat",
+            "-e",
+            "llt0/GDC_BANK0_RD_REQ/",
+            "--duration",
+            "100ms",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("put back").not());
+    assert_eq!(m.config("llt0"), programmed);
+
+    // Restored: the device is as before the killed measurement; then writes go.
+    killed_mid_measurement(
+        &m,
+        state.path(),
+        &["stat", "-e", "llt0/GDC_BANK0_RD_REQ/", "--duration", "60s"],
+    );
+    cmd().arg("restore").assert().success();
+    assert_eq!(m.config("llt0"), programmed);
+    cmd()
+        .args(["program", "llt0", "0", "GDC_BANK0_RD_REQ"])
+        .assert()
+        .success();
+}
+
+/// A journal naming a block outside the device (`../..`, an absolute path, a block
+/// this device lacks, a counter the block lacks) is refused whole, before anything
+/// is written back.
+#[test]
+fn a_journal_that_points_outside_the_device_is_refused() {
+    let Some(m) = Mount::start("3", "new") else {
+        return;
+    };
+    let state = state_dir();
+    killed_mid_measurement(
+        &m,
+        state.path(),
+        &["stat", "-e", "llt0/GDC_BANK0_RD_REQ/", "--duration", "60s"],
+    );
+    let journal = journal_in(state.path()).expect("a journal");
+    let good = fs::read_to_string(&journal).unwrap();
+    assert!(good.contains("\"llt0\""), "{good}");
+    let outside = tempfile::tempdir().unwrap();
+    let bait = outside.path().join("event0");
+    fs::write(&bait, "untouched\n").unwrap();
+    let traversal = format!("../../../../../../../..{}", outside.path().display());
+    let left = m.config("llt0");
+    for (block, says) in [
+        (traversal.as_str(), "does not have"),
+        (outside.path().to_str().unwrap(), "does not have"),
+        ("llt99", "does not have"),
+    ] {
+        // Edited in place: the file stays the caller's, 0600, one link.
+        fs::write(&journal, good.replace("\"llt0\"", &format!("{block:?}"))).unwrap();
+        for args in [
+            &["restore"][..],
+            &[
+                "stat",
+                "-e",
+                "llt1/GDC_BANK0_RD_REQ/",
+                "--duration",
+                "100ms",
+            ],
+        ] {
+            m.cmd()
+                .env_remove("BFPERF_LOCK_FILE")
+                .env("BFPERF_STATE_DIR", state.path())
+                .args(args)
+                .assert()
+                .code(1)
+                .stderr(predicate::str::contains(says))
+                .stderr(predicate::str::contains("writes nothing from it"));
+        }
+        assert_eq!(fs::read_to_string(&bait).unwrap(), "untouched\n");
+        assert_eq!(m.config("llt0"), left);
+    }
+    // A counter the block does not have.
+    let mut record: serde_json::Value = serde_json::from_str(&good).unwrap();
+    record["saved"][0]["events"][0][0] = 99.into();
+    fs::write(&journal, record.to_string()).unwrap();
+    m.cmd()
+        .env_remove("BFPERF_LOCK_FILE")
+        .env("BFPERF_STATE_DIR", state.path())
+        .arg("restore")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("counter 99"));
+    fs::write(&journal, good).unwrap();
+    m.cmd()
+        .env_remove("BFPERF_LOCK_FILE")
+        .env("BFPERF_STATE_DIR", state.path())
+        .arg("restore")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("put back llt0"));
+}
+
+/// An exporter whose start-up programming the device refuses leaves nothing behind;
+/// a reload the device refuses puts the old configuration back to work, and the
+/// exporter keeps serving it.
+#[test]
+fn a_refused_exporter_start_or_reload_leaves_no_journal_and_keeps_serving() {
+    let Some(m) = Mount::start_with(
+        "3",
+        "new",
+        &[
+            "--sim-faults",
+            "write:llt2/event0@1=EINVAL,write:llt3/event0@1=EINVAL",
+        ],
+    ) else {
+        return;
+    };
+    let state = state_dir();
+    let original = whole_config(&m);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("exporter.toml");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let exporter = || {
+        Command::new(env!("CARGO_BIN_EXE_bfperf"))
+            .arg("--sysfs-root")
+            .arg(m.root())
+            .env_remove("BFPERF_LOCK_FILE")
+            .env("BFPERF_STATE_DIR", state.path())
+            .args(["exporter", "--config"])
+            .arg(&cfg)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    fs::write(&cfg, "events = [\"llt2/GDC_BANK0_RD_REQ/\"]\n").unwrap();
+    let out = exporter().wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("rejected writing") && err.contains("llt2/event0"),
+        "{err}"
+    );
+    assert!(journal_in(state.path()).is_none(), "a journal stayed");
+    assert_eq!(whole_config(&m), original);
+
+    fs::write(&cfg, "events = [\"llt1/GDC_BANK0_RD_REQ/\"]\n").unwrap();
+    let mut e = exporter();
+    let scrape = || {
+        let out = Command::new("curl")
+            .args(["-s", "--max-time", "10"])
+            .arg(format!("http://127.0.0.1:{port}/metrics"))
+            .output()
+            .expect("curl is installed (.ci/run installs it)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !scrape().contains("block=\"llt1\"") {
+        assert!(Instant::now() < deadline, "the exporter never served llt1");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let running = whole_config(&m);
+    fs::write(&cfg, "events = [\"llt3/GDC_BANK0_RD_REQ/\"]\n").unwrap();
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(e.id() as i32, libc::SIGHUP) };
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        e.try_wait().unwrap().is_none(),
+        "a refused reload stopped the exporter"
+    );
+    let text = scrape();
+    assert!(
+        text.contains("block=\"llt1\"") && !text.contains("block=\"llt3\""),
+        "{text}"
+    );
+    assert_eq!(whole_config(&m), running);
+    assert!(
+        journal_in(state.path()).is_some(),
+        "the running exporter has a journal"
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(e.id() as i32, libc::SIGTERM) };
+    let out = e.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("reload failed, the old configuration runs again"),
+        "{err}"
+    );
+    assert!(err.contains("llt3/event0"), "{err}");
+    assert!(journal_in(state.path()).is_none(), "a journal stayed");
+    assert_eq!(whole_config(&m), original);
+}

@@ -32,9 +32,9 @@ pub struct Global {
         value_parser = crate::sysfs::parse_page_size
     )]
     pub page_size: Option<usize>,
-    /// Reads of the simulated device that fail, as a flaky device's would:
-    /// FILE@N=ERRNO, comma-separated (`tile2/counter*@3=EIO`: the third read of any
-    /// tile2 counter fails with EIO). For --sim and `sim mount`
+    /// Reads or writes of the simulated device that fail, as a flaky device's would:
+    /// [write:]FILE@N=ERRNO, comma-separated (`tile2/counter*@3=EIO`: the third read of
+    /// any tile2 counter fails with EIO). For --sim and `sim mount`
     #[arg(long, global = true, value_name = "FAULTS", env = "BFPERF_SIM_FAULTS")]
     pub sim_faults: Option<String>,
     /// The writer lock file (default: one per device in /run/bfperf, or the caller's
@@ -145,6 +145,11 @@ pub struct WriteOpts {
     /// Print each write (file and exact bytes) instead of doing it
     #[arg(long)]
     pub dry_run: bool,
+    /// When a measurement was killed and left a journal of the device's earlier
+    /// programming, forget it and write anyway (by default such a write is refused
+    /// until `bfperf restore` has put the device back)
+    #[arg(long)]
+    pub discard_journal: bool,
     #[command(flatten)]
     pub format: FormatOpts,
 }

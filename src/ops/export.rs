@@ -284,12 +284,11 @@ impl<'d> Exporter<'d> {
         let sampler = match started {
             Ok(s) => s,
             Err(e) => {
-                if session::restore(device, &saved).is_ok() {
-                    if let Some(j) = journal {
-                        let _ = j.remove();
-                    }
-                }
-                return Err(e);
+                // Nothing of this start stays on the device, nor a journal of it.
+                return Err(match journal::put_back(device, &saved, journal) {
+                    Ok(()) => e,
+                    Err(r) => crate::error::with_context(e, &r.to_string()),
+                });
             }
         };
         let mut e = Exporter {
@@ -642,11 +641,7 @@ impl<'d> Exporter<'d> {
 
     /// Puts the device back as it was, and drops the journal.
     pub fn stop(self) -> Result<()> {
-        session::restore(self.device, &self.saved)?;
-        match self.journal {
-            Some(j) => j.remove(),
-            None => Ok(()),
-        }
+        journal::put_back(self.device, &self.saved, self.journal)
     }
 }
 

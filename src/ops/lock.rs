@@ -5,8 +5,9 @@
 //!
 //! bfperf runs as root on shared machines, so the lock cannot be turned against it:
 //! it lives in a directory only its owner can write (`/run/bfperf`, root's, 0755;
-//! another user's own runtime directory), it is keyed on the device's canonical path
-//! (every spelling of one device shares one lock), it is opened without following a
+//! another user's own runtime directory), it is keyed on what the device is — the
+//! device and inode numbers of its directory — so every path to it (a link, a bind
+//! mount) shares one lock, it is opened without following a
 //! link and never truncated on open, it must be a regular file owned by the caller
 //! with one link, and its holder record is read bounded.
 
@@ -111,18 +112,19 @@ pub fn state_dir() -> Result<PathBuf> {
     )
 }
 
-/// A stable name for a device: FNV-1a of its canonical path.
-pub fn device_key(canonical_location: &str) -> String {
+/// A stable file name for a device: FNV-1a of its identity
+/// ([`Device::identity`](crate::device::Device::identity)).
+pub fn device_key(identity: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in canonical_location.bytes() {
+    for b in identity.bytes() {
         h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
     }
     format!("{h:016x}")
 }
 
-/// The default lock file of a device, by its canonical location.
-pub fn default_path(canonical_location: &str) -> Result<PathBuf> {
-    Ok(state_dir()?.join(format!("{}.lock", device_key(canonical_location))))
+/// The default lock file of a device, by its identity.
+pub fn default_path(identity: &str) -> Result<PathBuf> {
+    Ok(state_dir()?.join(format!("{}.lock", device_key(identity))))
 }
 
 /// Opens (or creates, 0600) a file bfperf keeps state in: never through a link, never

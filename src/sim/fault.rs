@@ -1,18 +1,21 @@
-//! Injected faults: the Nth read of a file matching a pattern fails once with an
-//! errno, as a flaky device or bus would make it fail. Written
-//! `FILE@N=ERRNO[,FILE@N=ERRNO...]`, FILE relative to the device directory and
-//! ending with `*` for any file that begins so: `tile2/counter*@3=EIO` fails the
-//! third read of any of tile2's counters.
+//! Injected faults: the Nth read (or write) of a file matching a pattern fails once
+//! with an errno, as a flaky device or bus, or a driver refusing a store, would make
+//! it fail. Written `[write:]FILE@N=ERRNO[,...]`, FILE relative to the device
+//! directory and ending with `*` for any file that begins so: `tile2/counter*@3=EIO`
+//! fails the third read of any of tile2's counters, `write:tile2/event0@1=EINVAL` the
+//! first write of tile2's event0.
 
 use std::io;
 use std::sync::Mutex;
 
-/// One fault: which reads, which one of them, and the error.
+/// One fault: which reads or writes, which one of them, and the error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fault {
+    /// A write fault (`write:`) rather than a read fault.
+    pub write: bool,
     /// A file, or a prefix ending with `*`.
     pub pattern: String,
-    /// The read (1 is the first) of a matching file that fails.
+    /// The read or write (1 is the first) of a matching file that fails.
     pub nth: u64,
     /// The errno it fails with.
     pub errno: i32,
@@ -34,9 +37,16 @@ pub fn parse_faults(text: &str) -> Result<Vec<Fault>, String> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|one| {
-            let bad =
-                || format!("'{one}' is not a fault: write FILE@N=ERRNO, as tile2/counter*@3=EIO");
-            let (at, errno) = one.split_once('=').ok_or_else(bad)?;
+            let bad = || {
+                format!(
+                    "'{one}' is not a fault: write [write:]FILE@N=ERRNO, as tile2/counter*@3=EIO"
+                )
+            };
+            let (write, fault) = match one.strip_prefix("write:") {
+                Some(rest) => (true, rest),
+                None => (false, one),
+            };
+            let (at, errno) = fault.split_once('=').ok_or_else(bad)?;
             let (pattern, nth) = at.rsplit_once('@').ok_or_else(bad)?;
             let nth: u64 = nth.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?;
             let errno = ERRNOS
@@ -55,6 +65,7 @@ pub fn parse_faults(text: &str) -> Result<Vec<Fault>, String> {
                 return Err(bad());
             }
             Ok(Fault {
+                write,
                 pattern: pattern.to_string(),
                 nth,
                 errno,
@@ -63,7 +74,7 @@ pub fn parse_faults(text: &str) -> Result<Vec<Fault>, String> {
         .collect()
 }
 
-/// Faults and how many matching reads each has seen.
+/// Faults and how many matching reads or writes each has seen.
 #[derive(Debug, Default)]
 pub(super) struct Faults {
     armed: Mutex<Vec<(Fault, u64)>>,
@@ -78,8 +89,17 @@ impl Faults {
 
     /// Counts a read of `rel`; the error when this is a fault's turn.
     pub(super) fn on_read(&self, rel: &str) -> io::Result<()> {
+        self.on_access(rel, false)
+    }
+
+    /// Counts a write of `rel`; the error when this is a fault's turn.
+    pub(super) fn on_write(&self, rel: &str) -> io::Result<()> {
+        self.on_access(rel, true)
+    }
+
+    fn on_access(&self, rel: &str, write: bool) -> io::Result<()> {
         let mut armed = self.armed.lock().unwrap_or_else(|p| p.into_inner());
-        for (f, seen) in armed.iter_mut() {
+        for (f, seen) in armed.iter_mut().filter(|(f, _)| f.write == write) {
             let matches = match f.pattern.strip_suffix('*') {
                 Some(prefix) => rel.starts_with(prefix),
                 None => rel == f.pattern,
@@ -113,6 +133,13 @@ mod tests {
             Some(libc::EIO)
         );
         assert!(faults.on_read("tile2/counter3").is_ok());
+        let w = parse_faults("write:tile2/event0@2=EINVAL").unwrap();
+        assert!(w[0].write);
+        let faults = Faults::new(&w);
+        assert!(faults.on_read("tile2/event0").is_ok());
+        assert!(faults.on_read("tile2/event0").is_ok());
+        assert!(faults.on_write("tile2/event0").is_ok());
+        assert!(faults.on_write("tile2/event0").is_err());
         for bad in ["tile2", "tile2@0=EIO", "@1=EIO", "x@1=ENOPE"] {
             assert!(parse_faults(bad).is_err(), "{bad}");
         }

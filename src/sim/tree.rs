@@ -35,6 +35,7 @@ impl Sysfs for Sim {
     }
 
     fn write(&self, rel: &str, data: &[u8]) -> io::Result<()> {
+        self.faults.on_write(rel)?;
         match split(rel) {
             ("name", None) | ("uevent", None) => Err(eacces()),
             (block, Some(file)) if !file.contains('/') && block != "power" && block != "device" => {

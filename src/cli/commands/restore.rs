@@ -17,7 +17,11 @@ use crate::cli::Out;
         device's lock (/run/bfperf for root), and remove it when they have restored the device. \
         A journal left behind means its writer died; `restore` writes the recorded programming \
         back and removes the journal. It takes the writer lock: a writer still running is named, \
-        not disturbed.",
+        not disturbed.\n\nThe next `stat`, `top` or exporter restores a leftover journal by itself \
+        before it starts. `program`, `start`, `stop` and `clear` refuse to run while one is pending \
+        (it would undo their write at the next restore): run `restore` first, or give them \
+        --discard-journal to keep the device as it is and forget the journal. A journal naming \
+        a block or counter this device does not have is refused whole; nothing is written from it.",
     after_help = "Examples:\n  bfperf restore   (after `kill -9` of a stat or exporter)"
 )]
 pub struct Args {}

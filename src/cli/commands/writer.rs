@@ -1,7 +1,8 @@
 //! The one sequence of every command that writes the device (`program`, `start`,
-//! `stop`, `clear`): take the writer lock (not for a dry run), plan every block the
-//! selector chooses (any refusal refuses the whole command, before the first write),
-//! apply the plans in order, and report what was written.
+//! `stop`, `clear`): take the writer lock (not for a dry run), refuse while a killed
+//! measurement's journal is pending (it would undo this write later), plan every
+//! block the selector chooses (any refusal refuses the whole command, before the
+//! first write), apply the plans in order, and report what was written.
 
 use crate::cli::args::{Global, WriteOpts};
 use crate::cli::exit::{diag, Failure};
@@ -62,6 +63,9 @@ pub fn write_blocks<P: Planned>(
     let _lock = (!w.dry_run)
         .then(|| lock_device(global, &device))
         .transpose()?;
+    if global.sim.is_none() {
+        pending_journal(&device, &w)?;
+    }
     let plans = plan_blocks(&device, selector, plan)?;
     let mut reports: Vec<P::Report> = Vec::new();
     for p in plans {
@@ -76,6 +80,25 @@ pub fn write_blocks<P: Planned>(
         diag(&format!("warning: {warning}"));
     }
     out.emit(w.format.or(Format::Table), &OneOrMany::of(reports))
+}
+
+/// A journal left by a killed measurement: refused (it would put back its earlier
+/// programming over this write at the next `restore` or measurement), discarded with
+/// --discard-journal, or for a dry run only mentioned.
+fn pending_journal(device: &Device, w: &WriteOpts) -> Result<()> {
+    if w.dry_run {
+        if let Some((path, _)) = crate::ops::journal::leftover(device)? {
+            diag(&format!(
+                "note: a killed measurement's journal is pending ({}); the real write will be refused until `bfperf restore` or --discard-journal",
+                path.display()
+            ));
+        }
+        return Ok(());
+    }
+    if let Some(note) = crate::ops::journal::pending_refusal(device, w.discard_journal)? {
+        diag(&format!("note: {note}"));
+    }
+    Ok(())
 }
 
 /// Plans every block the selector chooses. As perf applies a PMU glob: when the

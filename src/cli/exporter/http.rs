@@ -2,15 +2,18 @@
 //! current-thread tokio runtime in a thread of its own. A request body is never read;
 //! headers are bounded in size (16 KiB) and count (64) and must arrive within 10 s;
 //! a connection lives at most 10 minutes; at most 64 are open at once: a new one
-//! beyond that closes the oldest connection that has no request in progress (so
-//! half-open connections cannot lock a scraper out), or itself when all are busy; an
-//! accept error such as EMFILE backs off and keeps the listener. `/metrics` requests are handed to the main thread, which answers
+//! beyond that closes the oldest connection whose credentials are being checked or
+//! were refused, else the oldest with no request in progress (so neither half-open
+//! connections nor password guessing can lock a scraper out), or itself when every
+//! connection is serving a request it was let in for; a connection that sends wrong
+//! credentials [`MAX_FAILURES`] times is closed; an accept error such as EMFILE backs
+//! off and keeps the listener. `/metrics` requests are handed to the main thread, which answers
 //! every request that arrived while one sweep ran with that sweep's exposition, and
 //! sweeps at most once per [`SHARED_FOR`] — so no flood of scrapes can starve another.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,10 +25,14 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::oneshot;
 
-use super::web::Web;
+use super::web::{Verdict, Web};
 
 /// Connections served at once; more are closed on accept.
 pub const MAX_CONNECTIONS: usize = 64;
+/// Wrong credentials a connection may send before it is closed.
+pub const MAX_FAILURES: u32 = 3;
+/// bcrypt checks at once (each takes a core for tens of milliseconds).
+const CHECKS: usize = 2;
 /// The longest a connection is kept.
 const CONNECTION_LIFETIME: Duration = Duration::from_secs(600);
 /// The longest a client may take to send a request's headers.
@@ -69,19 +76,25 @@ pub fn serve(addr: SocketAddr, web: Web) -> std::io::Result<mpsc::Receiver<Scrap
     Ok(rx)
 }
 
-/// An open connection: when it came, whether a request is in progress, and how to
-/// close it.
+/// What a connection is doing, from the first to be closed to make room to the
+/// last: its credentials being checked or refused, nothing, serving a request it was
+/// let in for (never closed).
+const SUSPECT: u8 = 0;
+const IDLE: u8 = 1;
+const SERVING: u8 = 2;
+
+/// An open connection: when it came, what it is doing, and how to close it.
 struct Open {
     id: u64,
     since: Instant,
-    busy: Arc<AtomicBool>,
+    state: Arc<AtomicU8>,
     close: Option<oneshot::Sender<()>>,
 }
 
 type Table = Arc<Mutex<Vec<Open>>>;
 
-/// Makes room for one more connection: closes the oldest idle one. False when every
-/// connection has a request in progress.
+/// Makes room for one more connection: closes the oldest suspect one, else the
+/// oldest idle one. False when every connection is serving a request.
 fn make_room(table: &Table) -> bool {
     let mut open = table.lock().unwrap_or_else(|p| p.into_inner());
     if open.len() < MAX_CONNECTIONS {
@@ -90,9 +103,10 @@ fn make_room(table: &Table) -> bool {
     let oldest = open
         .iter()
         .enumerate()
-        .filter(|(_, o)| !o.busy.load(Ordering::SeqCst))
-        .min_by_key(|(_, o)| o.since)
-        .map(|(i, _)| i);
+        .map(|(i, o)| (i, o.state.load(Ordering::SeqCst), o.since))
+        .filter(|(_, state, _)| *state != SERVING)
+        .min_by_key(|(_, state, since)| (*state, *since))
+        .map(|(i, _, _)| i);
     match oldest {
         Some(i) => {
             let mut o = open.swap_remove(i);
@@ -111,8 +125,8 @@ async fn accept_loop(
     web: Arc<Web>,
 ) {
     let tls = web.tls.clone().map(tokio_rustls::TlsAcceptor::from);
-    // bcrypt is slow by design: at most two checks at once, off the serving thread.
-    let checks = Arc::new(tokio::sync::Semaphore::new(2));
+    // bcrypt is slow by design: at most CHECKS at once, off the serving thread.
+    let checks = Arc::new(tokio::sync::Semaphore::new(CHECKS));
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
         return;
     };
@@ -138,12 +152,13 @@ async fn accept_loop(
         let _ = stream.set_nodelay(true);
         next_id += 1;
         let id = next_id;
-        let busy = Arc::new(AtomicBool::new(false));
+        let state = Arc::new(AtomicU8::new(IDLE));
+        let failures = Arc::new(AtomicU32::new(0));
         let (close, closed) = oneshot::channel();
         table.lock().unwrap_or_else(|p| p.into_inner()).push(Open {
             id,
             since: Instant::now(),
-            busy: busy.clone(),
+            state: state.clone(),
             close: Some(close),
         });
         let (scrapes, table, web, checks, tls) = (
@@ -155,16 +170,22 @@ async fn accept_loop(
         );
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
-                let (scrapes, busy, web, checks) =
-                    (scrapes.clone(), busy.clone(), web.clone(), checks.clone());
+                let (scrapes, state, failures, web, checks) = (
+                    scrapes.clone(),
+                    state.clone(),
+                    failures.clone(),
+                    web.clone(),
+                    checks.clone(),
+                );
                 async move {
-                    busy.store(true, Ordering::SeqCst);
-                    let r = if authorized(&req, web, checks).await {
-                        handle(req, scrapes).await
-                    } else {
-                        Ok(unauthorized())
-                    };
-                    busy.store(false, Ordering::SeqCst);
+                    if !authorized(&req, web, checks, &state).await {
+                        state.store(SUSPECT, Ordering::SeqCst);
+                        let failed = failures.fetch_add(1, Ordering::SeqCst) + 1;
+                        return Ok(unauthorized(failed >= MAX_FAILURES));
+                    }
+                    state.store(SERVING, Ordering::SeqCst);
+                    let r = handle(req, scrapes).await;
+                    state.store(IDLE, Ordering::SeqCst);
                     r
                 }
             });
@@ -210,28 +231,34 @@ async fn accept_loop(
 }
 
 /// Whether the request may be served: always without basic_auth_users; otherwise
-/// its credentials checked off the serving thread.
+/// by the credentials' remembered verdict, or a bcrypt check off the serving thread
+/// (the connection is suspect meanwhile: the first to be closed to make room).
 async fn authorized(
     req: &Request<Incoming>,
     web: Arc<Web>,
     checks: Arc<tokio::sync::Semaphore>,
+    state: &AtomicU8,
 ) -> bool {
     let header = req
         .headers()
         .get(hyper::header::AUTHORIZATION)
         .map(|v| v.as_bytes().to_vec());
-    if web.allows_without_checking(header.as_deref()) {
-        return true;
+    match web.verdict(header.as_deref()) {
+        Verdict::Good => return true,
+        Verdict::Bad => return false,
+        Verdict::Unknown => {}
     }
+    state.store(SUSPECT, Ordering::SeqCst);
     let Ok(_permit) = checks.acquire_owned().await else {
         return false;
     };
-    tokio::task::spawn_blocking(move || web.allows(header.as_deref()))
+    tokio::task::spawn_blocking(move || web.check(header.as_deref()))
         .await
         .unwrap_or(false)
 }
 
-fn unauthorized() -> Response<Full<Bytes>> {
+/// 401; with `last`, the connection is closed after it.
+fn unauthorized(last: bool) -> Response<Full<Bytes>> {
     let mut r = reply(
         StatusCode::UNAUTHORIZED,
         "text/plain; charset=utf-8",
@@ -241,6 +268,10 @@ fn unauthorized() -> Response<Full<Bytes>> {
         hyper::header::WWW_AUTHENTICATE,
         HeaderValue::from_static("Basic realm=\"bfperf\""),
     );
+    if last {
+        r.headers_mut()
+            .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+    }
     r
 }
 

@@ -102,32 +102,39 @@ fn signals() -> Signals {
 }
 
 /// Loads a new config on SIGHUP: checked in full first; a bad one keeps the old
-/// programming and says why.
-fn reload<'d>(
-    device: &'d Device,
-    global: &Global,
-    args: &ExporterOptions,
-    current: Exporter<'d>,
-) -> Result<Exporter<'d>> {
-    let checked = read_config(args.config.as_deref(), global).and_then(|c| {
+/// programming and says why. A config that checks out but fails to start (the
+/// device refuses a write) is undone, and the old configuration starts again.
+fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter<'d>> {
+    let (device, global) = (r.device, r.global);
+    let checked = read_config(r.args.config.as_deref(), global).and_then(|c| {
         let set = load_metrics(global, &[device.generation()])?;
         for s in export::check(device, &c, &set)?.skipped {
             diag(&format!("warning: skipped {s} (strict = true refuses it)"));
         }
         Ok((c, set))
     });
-    match checked {
+    let (config, set) = match checked {
         Err(e) => {
             diag(&format!(
                 "reload refused, the old configuration keeps running: {e}"
             ));
-            Ok(current)
+            return Ok(current);
         }
-        Ok((config, set)) => {
-            current.stop()?;
-            let e = Exporter::start(device, &config, set, monotonic_ns)?;
+        Ok(c) => c,
+    };
+    current.stop()?;
+    match Exporter::start(device, &config, set.clone(), monotonic_ns) {
+        Ok(e) => {
             diag("configuration reloaded");
+            r.config = (config, set);
             Ok(e)
+        }
+        Err(e) => {
+            diag(&format!(
+                "reload failed, the old configuration runs again: {e}"
+            ));
+            let (old, old_set) = r.config.clone();
+            Exporter::start(device, &old, old_set, monotonic_ns)
         }
     }
 }
@@ -174,7 +181,13 @@ pub fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         device: &device,
         global,
         args: &args,
-        exporter: Some(Exporter::start(&device, &config, set, monotonic_ns)?),
+        exporter: Some(Exporter::start(
+            &device,
+            &config,
+            set.clone(),
+            monotonic_ns,
+        )?),
+        config: (config, set),
         last_sweep: Instant::now(),
         last_probe: Instant::now(),
     };
@@ -211,6 +224,8 @@ struct Running<'d, 'a> {
     global: &'a Global,
     args: &'a ExporterOptions,
     exporter: Option<Exporter<'d>>,
+    /// The configuration running (a failed reload starts it again).
+    config: (ExportConfig, crate::ops::metrics::MetricSet),
     last_sweep: Instant,
     last_probe: Instant,
 }
@@ -230,7 +245,7 @@ impl<'d> Running<'d, '_> {
         }
         if sig.reload.swap(false, Ordering::SeqCst) {
             let old = self.exporter.take().expect("an exporter is always running");
-            self.exporter = Some(reload(self.device, self.global, self.args, old)?);
+            self.exporter = Some(reload(self, old)?);
         }
         if self.last_sweep.elapsed() >= SWEEP {
             let e = self.exporter();

@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use rustls_pki_types::pem::PemObject;
@@ -44,15 +45,57 @@ pub struct Web {
     auth: Option<Auth>,
 }
 
-/// Basic authentication: users and their bcrypt hashes, and the credentials already
-/// verified (bcrypt is slow by design; a scraper sends the same header every time).
+/// Basic authentication: users and their bcrypt hashes, a hash for users that do
+/// not exist (so that a wrong user name costs what a wrong password does: no timing
+/// tells which user names exist), and the credentials recently checked, good or bad,
+/// by the SHA-256 of the header (bcrypt is slow by design; a scraper sends the same
+/// header every time, and so does a client that keeps guessing one wrong password).
 struct Auth {
     users: BTreeMap<String, String>,
-    verified: Mutex<Vec<String>>,
+    dummy: String,
+    /// Good credentials, kept apart so that no flood of wrong ones can push them out.
+    good: Mutex<Vec<Checked>>,
+    bad: Mutex<Vec<Checked>>,
 }
 
-/// How many verified credentials are remembered.
-const VERIFIED_MAX: usize = 16;
+/// A credential checked, and until when its verdict stands.
+struct Checked {
+    key: [u8; 32],
+    until: Instant,
+}
+
+/// How many good credentials are remembered.
+const GOOD_MAX: usize = 16;
+/// How many wrong ones.
+const BAD_MAX: usize = 256;
+/// How long a good credential is let in without a bcrypt check since it was last
+/// used.
+const GOOD_FOR: Duration = Duration::from_secs(300);
+/// How long a wrong one is refused without a bcrypt check.
+const BAD_FOR: Duration = Duration::from_secs(60);
+
+/// What a request's credentials get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Let in.
+    Good,
+    /// Refused.
+    Bad,
+    /// Only a bcrypt check can tell ([`Web::check`]).
+    Unknown,
+}
+
+fn key_of(header: &str) -> [u8; 32] {
+    let d = ring::digest::digest(&ring::digest::SHA256, header.as_bytes());
+    let mut k = [0u8; 32];
+    k.copy_from_slice(d.as_ref());
+    k
+}
+
+/// The cost of a bcrypt hash (`$2y$10$...`: 10).
+fn cost_of(hash: &str) -> Option<u32> {
+    hash.split('$').nth(2)?.parse().ok()
+}
 
 fn bad(path: &Path, problem: impl Into<String>) -> Error {
     Error::BadConfig {
@@ -96,10 +139,10 @@ impl Web {
                 ));
             }
         }
-        let auth = (!file.basic_auth_users.is_empty()).then(|| Auth {
-            users: file.basic_auth_users,
-            verified: Mutex::new(Vec::new()),
-        });
+        let auth = match file.basic_auth_users.is_empty() {
+            true => None,
+            false => Some(Auth::new(path, file.basic_auth_users)?),
+        };
         Ok(Web { tls, auth })
     }
 
@@ -108,63 +151,127 @@ impl Web {
         self.tls.is_some() || self.auth.is_some()
     }
 
-    /// Whether a request is let in without a bcrypt check: no users configured, or
-    /// the very header already verified.
-    pub fn allows_without_checking(&self, authorization: Option<&[u8]>) -> bool {
+    /// What a request's `Authorization` header gets without a bcrypt check: let in
+    /// when no users are configured or the header was found good lately; refused when
+    /// it is missing, malformed, or was found wrong lately.
+    pub fn verdict(&self, authorization: Option<&[u8]>) -> Verdict {
         let Some(auth) = &self.auth else {
-            return true;
+            return Verdict::Good;
         };
         let Some(header) = authorization.and_then(|h| std::str::from_utf8(h).ok()) else {
-            return false;
+            return Verdict::Bad;
         };
-        let verified = auth.verified.lock().unwrap_or_else(|p| p.into_inner());
-        verified.iter().any(|v| v == header)
+        if credentials(header).is_none() {
+            return Verdict::Bad;
+        }
+        auth.remembered(&key_of(header))
     }
 
-    /// Whether a request's `Authorization` header lets it in (bcrypt: slow).
-    pub fn allows(&self, authorization: Option<&[u8]>) -> bool {
+    /// Checks a request's `Authorization` header with bcrypt (slow: tens of ms), and
+    /// remembers the verdict. An unknown user is checked against a hash of the same
+    /// cost, so that both take as long.
+    pub fn check(&self, authorization: Option<&[u8]>) -> bool {
         let Some(auth) = &self.auth else {
             return true;
         };
         let Some(header) = authorization.and_then(|h| std::str::from_utf8(h).ok()) else {
             return false;
         };
-        {
-            let verified = auth.verified.lock().unwrap_or_else(|p| p.into_inner());
-            if verified.iter().any(|v| v == header) {
-                return true;
+        let Some((user, password)) = credentials(header) else {
+            return false;
+        };
+        let good = match auth.users.get(&user) {
+            Some(hash) => bcrypt::verify(&password, hash).unwrap_or(false),
+            None => {
+                let _ = bcrypt::verify(&password, &auth.dummy);
+                false
             }
-        }
-        let Some(encoded) = header.strip_prefix("Basic ") else {
-            return false;
         };
-        let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim()) else {
-            return false;
-        };
-        let Ok(pair) = String::from_utf8(decoded) else {
-            return false;
-        };
-        let Some((user, password)) = pair.split_once(':') else {
-            return false;
-        };
-        let ok = auth
-            .users
-            .get(user)
-            .is_some_and(|hash| bcrypt::verify(password, hash).unwrap_or(false));
-        if ok {
-            let mut verified = auth.verified.lock().unwrap_or_else(|p| p.into_inner());
-            if verified.len() >= VERIFIED_MAX {
-                verified.remove(0);
-            }
-            verified.push(header.to_string());
-        }
-        ok
+        auth.remember(key_of(header), good);
+        good
     }
 }
 
+/// The user and password of a `Basic` header.
+fn credentials(header: &str) -> Option<(String, String)> {
+    let encoded = header.strip_prefix("Basic ")?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let pair = String::from_utf8(decoded).ok()?;
+    let (user, password) = pair.split_once(':')?;
+    Some((user.to_string(), password.to_string()))
+}
+
+impl Auth {
+    fn new(path: &Path, users: BTreeMap<String, String>) -> Result<Auth> {
+        let cost = users
+            .values()
+            .filter_map(|h| cost_of(h))
+            .max()
+            .unwrap_or(10);
+        let dummy = bcrypt::hash("bfperf: no such user", cost).map_err(|e| {
+            bad(
+                path,
+                format!("basic_auth_users: cannot make a bcrypt hash of cost {cost}: {e}"),
+            )
+        })?;
+        Ok(Auth {
+            users,
+            dummy,
+            good: Mutex::new(Vec::new()),
+            bad: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// A good credential's time is renewed by each use.
+    fn remembered(&self, key: &[u8; 32]) -> Verdict {
+        let now = Instant::now();
+        let mut good = self.good.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = good.iter_mut().find(|c| &c.key == key && c.until > now) {
+            c.until = now + GOOD_FOR;
+            return Verdict::Good;
+        }
+        drop(good);
+        let bad = self.bad.lock().unwrap_or_else(|p| p.into_inner());
+        match bad.iter().any(|c| &c.key == key && c.until > now) {
+            true => Verdict::Bad,
+            false => Verdict::Unknown,
+        }
+    }
+
+    fn remember(&self, key: [u8; 32], good: bool) {
+        let (list, max, for_) = match good {
+            true => (&self.good, GOOD_MAX, GOOD_FOR),
+            false => (&self.bad, BAD_MAX, BAD_FOR),
+        };
+        let now = Instant::now();
+        let mut list = list.lock().unwrap_or_else(|p| p.into_inner());
+        list.retain(|c| c.until > now && c.key != key);
+        if list.len() >= max {
+            // The one that would expire first goes.
+            if let Some(i) = (0..list.len()).min_by_key(|&i| list[i].until) {
+                list.swap_remove(i);
+            }
+        }
+        list.push(Checked {
+            key,
+            until: now + for_,
+        });
+    }
+}
+
+/// The most a certificate chain or key file may hold.
+const MAX_PEM: u64 = 1024 * 1024;
+
 fn server_config(config: &Path, cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .and_then(|i| i.collect::<std::result::Result<_, _>>())
+    // Non-blocking, regular files only, bounded: /dev/zero or a FIFO named as a
+    // certificate is an error, not a hang or a memory flood.
+    let cert_pem =
+        crate::sysfs::read_regular(cert, "cannot read the TLS certificate (cert_file)", MAX_PEM)?;
+    let key_pem = crate::sysfs::read_regular(key, "cannot read the TLS key (key_file)", MAX_PEM)?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<std::result::Result<_, _>>()
         .map_err(|e| bad(config, format!("cert_file {}: {e}", cert.display())))?;
     if certs.is_empty() {
         return Err(bad(
@@ -172,7 +279,7 @@ fn server_config(config: &Path, cert: &Path, key: &Path) -> Result<rustls::Serve
             format!("cert_file {}: no certificate in it", cert.display()),
         ));
     }
-    let key = PrivateKeyDer::from_pem_file(key)
+    let key = PrivateKeyDer::from_pem_slice(&key_pem)
         .map_err(|e| bad(config, format!("key_file {}: {e}", key.display())))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     rustls::ServerConfig::builder_with_provider(provider)

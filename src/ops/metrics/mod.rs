@@ -7,7 +7,7 @@ pub mod def;
 pub mod prom;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use exmex::prelude::*;
 use schemars::JsonSchema;
@@ -1089,16 +1089,12 @@ pub fn pcie_link_bytes_per_s(link: &str) -> Option<f64> {
     Some(per_lane * lanes)
 }
 
-/// The user metric files given on the command line, checked to exist.
+/// The user metric files given on the command line, checked to be regular files
+/// that can be opened (a missing one, a FIFO, a device or a directory is an error
+/// that says which).
 pub fn user_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     for p in paths {
-        if !Path::new(p).is_file() {
-            return Err(Error::File {
-                what: "cannot read the metric file",
-                path: p.clone(),
-                source: std::io::Error::from(std::io::ErrorKind::NotFound),
-            });
-        }
+        crate::sysfs::check_config(p, "cannot read the metric file")?;
     }
     Ok(paths.to_vec())
 }

@@ -786,12 +786,7 @@ pub fn measure<'d>(
     if !req.restore {
         return outcome;
     }
-    let restored = session::restore(device, &saved);
-    if restored.is_ok() {
-        if let Some(j) = journal {
-            j.remove()?;
-        }
-    }
+    let restored = crate::ops::journal::put_back(device, &saved, journal);
     match (outcome, restored) {
         (Ok(o), Ok(())) => Ok(o),
         (Ok(_), Err(e)) => Err(e),
