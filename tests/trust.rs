@@ -683,6 +683,14 @@ fn a_device_fault_never_costs_the_command() {
         "{}",
         marked[0]
     );
+    // The values are read again after the failure, a moment after the tick: the
+    // next interval was not counted whole, and says so.
+    let after = intervals
+        .iter()
+        .position(|r| r["valid"] == false)
+        .and_then(|i| intervals.get(i + 1))
+        .expect("an interval after the fault");
+    assert!(after["coverage"].as_f64().unwrap() < 1.0, "{after}");
     let mut start = 0.0;
     for r in &intervals {
         let t = r["time_s"].as_f64().unwrap();

@@ -452,11 +452,13 @@ impl<'d> Sampler<'d> {
     }
 
     fn tick_block(&mut self, i: usize, now: u64) {
+        let began = std::time::Instant::now();
         let dt = now.saturating_sub(self.states[i].last_ns);
         self.states[i].last_ns = now;
         if let Some(why) = self.states[i].stale {
             // Nothing is known of the span since the failure: it stays marked, and
             // counting starts again from values read now.
+            let now = self.restart_at(i, now, began);
             let (stale, why) = match self.rebaseline(i, now) {
                 Ok(()) => (None, why),
                 Err(e) => (Some(fault_of(&e)), fault_of(&e)),
@@ -476,9 +478,20 @@ impl<'d> Sampler<'d> {
             Err(e) => {
                 let why = fault_of(&e);
                 self.fault(i, why);
+                let now = self.restart_at(i, now, began);
                 self.states[i].stale = self.rebaseline(i, now).err().map(|e| fault_of(&e));
             }
         }
+    }
+
+    /// When block `i`'s counting starts again after a failure: as its values are read
+    /// anew, which is later than the tick's `now` by the failed reads and their
+    /// handling (milliseconds on a slow or emulated core). The span between is not
+    /// counted, so the next interval's coverage says so and its value is scaled.
+    fn restart_at(&mut self, i: usize, now: u64, began: std::time::Instant) -> u64 {
+        let at = now.saturating_add(began.elapsed().as_nanos() as u64);
+        self.states[i].last_ns = at;
+        at
     }
 
     /// A check between ticks, at `now`: reads what would show another program's
