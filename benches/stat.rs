@@ -12,7 +12,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use bfperf::block::Mechanism;
-use bfperf::ops::stat::{plan, sampler::Sampler, spec};
+use bfperf::measure::{plan, sampler::Sampler};
+use bfperf::spec;
 use bfperf::Device;
 use criterion::{criterion_group, criterion_main, Criterion};
 
@@ -159,7 +160,7 @@ fn rss_kib() -> u64 {
 /// The exporter's server-side cost of a scrape of the whole bf2 fixture (registers
 /// and every counter programmed), and its memory over 100,000 scrapes.
 fn exporter(c: &mut Criterion) {
-    use bfperf::ops::export::{ExportConfig, Exporter, TextFormat};
+    use bfperf::export::{ExportConfig, Exporter, TextFormat};
     let (_keep, dir) = tmpfs_copy();
     let device = Device::open_dir(&dir).unwrap();
     let config = ExportConfig {
@@ -169,7 +170,7 @@ fn exporter(c: &mut Criterion) {
             .collect(),
         ..Default::default()
     };
-    let set = bfperf::ops::metrics::MetricSet::load(&[device.generation()], &[]);
+    let set = bfperf::metrics::MetricSet::load(&[device.generation()], &[]);
     let mut e = Exporter::start(&device, &config, set, || 0).unwrap();
     let mut now = 0u64;
     let mut scrape = |e: &mut Exporter| {
@@ -199,7 +200,7 @@ fn exporter(c: &mut Criterion) {
 /// PERF_FORMAT_GROUP, one group per PMU per CPU) against two floors: a bare `read()`
 /// of the same groups' descriptors, and one `read()` per event per CPU (no groups).
 fn perf_reads(c: &mut Criterion) {
-    use bfperf::ops::perf::{self, Counters};
+    use bfperf::perf::{self, Counters};
     use perf_event::events::Software;
     use perf_event::{Builder, ReadFormat};
     use std::os::fd::AsRawFd;

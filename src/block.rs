@@ -141,39 +141,6 @@ pub enum BlockKind {
     Unknown,
 }
 
-impl BlockKind {
-    /// Every known kind, in the driver's matching order.
-    pub fn all() -> impl Iterator<Item = BlockKind> {
-        crate::kinds::KINDS.iter().map(|d| d.kind)
-    }
-
-    /// The kind of a block directory, as the driver decides it from its name.
-    pub fn from_block_name(name: &str) -> BlockKind {
-        crate::kinds::of_block_name(name).kind
-    }
-
-    /// The facts of this kind.
-    pub fn def(self) -> &'static crate::kinds::KindDef {
-        crate::kinds::def(self)
-    }
-
-    /// The kind's name as users type it (`l3cache`, `llt_miss`).
-    pub fn as_str(self) -> &'static str {
-        self.def().name
-    }
-
-    /// Kinds whose blocks hold free-running statistics registers.
-    pub fn is_registers_kind(self) -> bool {
-        self.def().mechanism.bf12 == Mechanism::Registers
-    }
-
-    /// Parses a kind name as typed by a user (`l3cache`, `llt_miss`).
-    pub fn parse(text: &str) -> Option<BlockKind> {
-        let lower = text.to_ascii_lowercase();
-        BlockKind::all().find(|k| k.as_str() == lower)
-    }
-}
-
 /// How a block counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Mechanism {
@@ -223,52 +190,6 @@ pub struct Block {
 }
 
 impl Block {
-    /// Builds a block of a generation from the names of the files in its directory.
-    /// The files decide the mechanism (the device is the authority); a block with no
-    /// files gets its kind's.
-    pub fn from_files(name: &str, files: &[String], gen: Generation) -> Block {
-        let mut counters: Vec<u32> = files
-            .iter()
-            .filter_map(|f| crate::sysfs::layout::counter_index(f))
-            .collect();
-        counters.sort_unstable();
-        let has = |n: &str| files.iter().any(|f| f == n);
-        let has_enable = has(crate::sysfs::layout::ENABLE);
-        let has_event_list = has(crate::sysfs::layout::EVENT_LIST);
-        let kind = BlockKind::from_block_name(name);
-        let mut registers: Vec<String> = if has_enable || !counters.is_empty() {
-            Vec::new()
-        } else {
-            files
-                .iter()
-                .filter(|f| f.as_str() != crate::sysfs::layout::EVENT_LIST)
-                .cloned()
-                .collect()
-        };
-        registers.sort();
-        // A block with neither counters nor registers is an empty block of its kind.
-        let mechanism = if has_enable {
-            Mechanism::AllAtOnce
-        } else if !counters.is_empty() {
-            Mechanism::PerCounter
-        } else if !registers.is_empty() {
-            Mechanism::Registers
-        } else {
-            kind.def().mechanism.get(gen)
-        };
-        Block {
-            name: name.to_string(),
-            kind,
-            mechanism,
-            counters,
-            registers,
-            has_enable,
-            has_count_clock: has(crate::sysfs::layout::COUNT_CLOCK),
-            has_event_list,
-            width_bits: kind.def().width_bits.get(gen),
-        }
-    }
-
     /// No counter, register or enable file: nothing to read or write.
     pub fn is_empty(&self) -> bool {
         self.counters.is_empty() && self.registers.is_empty() && !self.has_enable
@@ -282,11 +203,6 @@ impl Block {
     /// It has the counter `counter<index>`.
     pub fn has_counter(&self, index: u32) -> bool {
         self.counters.contains(&index)
-    }
-
-    /// The facts of its kind.
-    pub fn def(&self) -> &'static crate::kinds::KindDef {
-        self.kind.def()
     }
 }
 

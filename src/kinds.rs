@@ -6,7 +6,7 @@
 //! Adding a kind: a variant of [`BlockKind`], one [`KindDef`] in [`KINDS`] (at the place
 //! the driver tests its name) and its event table in `catalog/tables.rs`.
 
-use crate::block::{BlockKind, Generation, Mechanism};
+use crate::block::{Block, BlockKind, Generation, Mechanism};
 use crate::catalog::tables;
 use crate::catalog::EventDef;
 
@@ -431,4 +431,92 @@ pub fn register_unit(name: &str) -> &'static str {
         .find(|(suffix, _)| name.ends_with(suffix))
         .map(|(_, u)| *u)
         .unwrap_or("count")
+}
+
+// The lookups of kinds and blocks that read the table live beside it, so that
+// `block` holds types only.
+impl BlockKind {
+    /// Every known kind, in the driver's matching order.
+    pub fn all() -> impl Iterator<Item = BlockKind> {
+        KINDS.iter().map(|d| d.kind)
+    }
+
+    /// The kind of a block directory, as the driver decides it from its name.
+    pub fn from_block_name(name: &str) -> BlockKind {
+        of_block_name(name).kind
+    }
+
+    /// The facts of this kind.
+    pub fn def(self) -> &'static KindDef {
+        def(self)
+    }
+
+    /// The kind's name as users type it (`l3cache`, `llt_miss`).
+    pub fn as_str(self) -> &'static str {
+        self.def().name
+    }
+
+    /// Kinds whose blocks hold free-running statistics registers.
+    pub fn is_registers_kind(self) -> bool {
+        self.def().mechanism.bf12 == Mechanism::Registers
+    }
+
+    /// Parses a kind name as typed by a user (`l3cache`, `llt_miss`).
+    pub fn parse(text: &str) -> Option<BlockKind> {
+        let lower = text.to_ascii_lowercase();
+        BlockKind::all().find(|k| k.as_str() == lower)
+    }
+}
+
+impl Block {
+    /// Builds a block of a generation from the names of the files in its directory.
+    /// The files decide the mechanism (the device is the authority); a block with no
+    /// files gets its kind's.
+    pub fn from_files(name: &str, files: &[String], gen: Generation) -> Block {
+        let mut counters: Vec<u32> = files
+            .iter()
+            .filter_map(|f| crate::sysfs::layout::counter_index(f))
+            .collect();
+        counters.sort_unstable();
+        let has = |n: &str| files.iter().any(|f| f == n);
+        let has_enable = has(crate::sysfs::layout::ENABLE);
+        let has_event_list = has(crate::sysfs::layout::EVENT_LIST);
+        let kind = BlockKind::from_block_name(name);
+        let mut registers: Vec<String> = if has_enable || !counters.is_empty() {
+            Vec::new()
+        } else {
+            files
+                .iter()
+                .filter(|f| f.as_str() != crate::sysfs::layout::EVENT_LIST)
+                .cloned()
+                .collect()
+        };
+        registers.sort();
+        // A block with neither counters nor registers is an empty block of its kind.
+        let mechanism = if has_enable {
+            Mechanism::AllAtOnce
+        } else if !counters.is_empty() {
+            Mechanism::PerCounter
+        } else if !registers.is_empty() {
+            Mechanism::Registers
+        } else {
+            kind.def().mechanism.get(gen)
+        };
+        Block {
+            name: name.to_string(),
+            kind,
+            mechanism,
+            counters,
+            registers,
+            has_enable,
+            has_count_clock: has(crate::sysfs::layout::COUNT_CLOCK),
+            has_event_list,
+            width_bits: kind.def().width_bits.get(gen),
+        }
+    }
+
+    /// The facts of its kind.
+    pub fn def(&self) -> &'static KindDef {
+        self.kind.def()
+    }
 }

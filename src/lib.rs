@@ -43,9 +43,16 @@ pub mod catalog;
 pub mod cli;
 pub mod device;
 pub mod error;
+pub mod export;
 pub mod kinds;
+pub mod lock;
+pub mod measure;
+pub mod metrics;
 pub mod ops;
+pub mod outfile;
+pub mod perf;
 pub mod sim;
+pub mod spec;
 pub mod sysfs;
 
 pub use block::{Block, BlockKind, Generation, Mechanism};

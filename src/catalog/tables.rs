@@ -5,7 +5,7 @@
 // event); the other BF3 events have no vendor description (`None`), shown as such.
 // Generated once from those sources; edit by hand from now on.
 
-use super::EventDef;
+use crate::catalog::EventDef;
 
 pub static SMGEN: &[EventDef] = &[
     EventDef::new(0x0, "AW_REQ", Some("Reserved for internal use")),

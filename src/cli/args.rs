@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::output::Format;
+use crate::cli::output::Format;
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct Global {

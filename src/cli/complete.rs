@@ -8,11 +8,8 @@
 
 use std::path::PathBuf;
 
-use clap::CommandFactory;
-
-use super::args::{Global, Shell};
-use super::commands::Cli;
 use crate::block::Mechanism;
+use crate::cli::args::{Global, Shell};
 use crate::device::Device;
 use crate::kinds::Role;
 
@@ -152,18 +149,10 @@ fn starts_with_ci(candidate: &str, prefix: &str) -> bool {
         && candidate.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
 }
 
-/// Candidates for `words[index]` (`words[0]` is the program name; the word may be
-/// missing, as when the cursor follows a space).
-pub fn candidates(words: &[String], index: usize) -> Vec<String> {
-    described(words, index)
-        .into_iter()
-        .map(|c| c.value)
-        .collect()
-}
-
-/// The candidates with their descriptions.
-pub fn described(words: &[String], index: usize) -> Vec<Candidate> {
-    let root = Cli::command();
+/// The candidates, with their descriptions, for `words[index]` of a command line of
+/// `root` (`words[0]` is the program name; the word may be missing, as when the
+/// cursor follows a space).
+pub fn described(root: &clap::Command, words: &[String], index: usize) -> Vec<Candidate> {
     let index = index.min(words.len());
     let before: Vec<String> = words
         .get(1..index)
@@ -205,10 +194,8 @@ fn option_values(line: &Line, option: &str, current: &str) -> Vec<Candidate> {
     match option {
         "-e" | "--event" => spec_values(&device, current),
         "-M" | "--metric" => {
-            let set = crate::ops::metrics::MetricSet::load(
-                &[device.generation()],
-                &line.global.metric_files,
-            );
+            let set =
+                crate::metrics::MetricSet::load(&[device.generation()], &line.global.metric_files);
             let mut out: Vec<Candidate> = set
                 .metrics
                 .iter()
@@ -328,7 +315,7 @@ fn values(line: &Line, current: &str, after_equals: bool) -> Vec<Candidate> {
 }
 
 fn open(global: &Global) -> Option<Device> {
-    super::setup::open_device(global).ok()
+    crate::cli::setup::open_device(global).ok()
 }
 
 fn block_names(device: &Device, keep: impl Fn(&crate::block::Block) -> bool) -> Vec<Candidate> {

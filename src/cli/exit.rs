@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::output::escape;
+use crate::cli::output::escape;
 use crate::error::Error;
 
 /// The process's exit status.

@@ -3,11 +3,11 @@
 //! ENVIRONMENT, FILES and SEE ALSO on every page, per command its rules (the spec
 //! grammar, multiplexing and restore on bfperf-stat(1)), and its EXAMPLES, taken from
 //! the command's `--help` so that both show the same.
-//! `docs/man/` holds them generated (`BFPERF_BLESS=1 cargo test --test docs`).
+//! `docs/man/` holds them generated (`BFPERF_BLESS=1 cargo test --test integration docs::`).
 
 use clap::CommandFactory;
 
-use super::commands::Cli;
+use crate::cli::commands::Cli;
 
 /// Sections of one page beyond clap's: (page, section title, paragraphs).
 const SECTIONS: &[(&str, &str, &[&str])] = &[

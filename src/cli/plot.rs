@@ -7,8 +7,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::measure::series::{self, Chart};
 use crate::ops::diff::Diff;
-use crate::ops::series::{self, Chart};
 
 const WIDTH: u32 = 1100;
 const CHART_HEIGHT: u32 = 340;
@@ -276,7 +276,7 @@ fn draw(out: &Path, size: (u32, u32), job: &Job) -> Result<()> {
         }
         _ => unreachable!("extension() admits svg and png only"),
     };
-    crate::ops::outfile::replace(out, &mut |w| w.write_all(&bytes))
+    crate::outfile::replace(out, &mut |w| w.write_all(&bytes))
 }
 
 /// Registers the first system TrueType font found as `sans-serif`.

@@ -4,13 +4,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::args::{self, Global};
-use super::exit::{diag, Failure};
-use super::output::{self, Format, Report};
 use crate::block::Generation;
+use crate::cli::args::{self, Global};
+use crate::cli::exit::{diag, Failure};
+use crate::cli::output::{self, Format, Report};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ops::metrics;
+use crate::metrics;
 use crate::sim;
 
 /// Opens the device the global options name, and says on stderr what was skipped.
@@ -42,18 +42,15 @@ pub fn open_device(global: &Global) -> Result<Device> {
 
 /// Takes the writer lock of the device (writing commands hold it while they run).
 /// An in-process simulator (`--sim`) belongs to this process alone: no lock.
-pub fn lock_device(
-    global: &Global,
-    device: &Device,
-) -> Result<Option<crate::ops::lock::WriterLock>> {
+pub fn lock_device(global: &Global, device: &Device) -> Result<Option<crate::lock::WriterLock>> {
     if global.sim.is_some() {
         return Ok(None);
     }
     let path = match &global.lock_file {
         Some(p) => p.clone(),
-        None => crate::ops::lock::default_path(&device.identity())?,
+        None => crate::lock::default_path(&device.identity())?,
     };
-    crate::ops::lock::WriterLock::acquire(&path, global.wait).map(Some)
+    crate::lock::WriterLock::acquire(&path, global.wait).map(Some)
 }
 
 /// The metrics of these generations: built-ins and the user's files (a broken file
@@ -88,7 +85,7 @@ pub fn write_file(
     report: &dyn Report,
 ) -> std::result::Result<(), Failure> {
     let renderer = output::renderer(format, None, false);
-    crate::ops::outfile::replace(path, &mut |w| renderer.render(report, w))?;
+    crate::outfile::replace(path, &mut |w| renderer.render(report, w))?;
     Ok(())
 }
 

@@ -2,13 +2,13 @@
 
 use serde::Serialize;
 
-use super::plan::Plan;
-use super::read::{read_blocks, BlockReading};
 use crate::block::{Block, Mechanism};
+use crate::device::plan::Plan;
+use crate::device::resolve::parse_counter;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::kinds::{Role, STOP_EVENT};
-use crate::ops::resolve::parse_counter;
+use crate::ops::read::{read_blocks, BlockReading};
 use crate::sysfs::layout;
 
 /// The control commands.

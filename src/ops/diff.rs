@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::snapshot::Snapshot;
 use crate::block::BlockKind;
 use crate::error::{Error, Result};
 use crate::kinds::Role;
+use crate::ops::snapshot::{Snapshot, SnapshotBlock};
 
 /// Why a value's delta is not a plain subtraction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -255,72 +255,16 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
     let mut values = Vec::new();
     let mut only_in_old = Vec::new();
     for ob in &old.blocks {
-        let Some(nb) = new_blocks.get(ob.block.as_str()) else {
-            only_in_old.push(ob.block.clone());
-            continue;
-        };
-        let new_counters: HashMap<u32, _> = nb.counters.iter().map(|c| (c.counter, c)).collect();
-        for oc in &ob.counters {
-            let Some(nc) = new_counters.get(&oc.counter) else {
-                continue;
-            };
-            let changed = oc.event != nc.event
-                || oc.event_name != nc.event_name
-                || oc.counts_clock != nc.counts_clock;
-            let (delta, flag) = if changed {
-                (None, Some(Flag::EventChanged))
-            } else {
-                // A value below the old one on a counter that only grows:
-                // narrower counters wrapped (L3 57-bit never wraps in practice: reset).
-                let width = if nc.width_bits <= 32 {
-                    nc.width_bits
-                } else {
-                    64
-                };
-                let (d, f) = counter_delta(oc.value, nc.value, width);
-                (Some(d), f)
-            };
-            values.push(ValueDiff {
-                block: ob.block.clone(),
-                counter: Some(oc.counter),
-                register: None,
-                event: nc.event,
-                event_name: nc.event_name.clone(),
-                old: oc.value,
-                new: nc.value,
-                delta,
-                rate_per_s: delta.and_then(rate),
-                flag,
-            });
+        match new_blocks.get(ob.block.as_str()) {
+            Some(nb) => {
+                values.extend(counter_diffs(ob, nb));
+                values.extend(register_diffs(ob, nb));
+            }
+            None => only_in_old.push(ob.block.clone()),
         }
-        let new_registers: HashMap<&str, _> = nb
-            .registers
-            .iter()
-            .map(|r| (r.register.as_str(), r))
-            .collect();
-        for or in &ob.registers {
-            let Some(nr) = new_registers.get(or.register.as_str()) else {
-                continue;
-            };
-            let (d, f) = match nr.role {
-                Role::Level => (None, Some(Flag::Level)),
-                Role::Control => (None, Some(Flag::Control)),
-                Role::Count if nr.value >= or.value => (Some(nr.value - or.value), None),
-                Role::Count => (Some(nr.value), Some(Flag::Reset)),
-            };
-            values.push(ValueDiff {
-                block: ob.block.clone(),
-                counter: None,
-                register: Some(or.register.clone()),
-                event: None,
-                event_name: None,
-                old: or.value,
-                new: nr.value,
-                delta: d,
-                rate_per_s: d.and_then(rate),
-                flag: f,
-            });
-        }
+    }
+    for v in &mut values {
+        v.rate_per_s = v.delta.and_then(rate);
     }
     let only_in_new = new
         .blocks
@@ -342,6 +286,82 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
         only_in_new,
         pcie,
     }
+}
+
+/// The counters of a block in both snapshots: their gain, or why there is none (the
+/// event changed; a wrap or a reset is flagged). Rates are the caller's.
+fn counter_diffs(ob: &SnapshotBlock, nb: &SnapshotBlock) -> Vec<ValueDiff> {
+    let new_counters: HashMap<u32, _> = nb.counters.iter().map(|c| (c.counter, c)).collect();
+    let mut out = Vec::new();
+    for oc in &ob.counters {
+        let Some(nc) = new_counters.get(&oc.counter) else {
+            continue;
+        };
+        let changed = oc.event != nc.event
+            || oc.event_name != nc.event_name
+            || oc.counts_clock != nc.counts_clock;
+        let (delta, flag) = if changed {
+            (None, Some(Flag::EventChanged))
+        } else {
+            // A value below the old one on a counter that only grows: narrower
+            // counters wrapped (L3 57-bit never wraps in practice: reset).
+            let width = if nc.width_bits <= 32 {
+                nc.width_bits
+            } else {
+                64
+            };
+            let (d, f) = counter_delta(oc.value, nc.value, width);
+            (Some(d), f)
+        };
+        out.push(ValueDiff {
+            block: ob.block.clone(),
+            counter: Some(oc.counter),
+            register: None,
+            event: nc.event,
+            event_name: nc.event_name.clone(),
+            old: oc.value,
+            new: nc.value,
+            delta,
+            rate_per_s: None,
+            flag,
+        });
+    }
+    out
+}
+
+/// The registers of a block in both snapshots, by their role: counts gain (or were
+/// reset), levels and controls have no gain.
+fn register_diffs(ob: &SnapshotBlock, nb: &SnapshotBlock) -> Vec<ValueDiff> {
+    let new_registers: HashMap<&str, _> = nb
+        .registers
+        .iter()
+        .map(|r| (r.register.as_str(), r))
+        .collect();
+    let mut out = Vec::new();
+    for or in &ob.registers {
+        let Some(nr) = new_registers.get(or.register.as_str()) else {
+            continue;
+        };
+        let (delta, flag) = match nr.role {
+            Role::Level => (None, Some(Flag::Level)),
+            Role::Control => (None, Some(Flag::Control)),
+            Role::Count if nr.value >= or.value => (Some(nr.value - or.value), None),
+            Role::Count => (Some(nr.value), Some(Flag::Reset)),
+        };
+        out.push(ValueDiff {
+            block: ob.block.clone(),
+            counter: None,
+            register: Some(or.register.clone()),
+            event: None,
+            event_name: None,
+            old: or.value,
+            new: nr.value,
+            delta,
+            rate_per_s: None,
+            flag,
+        });
+    }
+    out
 }
 
 fn pcie_summaries(new: &Snapshot, values: &[ValueDiff]) -> Vec<PcieSummary> {
@@ -389,10 +409,10 @@ fn pcie_summaries(new: &Snapshot, values: &[ValueDiff]) -> Vec<PcieSummary> {
 pub fn metrics(
     d: &Diff,
     new: &Snapshot,
-    set: &crate::ops::metrics::MetricSet,
+    set: &crate::metrics::MetricSet,
     params: HashMap<String, f64>,
-) -> Vec<crate::ops::metrics::MetricValue> {
-    use crate::ops::metrics::{evaluate, Inputs, Metric};
+) -> Vec<crate::metrics::MetricValue> {
+    use crate::metrics::{evaluate, Inputs, Metric};
     let mut inputs = Inputs {
         duration_s: d.interval_s,
         params,

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::metrics::MetricSet;
-use super::perf::{Pmu, GENERIC};
 use crate::block::{Block, BlockKind, Mechanism};
 use crate::device::Device;
 use crate::error::Result;
+use crate::metrics::MetricSet;
+use crate::perf::{Pmu, GENERIC};
 
 /// An event or register of a kind, and the blocks that have it.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -145,7 +145,7 @@ fn perf_events(pmus: &[Pmu], patterns: &[String]) -> Vec<ListedEvent> {
         ListedEvent {
             kind: BlockKind::Perf,
             what: match *type_ {
-                crate::ops::perf::TYPE_HARDWARE => "hardware event",
+                crate::perf::TYPE_HARDWARE => "hardware event",
                 _ => "software event",
             },
             spec: names[0].to_string(),
@@ -153,7 +153,7 @@ fn perf_events(pmus: &[Pmu], patterns: &[String]) -> Vec<ListedEvent> {
             name: names[0].to_string(),
             description: format!("{description}{also}"),
             reserved: false,
-            blocks: vec![crate::ops::perf::generic_pmu(*type_).to_string()],
+            blocks: vec![crate::perf::generic_pmu(*type_).to_string()],
         }
     });
     let named = pmus.iter().flat_map(|p| {
@@ -256,8 +256,8 @@ fn list_metrics(
                 .or_default()
                 .push(m.def.name.clone());
         }
-        let mut events = super::metrics::specs_for(&[m]);
-        events.extend(super::metrics::perf_events_for(&[m]));
+        let mut events = crate::metrics::specs_for(&[m]);
+        events.extend(crate::metrics::perf_events_for(&[m]));
         metrics.push(ListedMetric {
             metric: m.def.name.clone(),
             group: m.def.group.clone(),

@@ -2,10 +2,10 @@
 
 use serde::Serialize;
 
-use super::plan::Plan;
-use super::resolve::{counter_range, parse_counter, resolve_event, COUNT_CLOCK_BITS};
-pub use super::resolve::{parse_assignments, Assignment};
 use crate::block::Mechanism;
+use crate::device::plan::Plan;
+use crate::device::resolve::{counter_range, parse_counter, resolve_event, COUNT_CLOCK_BITS};
+pub use crate::device::resolve::{parse_assignments, Assignment};
 use crate::device::Device;
 use crate::error::{io_error, with_hint, Error, Result};
 use crate::kinds::STOP_EVENT;
@@ -64,6 +64,36 @@ pub fn plan_program(
     opts: &ProgramOptions,
 ) -> Result<ProgramOutcome> {
     let block = device.block(block_name)?;
+    check_block(block, opts)?;
+    let catalog = device.catalog(block)?;
+    let mut out = ProgramOutcome {
+        block: block.name.clone(),
+        counters: Vec::new(),
+        started: opts.start,
+        notes: Vec::new(),
+        warnings: Vec::new(),
+        plan: Plan::default(),
+        written: Vec::new(),
+    };
+    for a in assignments {
+        let c = resolve_assignment(block, &catalog, a, opts, &mut out)?;
+        out.counters.push(c);
+    }
+    plan_events(block, &mut out);
+    plan_count_clock(device, block, opts, &mut out)?;
+    plan_enable(block, opts, &mut out);
+    Ok(out)
+}
+
+/// A block that can be programmed as `opts` ask: counters of its own, count_clock
+/// when asked for, --start only where counters start together.
+fn check_block(block: &crate::block::Block, opts: &ProgramOptions) -> Result<()> {
+    let refuse = |problem: String| {
+        Err(Error::NotSupported {
+            block: block.name.clone(),
+            problem,
+        })
+    };
     if block.is_empty() {
         return Err(Error::EmptyBlock {
             block: block.name.clone(),
@@ -71,157 +101,162 @@ pub fn plan_program(
         });
     }
     if !block.is_counter_block() {
-        return Err(Error::NotSupported {
-            block: block.name.clone(),
-            problem: format!(
-                "{} is a registers block ({}): its statistics run free and cannot be programmed; read them with `bfperf read {}`",
-                block.name,
-                block.kind.as_str(),
-                block.name
-            ),
-        });
+        return refuse(format!(
+            "{} is a registers block ({}): its statistics run free and cannot be programmed; read them with `bfperf read {}`",
+            block.name,
+            block.kind.as_str(),
+            block.name
+        ));
     }
     if opts.count_clock && !block.has_count_clock {
-        return Err(Error::NotSupported {
-            block: block.name.clone(),
-            problem: format!(
-                "{} has no count_clock file: counting clock cycles needs a BlueField-3 crspace block (llt, llt_miss, mss) on kernel 6.14 or later",
-                block.name
-            ),
-        });
+        return refuse(format!(
+            "{} has no count_clock file: counting clock cycles needs a BlueField-3 crspace block (llt, llt_miss, mss) on kernel 6.14 or later",
+            block.name
+        ));
     }
     if opts.start && block.mechanism != Mechanism::AllAtOnce {
-        return Err(Error::NotSupported {
+        return refuse(format!(
+            "--start is for blocks started all at once (l3cache, BF3 crspace); {} counters start when programmed",
+            block.name
+        ));
+    }
+    Ok(())
+}
+
+/// One `COUNTER EVENT` assignment checked and resolved; its notes and warnings go
+/// into `out`.
+fn resolve_assignment(
+    block: &crate::block::Block,
+    catalog: &crate::catalog::Catalog,
+    a: &Assignment,
+    opts: &ProgramOptions,
+    out: &mut ProgramOutcome,
+) -> Result<Programmed> {
+    let index = parse_counter(block, &a.counter)?;
+    if out.counters.iter().any(|c| c.counter == index) {
+        return Err(Error::BadAssignment {
+            problem: format!("counter {index} of {} is given twice", block.name),
+        });
+    }
+    if opts.count_clock && index >= COUNT_CLOCK_BITS {
+        return Err(Error::BadCounter {
             block: block.name.clone(),
             problem: format!(
-                "--start is for blocks started all at once (l3cache, BF3 crspace); {} counters start when programmed",
-                block.name
+                "counter {index} of {} cannot count clock cycles: the count_clock mask has bits for counters 0 to {} only",
+                block.name,
+                COUNT_CLOCK_BITS - 1
             ),
+            range: counter_range(block),
         });
     }
-    let catalog = device.catalog(block)?;
-    let mut counters = Vec::new();
-    let mut plan = Plan::default();
-    let mut seen = Vec::new();
-    let mut notes = Vec::new();
-    let mut warnings = Vec::new();
-    for a in assignments {
-        let index = parse_counter(block, &a.counter)?;
-        if seen.contains(&index) {
-            return Err(Error::BadAssignment {
-                problem: format!("counter {index} of {} is given twice", block.name),
-            });
-        }
-        if opts.count_clock && index >= COUNT_CLOCK_BITS {
-            return Err(Error::BadCounter {
-                block: block.name.clone(),
-                problem: format!(
-                    "counter {index} of {} cannot count clock cycles: the count_clock mask has bits for counters 0 to {} only",
-                    block.name,
-                    COUNT_CLOCK_BITS - 1
-                ),
-                range: counter_range(block),
-            });
-        }
-        seen.push(index);
-        let (event, name) = match &a.event {
-            Some(e) => {
-                let r = resolve_event(block, &catalog, e, opts.force)?;
-                let (n, name) = (r.number, r.name);
-                warnings.extend(r.warning);
-                let e = e.trim();
-                if e.len() > 1 && e.starts_with('0') && !e[1..].starts_with(['x', 'X']) {
-                    notes.push(format!(
-                        "{e} is octal, as the kernel reads a leading 0: event 0x{n:x} ({n})"
-                    ));
-                }
-                (Some(n), name)
-            }
-            None => (None, None),
-        };
-        counters.push(Programmed {
-            counter: index,
-            event,
-            event_name: name,
-            counts_clock: opts.count_clock,
-            readback: None,
-        });
-    }
-    for c in &counters {
-        if let Some(n) = c.event {
-            let what = c.event_name.as_deref().unwrap_or("not in the table");
-            let meaning = if n == STOP_EVENT {
-                format!(
-                    "the kernel rejected event 0xff; this kernel validates event numbers: use `bfperf stop {} {}`",
-                    block.name, c.counter
-                )
-            } else {
-                format!(
-                    "the kernel rejected event 0x{n:x} ({what}) on {}: kernels that validate event numbers refuse numbers outside their table",
-                    block.name
-                )
-            };
-            plan.push(
-                layout::event(&block.name, c.counter),
-                format!("0x{n:x}"),
-                meaning,
-            );
-        }
-    }
-    if block.has_count_clock {
-        let rel = layout::count_clock(&block.name);
-        let current = super::read::read_number(device.fs(), &rel)? as u32;
-        let mut mask = current;
-        for c in counters.iter().filter(|c| c.counter < COUNT_CLOCK_BITS) {
-            if opts.count_clock {
-                mask |= 1 << c.counter;
-            } else {
-                mask &= !(1 << c.counter);
-            }
-        }
-        if mask != current {
-            if !opts.count_clock {
-                notes.push(format!(
-                    "counter(s) of {} were counting clock cycles; they count their events now",
-                    block.name
+    let (event, event_name) = match &a.event {
+        Some(e) => {
+            let r = resolve_event(block, catalog, e, opts.force)?;
+            out.warnings.extend(r.warning);
+            let (n, e) = (r.number, e.trim());
+            if e.len() > 1 && e.starts_with('0') && !e[1..].starts_with(['x', 'X']) {
+                out.notes.push(format!(
+                    "{e} is octal, as the kernel reads a leading 0: event 0x{n:x} ({n})"
                 ));
             }
-            plan.push(
-                rel,
-                format!("0x{mask:x}"),
-                "the kernel refused the count_clock mask",
-            );
+            (Some(n), r.name)
         }
-    }
-    let started = opts.start;
-    if block.mechanism == Mechanism::AllAtOnce {
-        if started {
-            plan.push(
-                layout::enable(&block.name),
-                "1".to_string(),
-                "the kernel refused to start the block",
-            );
-        } else if block.def().program_stops_all {
-            notes.push(format!(
-                "programming stopped all counters of {b} (L3 cache counters run together); start them with `bfperf start {b}` (resets them to 0), or pass --start",
-                b = block.name
-            ));
-        } else {
-            notes.push(format!(
-                "{b} counts only while enabled; start it with `bfperf start {b}` (clears all its counters), or pass --start",
-                b = block.name
-            ));
-        }
-    }
-    Ok(ProgramOutcome {
-        block: block.name.clone(),
-        counters,
-        started,
-        notes,
-        warnings,
-        plan,
-        written: Vec::new(),
+        None => (None, None),
+    };
+    Ok(Programmed {
+        counter: index,
+        event,
+        event_name,
+        counts_clock: opts.count_clock,
+        readback: None,
     })
+}
+
+/// The event writes, each with what the kernel's refusal would mean.
+fn plan_events(block: &crate::block::Block, out: &mut ProgramOutcome) {
+    for c in &out.counters {
+        let Some(n) = c.event else {
+            continue;
+        };
+        let what = c.event_name.as_deref().unwrap_or("not in the table");
+        let meaning = if n == STOP_EVENT {
+            format!(
+                "the kernel rejected event 0xff; this kernel validates event numbers: use `bfperf stop {} {}`",
+                block.name, c.counter
+            )
+        } else {
+            format!(
+                "the kernel rejected event 0x{n:x} ({what}) on {}: kernels that validate event numbers refuse numbers outside their table",
+                block.name
+            )
+        };
+        out.plan.push(
+            layout::event(&block.name, c.counter),
+            format!("0x{n:x}"),
+            meaning,
+        );
+    }
+}
+
+/// The count_clock mask with the programmed counters' bits set (--count-clock) or
+/// cleared, when it changes.
+fn plan_count_clock(
+    device: &Device,
+    block: &crate::block::Block,
+    opts: &ProgramOptions,
+    out: &mut ProgramOutcome,
+) -> Result<()> {
+    if !block.has_count_clock {
+        return Ok(());
+    }
+    let rel = layout::count_clock(&block.name);
+    let current = crate::device::values::read_number(device.fs(), &rel)? as u32;
+    let mut mask = current;
+    for c in out.counters.iter().filter(|c| c.counter < COUNT_CLOCK_BITS) {
+        if opts.count_clock {
+            mask |= 1 << c.counter;
+        } else {
+            mask &= !(1 << c.counter);
+        }
+    }
+    if mask == current {
+        return Ok(());
+    }
+    if !opts.count_clock {
+        out.notes.push(format!(
+            "counter(s) of {} were counting clock cycles; they count their events now",
+            block.name
+        ));
+    }
+    out.plan.push(
+        rel,
+        format!("0x{mask:x}"),
+        "the kernel refused the count_clock mask",
+    );
+    Ok(())
+}
+
+/// An all-at-once block: started with --start, or a note on how to start it.
+fn plan_enable(block: &crate::block::Block, opts: &ProgramOptions, out: &mut ProgramOutcome) {
+    if block.mechanism != Mechanism::AllAtOnce {
+        return;
+    }
+    let b = &block.name;
+    if opts.start {
+        out.plan.push(
+            layout::enable(b),
+            "1".to_string(),
+            "the kernel refused to start the block",
+        );
+    } else if block.def().program_stops_all {
+        out.notes.push(format!(
+            "programming stopped all counters of {b} (L3 cache counters run together); start them with `bfperf start {b}` (resets them to 0), or pass --start"
+        ));
+    } else {
+        out.notes.push(format!(
+            "{b} counts only while enabled; start it with `bfperf start {b}` (clears all its counters), or pass --start"
+        ));
+    }
 }
 
 /// Programs counters: validates, writes, and reads back what each counter now monitors.

@@ -8,11 +8,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::read::read_blocks;
 use crate::block::{BlockKind, Mechanism};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::kinds::Role;
+use crate::ops::read::read_blocks;
 
 /// The `schema` field of every snapshot.
 pub const SCHEMA: &str = "bfperf-snapshot";
@@ -182,9 +182,9 @@ pub fn take(device: &Device, selectors: &[String]) -> Result<Snapshot> {
 }
 
 /// Writes a snapshot to `path` as JSON, by the output file rule (see
-/// [`super::outfile`]).
+/// [`crate::outfile`]).
 pub fn write_atomic(snapshot: &Snapshot, path: &Path) -> Result<()> {
-    super::outfile::replace(path, &mut |w| {
+    crate::outfile::replace(path, &mut |w| {
         serde_json::to_writer_pretty(&mut *w, snapshot)?;
         w.write_all(b"\n")
     })

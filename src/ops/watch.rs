@@ -4,12 +4,12 @@
 //! rate). Nothing is programmed: counters count whatever they already count, so an
 //! unprivileged user can watch the PCIe registers, and `top` shows the device as it is.
 
-use super::metrics::Inputs;
-use super::parse_value;
 use crate::block::{BlockKind, Mechanism};
+use crate::device::values::parse_value;
 use crate::device::Device;
 use crate::error::Result;
 use crate::kinds::Role;
+use crate::metrics::Inputs;
 use crate::sysfs::{layout, ValueFile};
 
 /// One watched value.
@@ -82,7 +82,7 @@ impl<'d> Watch<'d> {
                 continue;
             }
             for &c in &b.counters {
-                let event = super::read::read_event(fs, &b.name, c).unwrap_or(None);
+                let event = crate::device::values::read_event(fs, &b.name, c).unwrap_or(None);
                 let named = event.as_ref().and_then(|(n, name)| {
                     name.clone().or_else(|| {
                         device

@@ -3,11 +3,11 @@
 
 use std::io;
 
-use super::kernel::Unnamed;
-use super::parse::{kstrtobool, kstrtouint};
-use super::state::{Mech, SimBlock};
-use super::{eacces, einval, enoent, Sim, State};
 use crate::kinds::Role;
+use crate::sim::kernel::Unnamed;
+use crate::sim::parse::{kstrtobool, kstrtouint};
+use crate::sim::state::{Mech, SimBlock};
+use crate::sim::{eacces, einval, enoent, Sim, State};
 use crate::sysfs::layout as files;
 
 /// What a path inside a block names.

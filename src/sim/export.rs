@@ -8,8 +8,8 @@ use std::io;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use super::{Kernel, ManualClock, Sim};
 use crate::block::Generation;
+use crate::sim::{Kernel, ManualClock, Sim};
 use crate::sysfs::{EntryKind, Sysfs};
 
 /// The `subsystem` link of the hwmon device (it leads back to the class: a loop).

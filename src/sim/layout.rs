@@ -2,8 +2,8 @@
 //! real DPU; these are plausible ones. BlueField-2 is the vendor documentation's listing;
 //! BlueField-3 has the blocks NVIDIA's bandwidth tool reads.
 
-use super::kernel::KernelDef;
 use crate::block::{BlockKind, Generation};
+use crate::sim::kernel::KernelDef;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Spec {

@@ -14,9 +14,9 @@ use fuser::{
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
 };
 
-use super::export::{SysfsRootLayout, VNode};
-use super::Sim;
 use crate::error::{errno, Error, Result};
+use crate::sim::export::{SysfsRootLayout, VNode};
+use crate::sim::Sim;
 use crate::sysfs::{EntryKind, Sysfs};
 
 const TTL: Duration = Duration::from_secs(1);

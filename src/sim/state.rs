@@ -7,9 +7,9 @@ use crate::kinds::{KindDef, Role};
 
 use std::sync::Arc;
 
-use super::kernel::{served_table, KernelDef};
-use super::layout::Spec;
-use super::traffic::{drive, Drive, Workload};
+use crate::sim::kernel::{served_table, KernelDef};
+use crate::sim::layout::Spec;
+use crate::sim::traffic::{drive, Drive, Workload};
 
 /// How a simulated block counts (from its kind's facts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

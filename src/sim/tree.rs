@@ -3,8 +3,8 @@
 
 use std::io;
 
-use super::{eacces, einval, enoent, export, Sim};
 use crate::error::errno;
+use crate::sim::{eacces, einval, enoent, export, Sim};
 use crate::sysfs::{layout as files, Entry, EntryKind, Sysfs};
 
 fn split(rel: &str) -> (&str, Option<&str>) {

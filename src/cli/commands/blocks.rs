@@ -10,7 +10,6 @@ use crate::cli::setup::open_device;
 use crate::cli::Out;
 use crate::device::Device;
 use crate::error::Result;
-use crate::ops::read;
 
 /// List the blocks: kind, mechanism, counters, enable state, events known
 #[derive(Debug, ClapArgs)]
@@ -29,7 +28,12 @@ fn blocks(device: &Device) -> Result<BlocksReport> {
     let mut rows = Vec::new();
     for b in device.blocks() {
         let enabled = if b.has_enable {
-            Some(read::read_number(device.fs(), &crate::sysfs::layout::enable(&b.name))? != 0)
+            Some(
+                crate::device::values::read_number(
+                    device.fs(),
+                    &crate::sysfs::layout::enable(&b.name),
+                )? != 0,
+            )
         } else {
             None
         };

@@ -2,8 +2,8 @@
 
 use clap::Args as ClapArgs;
 
-use super::writer::write_blocks;
 use crate::cli::args::{Global, WriteOpts};
+use crate::cli::commands::writer::write_blocks;
 use crate::cli::exit::Failure;
 use crate::cli::Out;
 use crate::ops::control;

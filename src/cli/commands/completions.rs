@@ -40,7 +40,8 @@ pub struct CompleteArgs {
 /// Prints the candidates, one per line.
 pub fn exec_complete(a: CompleteArgs, out: &mut Out) -> Result<(), Failure> {
     let mut text = String::new();
-    for c in complete::described(&a.words, a.index) {
+    let root = <crate::cli::commands::Cli as clap::CommandFactory>::command();
+    for c in complete::described(&root, &a.words, a.index) {
         text.push_str(&c.line(a.descriptions));
         text.push('\n');
     }

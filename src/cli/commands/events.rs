@@ -10,7 +10,7 @@ use crate::cli::setup::open_device;
 use crate::cli::Out;
 use crate::device::Device;
 use crate::error::Result;
-use crate::ops::metrics::MetricSet;
+use crate::metrics::MetricSet;
 
 /// List the events of a block, or of the kinds of several (a kind, a glob, a list, all)
 #[derive(Debug, ClapArgs)]

@@ -30,7 +30,7 @@ pub struct Args {
 pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     let device = open_device(global)?;
     let set = load_metrics(global, &[device.generation()])?;
-    let pmus = crate::ops::perf::discover(&global.sysfs_root);
+    let pmus = crate::perf::discover(&global.sysfs_root);
     let listing = crate::ops::list::list(&device, &pmus, &set, &a.patterns, a.details)?;
     if listing.events.is_empty() && listing.metrics.is_empty() {
         diag(&format!("nothing matches {}", a.patterns.join(" or ")));

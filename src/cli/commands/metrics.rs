@@ -10,7 +10,7 @@ use crate::cli::output::Format;
 use crate::cli::report::{MetricRow, MetricsReport};
 use crate::cli::setup::{load_metrics, open_device};
 use crate::cli::Out;
-use crate::ops::metrics;
+use crate::metrics;
 
 /// List the metrics available on this device: name, group, unit, formula, events
 #[derive(Debug, ClapArgs)]
@@ -88,7 +88,7 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
                 true => set.metrics.iter().collect(),
                 false => set.select(&a.metric)?,
             };
-            return out.raw(&metrics::prom::rules(&set, &chosen, &a.window));
+            return out.raw(&crate::export::prom::rules(&set, &chosen, &a.window));
         }
         (Some(MetricsFormat::Json), _, _) | (None, true, _) => Format::Json,
         (Some(MetricsFormat::Csv), _, _) | (None, _, true) => Format::Csv,

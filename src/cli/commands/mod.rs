@@ -4,10 +4,10 @@
 
 use clap::{Parser, Subcommand};
 
-use super::args::Global;
-use super::exit::ExitCode;
-use super::exit::Failure;
-use super::Out;
+use crate::cli::args::Global;
+use crate::cli::exit::ExitCode;
+use crate::cli::exit::Failure;
+use crate::cli::Out;
 
 mod blocks;
 mod clear;

@@ -22,8 +22,9 @@ use crate::cli::report::{Ending, StatFormat, StatWriter};
 use crate::cli::setup::{load_metrics, lock_device, metric_params, open_device};
 use crate::cli::Out;
 use crate::error::{Error, Result};
-use crate::ops::metrics;
-use crate::ops::stat::{self, For, Forever, Pacer, RealPacer, StatRequest, Timing, Until};
+use crate::measure::compose::Work;
+use crate::measure::{self, For, Forever, Pacer, RealPacer, StatRequest, Timing, Until};
+use crate::metrics;
 
 /// Count events during a command or a period: `stat -e 'tile/MEMORY_READS/' -- CMD`
 #[derive(Debug, ClapArgs)]
@@ -162,7 +163,7 @@ struct ChildUntil {
     status: Rc<RefCell<Option<i32>>>,
     pidfd: Option<OwnedFd>,
     wakeup: Rc<Wakeup>,
-    perf: Option<crate::ops::perf::Counters>,
+    perf: Option<crate::perf::Counters>,
 }
 
 impl Until for ChildUntil {
@@ -191,7 +192,7 @@ impl Until for ChildUntil {
         self.wakeup.wait(timeout, self.pidfd.as_ref());
     }
 
-    fn take_perf(&mut self) -> Option<crate::ops::perf::Counters> {
+    fn take_perf(&mut self) -> Option<crate::perf::Counters> {
         self.perf.take()
     }
 }
@@ -322,25 +323,51 @@ fn stat_format(a: &Args) -> Result<StatFormat> {
     })
 }
 
-/// Whether to add perf's "insn per cycle": cycles and instructions are both counted
-/// and no metric was asked for by name that already is it.
-fn with_ipc(perf: &[crate::ops::perf::PerfEvent], metrics: &[String]) -> bool {
-    let has = |n: &str| perf.iter().any(|e| e.name == n);
-    has("cycles")
-        && has("instructions")
-        && !metrics
-            .iter()
-            .flat_map(|m| m.split(','))
-            .any(|m| matches!(m.trim(), "ipc" | "cpu"))
+/// Where the counts go, by the output file rule: a regular file is replaced when the
+/// measurement ends (its counts so far, if interrupted), a device, FIFO or socket
+/// written as it goes; None: standard output. Buffered by the caller: each interval
+/// is flushed whole, one write. Also whether the output is a terminal (escaped).
+fn output_of(a: &Args) -> Result<(Option<crate::outfile::Sink>, bool)> {
+    let to_terminal = a.output.as_deref().is_none_or(|p| p == Path::new("-"))
+        && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let sink = match a.output.as_deref() {
+        Some(path) if path != Path::new("-") => Some(crate::outfile::open(path)?),
+        _ => None,
+    };
+    Ok((sink, to_terminal))
 }
 
-/// Runs `bfperf stat`; returns the exit code (the command's, or 128 + the signal
-/// that interrupted the measurement).
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32, Failure> {
-    let (stdout, width) = (&mut *out.w, out.width);
-    let format = stat_format(&a)?;
-    let device = open_device(global)?;
-    let mut a = a;
+/// What `stat` will count, checked: the request, the metrics and their inputs.
+struct Planned {
+    req: StatRequest,
+    set: metrics::MetricSet,
+    metrics: Vec<String>,
+    params: std::collections::HashMap<String, f64>,
+    /// Warnings said before the measurement (not said again after it).
+    said: Vec<String>,
+}
+
+impl Planned {
+    /// The chosen metrics' values over counts of `span_s` seconds.
+    fn values(
+        &self,
+        chosen: &[&metrics::Metric],
+        counts: &[measure::Count],
+        span_s: f64,
+        per_block: bool,
+    ) -> Vec<metrics::MetricValue> {
+        if chosen.is_empty() {
+            return Vec::new();
+        }
+        let mut inputs = measure::metric_inputs(counts, span_s);
+        inputs.params = self.params.clone();
+        metrics::evaluate(&self.set, chosen, &inputs, per_block)
+    }
+}
+
+/// Turns -e, -M (or the default set) into the measurement's request, checked
+/// against the device before anything is written.
+fn plan(global: &Global, device: &crate::device::Device, a: &mut Args) -> Result<Planned> {
     if a.all_cpus {
         diag("-a: the DPU's counters and perf events are system-wide already; nothing changes");
     }
@@ -350,19 +377,14 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
     if a.events.is_empty() && a.metric.is_empty() {
         // As perf stat does with no -e: the generation's default set (the exporter's),
         // where this device can count it.
-        let (events, metrics) = crate::ops::export::default_set(device.generation());
-        a.events = events
-            .into_iter()
-            .filter(|e| stat::prepare(&device, &StatRequest::for_specs(vec![e.clone()])).is_ok())
-            .collect();
-        a.metric = metrics;
+        (a.events, a.metric) = measure::compose::default_set(device);
         diag("no -e or -M: counting this generation's default set (as the exporter does)");
     }
     // perf_event events (cycles, task-clock, PMU/EVENT/) are counted beside the
     // blocks; each is resolved here, before anything is written.
-    let pmus = crate::ops::perf::discover(&global.sysfs_root);
-    let (mut perf, mut specs) = crate::ops::perf::split(&pmus, &a.events)?;
-    if with_ipc(&perf, &a.metric) {
+    let pmus = crate::perf::discover(&global.sysfs_root);
+    let mut work = Work::from_events(&pmus, &a.events)?;
+    if work.wants_ipc(&a.metric) {
         // As perf stat shows "insn per cycle" beside cycles and instructions.
         a.metric.push("ipc".into());
     }
@@ -371,31 +393,13 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
     } else {
         load_metrics(global, &[device.generation()])?
     };
-    let chosen = set.select(&a.metric)?;
-    let params = metric_params(global)?;
-    specs.extend(metrics::specs_for(&chosen));
-    for m in &chosen {
-        for e in metrics::perf_events_for(&[m]) {
-            let event = crate::ops::perf::required(&pmus, &e).map_err(|err| Error::BadMetric {
-                metric: m.def.name.clone(),
-                source_file: m.source.clone(),
-                problem: err.to_string(),
-            })?;
-            if !perf.contains(&event) {
-                perf.push(event);
-            }
-        }
-    }
-    let evaluate = |counts: &[stat::Count], span_s: f64| {
-        if chosen.is_empty() {
-            return Vec::new();
-        }
-        let mut inputs = stat::metric_inputs(counts, span_s);
-        inputs.params = params.clone();
-        metrics::evaluate(&set, &chosen, &inputs, a.no_aggr)
+    let metrics: Vec<String> = {
+        let chosen = set.select(&a.metric)?;
+        work.add_metrics(&pmus, &chosen)?;
+        chosen.iter().map(|m| m.def.name.clone()).collect()
     };
     let req = StatRequest {
-        specs,
+        specs: work.specs,
         timing: Timing {
             interval: a.interval.map(Duration::from_millis),
             ..Timing::default()
@@ -406,35 +410,37 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
         // An in-process simulator dies with the process: nothing to journal.
         journal: global.sim.is_none(),
         per_process: a.per_process,
-        perf,
-        perf_cpus: crate::ops::perf::online_cpus(&global.sysfs_root),
+        perf: work.perf,
+        perf_cpus: crate::perf::online_cpus(&global.sysfs_root),
     };
     if a.per_process && req.perf.is_empty() {
         diag("--per-process: no perf events to count (cycles, task-clock...); the blocks are counted as always");
     }
-    // Everything is checked before the first write.
-    let (_, said) = stat::prepare(&device, &req)?;
+    let (_, said) = measure::prepare(device, &req)?;
     for w in &said {
         diag(&format!("warning: {w}"));
     }
     if let Some(problem) = a.command.first().and_then(|p| not_runnable(p)) {
-        return Err(Error::BadAssignment { problem }.into());
+        return Err(Error::BadAssignment { problem });
     }
-    let _lock = lock_device(global, &device)?;
-    // By the output file rule: a regular file is replaced when the measurement ends
-    // (its counts so far, if interrupted), a device, FIFO or socket written as it
-    // goes. Buffered: each interval is flushed whole, one write.
-    let to_terminal = a.output.as_deref().is_none_or(|p| p == Path::new("-"))
-        && std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let mut sink = match a.output.as_deref() {
-        Some(path) if path != Path::new("-") => Some(crate::ops::outfile::open(path)?),
-        _ => None,
-    };
-    let mut out = std::io::BufWriter::new(match sink.as_mut() {
-        Some(file) => file as &mut dyn Write,
-        None => stdout,
-    });
+    Ok(Planned {
+        req,
+        set,
+        metrics,
+        params: metric_params(global)?,
+        said,
+    })
+}
 
+/// SIGINT, SIGTERM and SIGHUP end the measurement: which came, and a wakeup for the
+/// waits.
+struct Signals {
+    stop: Arc<AtomicBool>,
+    which: Arc<AtomicUsize>,
+    wakeup: Rc<Wakeup>,
+}
+
+fn signals() -> Result<Signals> {
     let stop = Arc::new(AtomicBool::new(false));
     let which = Arc::new(AtomicUsize::new(0));
     let handled = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
@@ -447,111 +453,127 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
         path: "(a socket pair)".into(),
         source: e,
     })?);
+    Ok(Signals {
+        stop,
+        which,
+        wakeup,
+    })
+}
 
-    let slot: Slot = Rc::new(RefCell::new(None));
-    let status: Rc<RefCell<Option<i32>>> = Rc::new(RefCell::new(None));
-    let command = a.command.clone();
-    let duration = a.duration;
-    let per_process = (a.per_process && !req.perf.is_empty()).then(|| req.perf.clone());
-    let (slot2, status2, wakeup2) = (slot.clone(), status.clone(), wakeup.clone());
-    let mut until = move |_run: u32| -> Result<Box<dyn Until>> {
-        if let Some((program, args)) = command.split_first() {
-            let mut process = Process::new(program);
-            process.args(args);
-            let cannot_run = |e| Error::File {
-                what: "cannot run",
-                path: program.into(),
-                source: e,
-            };
-            // --per-process: the counters are attached before the command runs.
-            let (child, perf) = match &per_process {
-                Some(events) => crate::ops::perf::spawn_counted(&mut process, events)
-                    .map(|(c, p)| (c, Some(p)))
-                    .map_err(cannot_run)?,
-                None => (process.spawn().map_err(cannot_run)?, None),
-            };
-            let pidfd = pidfd(child.id());
-            *slot2.borrow_mut() = Some(child);
-            return Ok(Box::new(ChildUntil {
-                slot: slot2.clone(),
-                status: status2.clone(),
-                pidfd,
-                wakeup: wakeup2.clone(),
-                perf,
-            }));
+/// What each run measures until: the command (started here, with its perf counters
+/// attached for --per-process), a duration, or an interruption.
+struct Runs {
+    command: Vec<String>,
+    duration: Option<Duration>,
+    per_process: Option<Vec<crate::perf::PerfEvent>>,
+    slot: Slot,
+    status: Rc<RefCell<Option<i32>>>,
+    wakeup: Rc<Wakeup>,
+}
+
+impl Runs {
+    fn new(a: &Args, req: &StatRequest, sig: &Signals) -> Runs {
+        Runs {
+            command: a.command.clone(),
+            duration: a.duration,
+            per_process: (a.per_process && !req.perf.is_empty()).then(|| req.perf.clone()),
+            slot: Rc::new(RefCell::new(None)),
+            status: Rc::new(RefCell::new(None)),
+            wakeup: sig.wakeup.clone(),
         }
-        let inner: Box<dyn Until> = match duration {
-            Some(d) => Box::new(For(d)),
-            None => Box::new(Forever),
+    }
+
+    fn until(&self) -> Result<Box<dyn Until>> {
+        let Some((program, args)) = self.command.split_first() else {
+            let inner: Box<dyn Until> = match self.duration {
+                Some(d) => Box::new(For(d)),
+                None => Box::new(Forever),
+            };
+            return Ok(Box::new(Timed {
+                inner,
+                wakeup: self.wakeup.clone(),
+            }));
         };
-        Ok(Box::new(Timed {
-            inner,
-            wakeup: wakeup2.clone(),
+        let mut process = Process::new(program);
+        process.args(args);
+        let cannot_run = |e| Error::File {
+            what: "cannot run",
+            path: program.into(),
+            source: e,
+        };
+        // --per-process: the counters are attached before the command runs.
+        let (child, perf) = match &self.per_process {
+            Some(events) => crate::perf::spawn_counted(&mut process, events)
+                .map(|(c, p)| (c, Some(p)))
+                .map_err(cannot_run)?,
+            None => (process.spawn().map_err(cannot_run)?, None),
+        };
+        let pidfd = pidfd(child.id());
+        *self.slot.borrow_mut() = Some(child);
+        Ok(Box::new(ChildUntil {
+            slot: self.slot.clone(),
+            status: self.status.clone(),
+            pidfd,
+            wakeup: self.wakeup.clone(),
+            perf,
         }))
-    };
+    }
+}
+
+/// Runs `bfperf stat`; returns the exit code (the command's, or 128 + the signal
+/// that interrupted the measurement).
+pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32, Failure> {
+    let (stdout, width) = (&mut *out.w, out.width);
+    let format = stat_format(&a)?;
+    let device = open_device(global)?;
+    let mut a = a;
+    let planned = plan(global, &device, &mut a)?;
+    let chosen = planned.set.select(&planned.metrics)?;
+    let evaluate =
+        |counts: &[measure::Count], span_s: f64| planned.values(&chosen, counts, span_s, a.no_aggr);
+    let _lock = lock_device(global, &device)?;
+    let (mut sink, to_terminal) = output_of(&a)?;
+    let mut out = std::io::BufWriter::new(match sink.as_mut() {
+        Some(file) => file as &mut dyn Write,
+        None => stdout,
+    });
+    let (sig, req) = (signals()?, &planned.req);
+    let runs = Runs::new(&a, req, &sig);
+    let mut until = |_run: u32| runs.until();
     let mut writer = StatWriter::new(&mut out, format, !a.no_aggr, width)
         .escaping(to_terminal)
         .metric_only(a.metric_only);
     let mut output_error: Option<std::io::Error> = None;
-    let stop_on_output = stop.clone();
     let measuring_a_command = !a.command.is_empty();
-    let result = stat::measure(&device, &req, &RealPacer, &stop, &mut until, &mut |i| {
-        if output_error.is_none() {
-            if let Err(e) = writer.interval(i, &evaluate(&i.counts, i.span_s)) {
-                // Nobody reads on (`| head`) or the disk is full: stop printing.
-                // A command is never the victim: it runs to its end, the device
-                // stays owned until then; a period ends now.
-                output_error = Some(e);
-                if !measuring_a_command {
-                    stop_on_output.store(true, Ordering::SeqCst);
-                }
+    let result = measure::measure(&device, req, &RealPacer, &sig.stop, &mut until, &mut |i| {
+        let printed = match output_error {
+            None => writer.interval(i, &evaluate(&i.counts, i.span_s)),
+            Some(_) => Ok(()),
+        };
+        // Nobody reads on (`| head`) or the disk is full: stop printing. A command
+        // is never the victim: it runs to its end, the device stays owned until
+        // then; a period ends now.
+        if let Err(e) = printed {
+            output_error = Some(e);
+            if !measuring_a_command {
+                sig.stop.store(true, Ordering::SeqCst);
             }
         }
         Ok(())
     });
-    let sig = which.load(Ordering::SeqCst);
-    match (&result, sig) {
-        // The device failed, not the command: it is never the victim.
-        (Err(_), 0) => wait_child(&slot, &status),
-        _ => end_child(
-            &slot,
-            &status,
-            if sig == 0 { libc::SIGTERM } else { sig as i32 },
-        ),
-    }
-    let outcome = match (result, *status.borrow()) {
-        (Ok(o), _) => o,
-        (Err(e), Some(code)) => {
-            diag(&format!(
-                "error: {e}; the measurement ended there, '{}' ran to its end",
-                a.command.join(" ")
-            ));
-            return Ok(code);
-        }
-        (Err(e), None) => return Err(e.into()),
+    let signal = sig.which.load(Ordering::SeqCst);
+    let (outcome, ending) = match conclude(&a, &runs, signal, result, &planned.said) {
+        Ok(Concluded::Measured(o, e)) => (o, e),
+        Ok(Concluded::Exit(code)) => return Ok(code),
+        Err(e) => return Err(e.into()),
     };
-    // Those said before the measurement are not said twice.
-    for w in outcome.warnings.iter().filter(|w| !said.contains(w)) {
-        diag(&format!("warning: {w}"));
+    if let Some(code) = output_error
+        .as_ref()
+        .and_then(|e| status_despite(e, &ending, signal))
+    {
+        return Ok(code);
     }
-    let ending = Ending {
-        command: (!a.command.is_empty()).then(|| a.command.join(" ")),
-        exit_status: *status.borrow(),
-        interrupted_by: (sig != 0).then(|| signal_name(sig)),
-        restored: !a.no_restore,
-        warnings: outcome.warnings.clone(),
-    };
     let written = match output_error {
-        // The command's status wins over the output's failure (said on stderr).
-        Some(e) if ending.exit_status.is_some() && sig == 0 => {
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                diag(&format!(
-                    "error: the output could not be written ({e}); '{}' ran to its end and the device was restored",
-                    a.command.join(" ")
-                ));
-            }
-            return Ok(ending.exit_status.unwrap_or(0));
-        }
         Some(e) => Err(e),
         None => {
             let values: Vec<_> = outcome
@@ -572,9 +594,78 @@ pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32,
     if let Some(s) = sink {
         s.finish()?;
     }
-    Ok(if sig != 0 {
-        128 + sig as i32
+    Ok(if signal != 0 {
+        128 + signal as i32
     } else {
         ending.exit_status.unwrap_or(0)
     })
+}
+
+/// The command's status when the output failed while it ran: the status wins over
+/// the output's failure, said on stderr (quietly for a reader that went away). None
+/// when no command ran to its end.
+fn status_despite(e: &std::io::Error, ending: &Ending, signal: usize) -> Option<i32> {
+    let status = ending.exit_status.filter(|_| signal == 0)?;
+    if e.kind() != std::io::ErrorKind::BrokenPipe {
+        diag(&format!(
+            "error: the output could not be written ({e}); '{}' ran to its end and the device was restored",
+            ending.command.as_deref().unwrap_or_default()
+        ));
+    }
+    Some(status)
+}
+
+/// How a measurement ended: measured (with how it ended), or the device failed
+/// while the command ran to its end (bfperf exits with the command's status).
+enum Concluded {
+    Measured(measure::StatOutcome, Ending),
+    Exit(i32),
+}
+
+/// Ends the command if the measurement was interrupted (or waits for it if the
+/// device failed), then says how the measurement ended.
+fn conclude(
+    a: &Args,
+    runs: &Runs,
+    signal: usize,
+    result: Result<measure::StatOutcome>,
+    said: &[String],
+) -> Result<Concluded> {
+    match (&result, signal) {
+        // The device failed, not the command: it is never the victim.
+        (Err(_), 0) => wait_child(&runs.slot, &runs.status),
+        _ => end_child(
+            &runs.slot,
+            &runs.status,
+            if signal == 0 {
+                libc::SIGTERM
+            } else {
+                signal as i32
+            },
+        ),
+    }
+    let status = *runs.status.borrow();
+    let outcome = match (result, status) {
+        (Ok(o), _) => o,
+        (Err(e), Some(code)) => {
+            diag(&format!(
+                "error: {e}; the measurement ended there, '{}' ran to its end",
+                a.command.join(" ")
+            ));
+            return Ok(Concluded::Exit(code));
+        }
+        (Err(e), None) => return Err(e),
+    };
+    // Those said before the measurement are not said twice.
+    for w in outcome.warnings.iter().filter(|w| !said.contains(w)) {
+        diag(&format!("warning: {w}"));
+    }
+    let ending = Ending {
+        command: (!a.command.is_empty()).then(|| a.command.join(" ")),
+        exit_status: status,
+        interrupted_by: (signal != 0).then(|| signal_name(signal)),
+        restored: !a.no_restore,
+        warnings: outcome.warnings.clone(),
+    };
+    Ok(Concluded::Measured(outcome, ending))
 }

@@ -29,7 +29,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::oneshot;
 
-use super::web::{Verdict, Web};
+use crate::cli::exporter::web::{Verdict, Web};
 
 /// Connections served at once; more are closed on accept.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -217,7 +217,7 @@ async fn accept_loop(
                 // Out of descriptors (EMFILE, ENFILE) or a passing error: keep the
                 // listener, and give the open connections time to end.
                 if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
-                    super::say_once("http: out of file descriptors; backing off");
+                    crate::cli::exporter::say_once("http: out of file descriptors; backing off");
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;

@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use super::args::Global;
-use super::exit::diag;
-use super::setup::{load_metrics, lock_device, metric_params, open_device};
+use crate::cli::args::Global;
+use crate::cli::exit::diag;
+use crate::cli::setup::{load_metrics, lock_device, metric_params, open_device};
+use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ops::export::{self, ExportConfig, Exporter, TextFormat};
-use crate::ops::read::monotonic_ns;
+use crate::export::{self, ExportConfig, Exporter, TextFormat};
 
 /// The default config file; its absence means the default set.
 pub const DEFAULT_CONFIG: &str = "/etc/bfperf/exporter.toml";
@@ -62,7 +62,7 @@ fn read_config(path: Option<&Path>, global: &Global) -> Result<ExportConfig> {
             diag(&format!(
                 "no {DEFAULT_CONFIG}: exporting the default set of this generation"
             ));
-            format!("events = [\"{}\"]", export::DEFAULT)
+            format!("events = [\"{}\"]", crate::measure::defaults::DEFAULT)
         }
         Err(e) => return Err(e),
     };
@@ -225,7 +225,7 @@ struct Running<'d, 'a> {
     args: &'a ExporterOptions,
     exporter: Option<Exporter<'d>>,
     /// The configuration running (a failed reload starts it again).
-    config: (ExportConfig, crate::ops::metrics::MetricSet),
+    config: (ExportConfig, crate::metrics::MetricSet),
     last_sweep: Instant,
     last_probe: Instant,
 }
@@ -255,7 +255,7 @@ impl<'d> Running<'d, '_> {
             log_events(e);
             self.last_sweep = Instant::now();
             self.last_probe = self.last_sweep;
-        } else if self.last_probe.elapsed() >= crate::ops::stat::PROBE {
+        } else if self.last_probe.elapsed() >= crate::measure::PROBE {
             let e = self.exporter();
             e.probe(monotonic_ns());
             log_events(e);
@@ -362,7 +362,7 @@ fn textfile_loop(r: &mut Running, path: &Path, sig: &Signals) -> Result<()> {
         if Instant::now() >= next_write {
             let [text] = exposition(r.exporter(), [TextFormat::Text004]);
             // Atomically: a temporary file in the same directory, fsync, rename.
-            crate::ops::outfile::replace(path, &mut |w| w.write_all(text.as_bytes()))?;
+            crate::outfile::replace(path, &mut |w| w.write_all(text.as_bytes()))?;
             r.last_sweep = Instant::now();
             next_write += every;
         }

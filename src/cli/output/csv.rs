@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use super::{Cell, Document, Part, Renderer, Report};
+use crate::cli::output::{Cell, Document, Part, Renderer, Report};
 
 /// `escape`: control characters from the device or files are shown escaped, as a
 /// terminal must never receive them (a file or a pipe gets the raw text).
@@ -13,7 +13,7 @@ pub struct CsvRenderer {
 
 fn raw(cell: &Cell, escape: bool) -> String {
     match cell {
-        Cell::Text(s) if escape => super::escape(s).into_owned(),
+        Cell::Text(s) if escape => crate::cli::output::escape(s).into_owned(),
         Cell::Text(s) => s.clone(),
         Cell::Int(n) => n.to_string(),
         Cell::Hex(n) => n.to_string(),

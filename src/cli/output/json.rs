@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::{Renderer, Report};
+use crate::cli::output::{Renderer, Report};
 
 pub struct JsonRenderer;
 

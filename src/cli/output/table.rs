@@ -6,8 +6,8 @@ use std::io::{self, Write};
 
 use comfy_table::{presets, CellAlignment, ColumnConstraint, ContentArrangement};
 
-use super::text::{escape, group, group_f};
-use super::{Cell, Part, Renderer, Report, Table};
+use crate::cli::output::text::{escape, group, group_f};
+use crate::cli::output::{Cell, Part, Renderer, Report, Table};
 
 pub struct TableRenderer {
     pub width: Option<u16>,

@@ -1,8 +1,8 @@
 //! `diff`: deltas and rates between two snapshots, and the PCIe summary.
 
 use crate::cli::output::{group_f, to_json, Cell, Document, Report, Table};
+use crate::metrics::MetricValue;
 use crate::ops::diff::{Diff, Flag, IntervalSource, ValueDiff};
-use crate::ops::metrics::MetricValue;
 
 /// `bfperf diff OLD NEW`: the differences and the metrics they allow.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
@@ -108,7 +108,7 @@ impl Report for DiffReport {
         }
         if !self.metrics.is_empty() {
             doc.line("");
-            doc.table(super::metric_table(&self.metrics));
+            doc.table(crate::cli::report::metric_table(&self.metrics));
         }
         doc
     }

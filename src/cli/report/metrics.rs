@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::block::BlockKind;
 use crate::cli::output::{to_json, Cell, Document, Report, Table};
-use crate::ops::metrics::MetricValue;
+use crate::metrics::MetricValue;
 
 /// One metric in the list.
 #[derive(Debug, Serialize, JsonSchema)]

@@ -7,8 +7,9 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::cli::output::{escape, group, Cell, Document, Report, Table};
-use crate::ops::metrics::MetricValue;
-use crate::ops::stat::{aggregate, spread, Count, Interval, Run};
+use crate::measure::repeat::{mean_counts, mean_metrics};
+use crate::measure::{aggregate, Count, Interval, Run};
+use crate::metrics::MetricValue;
 
 /// How `stat` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -385,7 +386,7 @@ impl<'w> StatWriter<'w> {
                         escape(&v.metric),
                         value,
                         unit,
-                        super::metrics::metric_note(v),
+                        crate::cli::report::metrics::metric_note(v),
                     );
                     writeln!(self.w, "{}", line.trim_end())?;
                 }
@@ -453,6 +454,7 @@ impl<'w> StatWriter<'w> {
     ) -> io::Result<()> {
         let per_run: Vec<Vec<Count>> = runs.iter().map(|r| self.shown(&r.counts)).collect();
         let mean = mean_counts(&per_run);
+        let elapsed_s = runs.iter().map(|r| r.elapsed_s).sum::<f64>() / runs.len().max(1) as f64;
         match self.format {
             // perf stat -x -I prints intervals only; without -I, the counts (the
             // mean over -r runs) and the metrics, with no time column.
@@ -461,89 +463,19 @@ impl<'w> StatWriter<'w> {
                     return self.w.flush();
                 }
                 let counts: Vec<Count> = mean.iter().map(|(c, _)| c.clone()).collect();
-                let span = runs.iter().map(|r| r.elapsed_s).sum::<f64>() / runs.len().max(1) as f64;
-                self.perf_rows(sep, None, span, &counts)?;
+                self.perf_rows(sep, None, elapsed_s, &counts)?;
                 if let Some(m) = metrics.last() {
                     self.perf_metrics(sep, None, m)?;
                 }
             }
-            StatFormat::Ndjson => {
-                for (i, (r, counts)) in runs.iter().zip(&per_run).enumerate() {
-                    for c in counts {
-                        self.ndjson(&Line {
-                            record: "total",
-                            run: Some(r.run),
-                            time_s: Some(r.elapsed_s),
-                            timestamp: self.timestamp(Some(r.elapsed_s)),
-                            count: c,
-                            stddev_pct: None,
-                        })?;
-                    }
-                    if let Some(m) = metrics.get(i) {
-                        self.metrics("total", Some(r.run), Some(r.elapsed_s), m)?;
-                    }
-                }
-                if runs.len() > 1 {
-                    for (c, sd) in &mean {
-                        self.ndjson(&Line {
-                            record: "mean",
-                            run: None,
-                            time_s: None,
-                            timestamp: self.timestamp(None),
-                            count: c,
-                            stddev_pct: *sd,
-                        })?;
-                    }
-                }
-                #[derive(Serialize)]
-                struct End<'a> {
-                    record: &'static str,
-                    runs: usize,
-                    elapsed_s: f64,
-                    #[serde(flatten)]
-                    ending: &'a Ending,
-                }
-                self.ndjson(&End {
-                    record: "end",
-                    runs: runs.len(),
-                    elapsed_s: runs.iter().map(|r| r.elapsed_s).sum(),
-                    ending,
-                })?;
-            }
-            StatFormat::Csv(_) => {
-                let mut lines = Vec::new();
-                for (r, counts) in runs.iter().zip(&per_run) {
-                    lines.extend(counts.iter().map(|c| Line {
-                        record: "total",
-                        run: Some(r.run),
-                        time_s: Some(r.elapsed_s),
-                        timestamp: self.timestamp(Some(r.elapsed_s)),
-                        count: c,
-                        stddev_pct: None,
-                    }));
-                }
-                if runs.len() > 1 {
-                    lines.extend(mean.iter().map(|(c, sd)| Line {
-                        record: "mean",
-                        run: None,
-                        time_s: None,
-                        timestamp: self.timestamp(None),
-                        count: c,
-                        stddev_pct: *sd,
-                    }));
-                }
-                self.csv_rows(&lines)?;
-                for (r, m) in runs.iter().zip(metrics) {
-                    self.csv_metrics("total", Some(r.run), Some(r.elapsed_s), m)?;
-                }
-            }
+            StatFormat::Ndjson => self.summary_ndjson(runs, &per_run, &mean, metrics, ending)?,
+            StatFormat::Csv(_) => self.summary_csv(runs, &per_run, &mean, metrics)?,
             StatFormat::Table => {
                 let report = SummaryTable {
                     mean: &mean,
                     metrics: &mean_metrics(metrics),
                     runs: runs.len(),
-                    elapsed_s: runs.iter().map(|r| r.elapsed_s).sum::<f64>()
-                        / runs.len().max(1) as f64,
+                    elapsed_s,
                     ending,
                 };
                 crate::cli::output::renderer(crate::cli::output::Format::Table, self.width, false)
@@ -552,66 +484,90 @@ impl<'w> StatWriter<'w> {
         }
         self.w.flush()
     }
-}
 
-/// The mean of each count over runs, with the spread of the mean in percent.
-fn mean_counts(per_run: &[Vec<Count>]) -> Vec<(Count, Option<f64>)> {
-    let Some(first) = per_run.first() else {
-        return Vec::new();
-    };
-    first
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let values: Vec<u64> = per_run
-                .iter()
-                .filter_map(|r| r.get(i))
-                .filter_map(|c| c.value)
-                .collect();
-            // Not counted in some run: no mean.
-            let counted = values.len() == per_run.len();
-            let (m, sd) = spread(&values);
-            let raws: Vec<u64> = per_run
-                .iter()
-                .filter_map(|r| r.get(i))
-                .map(|c| c.raw)
-                .collect();
-            let (raw, _) = spread(&raws);
-            (
-                Count {
-                    value: counted.then(|| m.round() as u64),
-                    counted,
-                    raw: raw.round() as u64,
-                    valid: per_run.iter().filter_map(|r| r.get(i)).all(|c| c.valid),
-                    invalid: per_run
-                        .iter()
-                        .filter_map(|r| r.get(i)?.invalid.clone())
-                        .next(),
-                    ..c.clone()
-                },
-                sd.filter(|_| counted),
-            )
-        })
-        .collect()
-}
-
-/// Each metric's mean over runs.
-fn mean_metrics(per_run: &[Vec<MetricValue>]) -> Vec<MetricValue> {
-    let Some(first) = per_run.first() else {
-        return Vec::new();
-    };
-    first
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let values: Vec<f64> = per_run.iter().filter_map(|r| r.get(i)?.value).collect();
-            MetricValue {
-                value: (values.len() == per_run.len())
-                    .then(|| values.iter().sum::<f64>() / values.len() as f64),
-                ..v.clone()
+    /// Each run's totals and metrics, the mean over runs (with -r), the end record.
+    fn summary_ndjson(
+        &mut self,
+        runs: &[Run],
+        per_run: &[Vec<Count>],
+        mean: &[(Count, Option<f64>)],
+        metrics: &[Vec<MetricValue>],
+        ending: &Ending,
+    ) -> io::Result<()> {
+        for (i, (r, counts)) in runs.iter().zip(per_run).enumerate() {
+            for c in counts {
+                self.ndjson(&Line {
+                    record: "total",
+                    run: Some(r.run),
+                    time_s: Some(r.elapsed_s),
+                    timestamp: self.timestamp(Some(r.elapsed_s)),
+                    count: c,
+                    stddev_pct: None,
+                })?;
             }
+            if let Some(m) = metrics.get(i) {
+                self.metrics("total", Some(r.run), Some(r.elapsed_s), m)?;
+            }
+        }
+        for (c, sd) in mean.iter().filter(|_| runs.len() > 1) {
+            self.ndjson(&Line {
+                record: "mean",
+                run: None,
+                time_s: None,
+                timestamp: self.timestamp(None),
+                count: c,
+                stddev_pct: *sd,
+            })?;
+        }
+        #[derive(Serialize)]
+        struct End<'a> {
+            record: &'static str,
+            runs: usize,
+            elapsed_s: f64,
+            #[serde(flatten)]
+            ending: &'a Ending,
+        }
+        self.ndjson(&End {
+            record: "end",
+            runs: runs.len(),
+            elapsed_s: runs.iter().map(|r| r.elapsed_s).sum(),
+            ending,
         })
-        .collect()
+    }
+
+    /// Each run's totals, the mean over runs (with -r), then each run's metrics.
+    fn summary_csv(
+        &mut self,
+        runs: &[Run],
+        per_run: &[Vec<Count>],
+        mean: &[(Count, Option<f64>)],
+        metrics: &[Vec<MetricValue>],
+    ) -> io::Result<()> {
+        let mut lines = Vec::new();
+        for (r, counts) in runs.iter().zip(per_run) {
+            lines.extend(counts.iter().map(|c| Line {
+                record: "total",
+                run: Some(r.run),
+                time_s: Some(r.elapsed_s),
+                timestamp: self.timestamp(Some(r.elapsed_s)),
+                count: c,
+                stddev_pct: None,
+            }));
+        }
+        lines.extend(mean.iter().filter(|_| runs.len() > 1).map(|(c, sd)| Line {
+            record: "mean",
+            run: None,
+            time_s: None,
+            timestamp: self.timestamp(None),
+            count: c,
+            stddev_pct: *sd,
+        }));
+        self.csv_rows(&lines)?;
+        for (r, m) in runs.iter().zip(metrics) {
+            self.csv_metrics("total", Some(r.run), Some(r.elapsed_s), m)?;
+        }
+        Ok(())
+    }
 }
 
 struct SummaryTable<'a> {
@@ -674,7 +630,7 @@ impl Report for SummaryTable<'_> {
             d.table(t);
         }
         if !self.metrics.is_empty() {
-            d.table(super::metric_table(self.metrics));
+            d.table(crate::cli::report::metric_table(self.metrics));
         }
         // An invalid count says why in its note; this is about turns.
         if self.mean.iter().any(|(c, _)| c.coverage < 1.0 && c.valid) {

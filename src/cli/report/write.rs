@@ -4,8 +4,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::cli::output::{escape, to_json, Cell, Document, Report, Table};
+use crate::device::plan::Plan;
 use crate::ops::control::{Action, ControlOutcome};
-use crate::ops::plan::Plan;
 use crate::ops::program::{ProgramOutcome, Programmed};
 use crate::ops::read::BlockReading;
 

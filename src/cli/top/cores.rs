@@ -4,10 +4,10 @@
 //! written for them, so they count in read-only mode too.
 
 use crate::block::BlockKind;
-use crate::ops::metrics::{self, Inputs, MetricSet, MetricValue, PERF_SCOPE};
-use crate::ops::perf::{Counters, PerfEvent};
-use crate::ops::stat::{perf_since, Count};
+use crate::measure::{perf_since, Count};
+use crate::metrics::{self, Inputs, MetricSet, MetricValue, PERF_SCOPE};
 use crate::ops::watch::Rate;
+use crate::perf::{Counters, PerfEvent};
 
 /// The perf counters of a `top` session and the metrics evaluated with them.
 pub struct Cores {

@@ -19,13 +19,14 @@ use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, Ke
 use ratatui::crossterm::{cursor, execute, terminal};
 use ratatui::Terminal;
 
-use super::args::Global;
-use super::setup::{load_metrics, lock_device, metric_params, open_device};
+use crate::cli::args::Global;
+use crate::cli::setup::{load_metrics, lock_device, metric_params, open_device};
+use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::ops::export::{self, ExportConfig, Exporter};
-use crate::ops::metrics::{self, MetricSet, MetricValue};
-use crate::ops::read::monotonic_ns;
+use crate::export::{self, ExportConfig, Exporter};
+use crate::measure::compose::Work;
+use crate::metrics::{self, MetricSet, MetricValue};
 use crate::ops::watch::{Rate, Watch};
 use crate::sysfs::layout;
 
@@ -178,20 +179,14 @@ pub fn run(global: &Global, args: TopOptions) -> Result<()> {
     let all: Vec<String> = titled.iter().flat_map(|(_, n)| n.clone()).collect();
     // perf events (-e cycles, and those metrics name) are counted beside the blocks;
     // metrics that need them are evaluated here, their block events counted as -e.
-    let pmus = crate::ops::perf::discover(&global.sysfs_root);
-    let (mut perf, mut block_events) = crate::ops::perf::split(&pmus, &args.events)?;
+    let pmus = crate::perf::discover(&global.sysfs_root);
+    let mut work = Work::from_events(&pmus, &args.events)?;
     let (cpu_metrics, all): (Vec<String>, Vec<String>) = all
         .into_iter()
         .partition(|n| set.get(n).is_some_and(metrics::uses_perf));
-    for m in cpu_metrics.iter().filter_map(|n| set.get(n)) {
-        block_events.extend(metrics::specs_for(&[m]));
-        for e in metrics::perf_events_for(&[m]) {
-            let event = crate::ops::perf::required(&pmus, &e)?;
-            if !perf.contains(&event) {
-                perf.push(event);
-            }
-        }
-    }
+    let needing: Vec<&metrics::Metric> = cpu_metrics.iter().filter_map(|n| set.get(n)).collect();
+    work.add_metrics(&pmus, &needing)?;
+    let (perf, block_events) = (work.perf, work.specs);
     let writable = !args.read_only && (global.sim.is_some() || may_write(&device));
     if !writable && !block_events.is_empty() {
         return Err(Error::BadAssignment {
@@ -266,7 +261,7 @@ pub fn run(global: &Global, args: TopOptions) -> Result<()> {
         raw: Vec::new(),
         refreshes: 0,
     };
-    let cpus = crate::ops::perf::online_cpus(&global.sysfs_root);
+    let cpus = crate::perf::online_cpus(&global.sysfs_root);
     let mut cores = cores::Cores::start(&perf, &cpus, cpu_metrics, monotonic_ns());
     let mut sources = Sources {
         device: restore.0,
@@ -427,7 +422,7 @@ fn refresh(app: &mut App, sources: &mut Sources) {
         let blocks = match source {
             Source::Live(Some(e)) => {
                 let (counts, span) = e.interval_counts();
-                crate::ops::stat::metric_inputs(counts, span)
+                crate::measure::metric_inputs(counts, span)
             }
             _ => watch.inputs(),
         };

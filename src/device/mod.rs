@@ -1,0 +1,424 @@
+//! Finding the bfperf hwmon device and mapping its blocks.
+
+pub mod plan;
+pub mod resolve;
+pub mod values;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::block::{Block, BlockKind, Generation, Mechanism};
+use crate::catalog::{did_you_mean, suggest, Catalog};
+use crate::error::{io_error, Error, Result};
+use crate::sysfs::{layout, read_attribute, EntryKind, RealFs, Sysfs};
+
+/// Finds the hwmon directory whose `name` reads `bfperf` under `sysfs_root`.
+/// Does not depend on the hwmon number; never walks into the `device`/`subsystem` links.
+pub fn discover(sysfs_root: &Path) -> Result<PathBuf> {
+    let class = sysfs_root.join(layout::HWMON_CLASS);
+    let entries = fs::read_dir(&class).map_err(|_| Error::NoHwmon {
+        root: sysfs_root.to_path_buf(),
+    })?;
+    let mut found_names = Vec::new();
+    let mut matches = Vec::new();
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    dirs.sort();
+    for dir in dirs {
+        let label = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match read_attribute(&dir.join(layout::NAME)) {
+            Ok(name) if name.trim_end() == layout::DEVICE_NAME => matches.push(dir),
+            Ok(name) => found_names.push(format!("{label} ({})", name.trim_end().escape_debug())),
+            Err(_) => found_names.push(format!("{label} (no name file)")),
+        }
+    }
+    match matches.len() {
+        1 => Ok(matches.remove(0)),
+        0 => Err(Error::NoDevice {
+            dir: class,
+            found: if found_names.is_empty() {
+                "none".to_string()
+            } else {
+                found_names.join(", ")
+            },
+        }),
+        _ => Err(Error::ManyDevices { list: matches }),
+    }
+}
+
+/// A bfperf device: its access layer, generation and blocks.
+pub struct Device {
+    fs: Box<dyn Sysfs>,
+    generation: Generation,
+    blocks: Vec<Block>,
+    warnings: Vec<String>,
+    /// Catalogs of counter blocks by kind: the driver prints one table per kind, so
+    /// one block's `event_list` is read and parsed for all of its kind.
+    catalogs: std::sync::Mutex<std::collections::HashMap<BlockKind, std::sync::Arc<Catalog>>>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("location", &self.fs.location())
+            .field("generation", &self.generation)
+            .field("blocks", &self.blocks.len())
+            .finish()
+    }
+}
+
+impl Device {
+    /// Opens the device in a hwmon directory on the real filesystem.
+    pub fn open_dir(dir: &Path) -> Result<Device> {
+        Device::open_tree(RealFs::new(dir))
+    }
+
+    /// Opens the device in a hwmon directory (or a copy of one) as `fs` reaches it.
+    pub fn open_tree(fs: RealFs) -> Result<Device> {
+        let dir = fs.dir();
+        match read_attribute(&dir.join(layout::NAME)) {
+            Ok(name) if name.trim_end() == layout::DEVICE_NAME => {}
+            Ok(name) => {
+                return Err(Error::NotADevice {
+                    path: dir.to_path_buf(),
+                    reason: format!("its name file reads '{}', not 'bfperf'", name.trim_end()),
+                })
+            }
+            Err(e) => {
+                return Err(Error::NotADevice {
+                    path: dir.to_path_buf(),
+                    reason: format!("cannot read its name file ({e})"),
+                })
+            }
+        }
+        Device::open(Box::new(fs))
+    }
+
+    /// The page size of the kernel serving the files (see [`Sysfs::page_size`]).
+    pub fn page_size(&self) -> usize {
+        self.fs.page_size()
+    }
+
+    /// Finds and opens the device under a sysfs root.
+    pub fn discover(sysfs_root: &Path) -> Result<Device> {
+        Device::open_dir(&discover(sysfs_root)?)
+    }
+
+    /// Opens a device through any access layer (the real one or the simulator).
+    pub fn open(fs: Box<dyn Sysfs>) -> Result<Device> {
+        let top = fs.list("").map_err(|e| io_error("listing", "", None, e))?;
+        let mut listed: Vec<(String, Vec<String>)> = Vec::new();
+        let mut warnings = Vec::new();
+        for entry in &top {
+            if layout::NON_BLOCKS.contains(&entry.name.as_str()) {
+                continue;
+            }
+            match entry.kind {
+                EntryKind::Dir => {}
+                EntryKind::NotUtf8 => {
+                    warnings.push(format!(
+                        "skipped the entry {:?} of the device directory: its name is not UTF-8, so it is no block of the driver",
+                        entry.name
+                    ));
+                    continue;
+                }
+                EntryKind::File | EntryKind::Symlink => continue,
+            }
+            match fs.list(&entry.name) {
+                Ok(list) => {
+                    let files: Vec<String> = list
+                        .into_iter()
+                        // A link among a block's files is kept, so that reading it
+                        // says what is wrong rather than the counter vanishing.
+                        .filter(|e| matches!(e.kind, EntryKind::File | EntryKind::Symlink))
+                        .map(|e| e.name)
+                        .collect();
+                    listed.push((entry.name.clone(), files));
+                }
+                Err(e) => warnings.push(format!(
+                    "skipped block {}: {}",
+                    entry.name,
+                    io_error("listing", &entry.name, None, e)
+                )),
+            }
+        }
+        let generation = detect_generation(fs.as_ref(), listed.iter().map(|(n, _)| n.as_str()));
+        let mut blocks: Vec<Block> = listed
+            .iter()
+            .map(|(name, files)| Block::from_files(name, files, generation))
+            .collect();
+        blocks.sort_by_key(|b| natural_key(&b.name));
+        // Registers in the driver's table order (by offset); unknown ones last.
+        for b in &mut blocks {
+            let table = crate::catalog::builtin(b.kind, generation);
+            b.registers.sort_by_key(|r| {
+                (
+                    table
+                        .iter()
+                        .position(|d| d.name.trim_end() == r)
+                        .unwrap_or(usize::MAX),
+                    r.clone(),
+                )
+            });
+        }
+        Ok(Device {
+            fs,
+            generation,
+            blocks,
+            warnings,
+            catalogs: Default::default(),
+        })
+    }
+
+    /// The device's files.
+    pub fn fs(&self) -> &dyn Sysfs {
+        self.fs.as_ref()
+    }
+
+    /// Where it is: its hwmon directory, or what the simulator says it is.
+    pub fn location(&self) -> String {
+        self.fs.location()
+    }
+
+    /// The device's one name however its path was spelled (journals).
+    pub fn canonical_location(&self) -> String {
+        self.fs.canonical_location()
+    }
+
+    /// What the device is however it is reached, a bind mount included (the writer
+    /// lock).
+    pub fn identity(&self) -> String {
+        self.fs.identity()
+    }
+
+    /// Its generation.
+    pub fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// Entries of the device directory that were skipped, and why (one line each).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Its blocks, in natural order (tile2 before tile10).
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// A block by name; unknown names get suggestions. Names are checked before any
+    /// path is built from them.
+    pub fn block(&self, name: &str) -> Result<&Block> {
+        if name.is_empty() || name.contains('/') || name.contains('\0') || name.starts_with('.') {
+            return Err(Error::UnknownBlock {
+                name: name.to_string(),
+                hint: ": a block name is one directory name such as tile2 (no '/' or '..')"
+                    .to_string(),
+            });
+        }
+        self.find_block(name)
+            .ok_or_else(|| self.unknown_block(name, false))
+    }
+
+    fn find_block(&self, name: &str) -> Option<&Block> {
+        self.blocks.iter().find(|b| b.name == name).or_else(|| {
+            self.blocks
+                .iter()
+                .find(|b| b.name.eq_ignore_ascii_case(name))
+        })
+    }
+
+    /// An unknown block name, with suggestions; `selector` mentions kinds and globs.
+    fn unknown_block(&self, name: &str, selector: bool) -> Error {
+        let kinds = self.kinds();
+        let names = self.blocks.iter().map(|b| b.name.as_str());
+        // A selector may be a kind too: the kinds win unless a block name is closer
+        // (`tiel` suggests tile, `tlie2` tile2).
+        let blocks = suggest(name, names);
+        let sugg = match selector {
+            true => {
+                let k = suggest(name, kinds.iter().copied());
+                let d = |s: &[String]| {
+                    s.first().map(|c| {
+                        crate::catalog::edit_distance(
+                            &name.to_ascii_lowercase(),
+                            &c.to_ascii_lowercase(),
+                        )
+                    })
+                };
+                match (d(&k), d(&blocks)) {
+                    (Some(a), Some(b)) if b < a => blocks,
+                    (Some(_), _) => k,
+                    _ => blocks,
+                }
+            }
+            false => blocks,
+        };
+        let hint = if !sugg.is_empty() {
+            did_you_mean(&sugg)
+        } else if selector {
+            format!(
+                "; give a block name, a kind ({}), a pattern such as tile* or all",
+                self.kinds().join(", ")
+            )
+        } else {
+            format!(
+                "; this device has {}",
+                self.blocks
+                    .iter()
+                    .map(|b| b.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        };
+        Error::UnknownBlock {
+            name: name.to_string(),
+            hint,
+        }
+    }
+
+    /// Blocks chosen by selectors, each a comma list of block names, kinds (`tile`,
+    /// `pcie`, `l3cache`), globs over block names (`tile[0-3]`, `llt*`) or `all`. No
+    /// selector: every block. Every part must choose at least one block.
+    pub fn select(&self, selectors: &[String]) -> Result<Vec<&Block>> {
+        if selectors.is_empty() {
+            return Ok(self.blocks.iter().collect());
+        }
+        let mut out: Vec<&Block> = Vec::new();
+        for part in selectors.iter().flat_map(|s| s.split(',')) {
+            for b in self.select_one(part.trim())? {
+                if !out.iter().any(|o| o.name == b.name) {
+                    out.push(b);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn select_one(&self, sel: &str) -> Result<Vec<&Block>> {
+        if sel == "all" {
+            return Ok(self.blocks.iter().collect());
+        }
+        if let Some(kind) = BlockKind::parse(sel) {
+            let of_kind: Vec<&Block> = self.blocks.iter().filter(|b| b.kind == kind).collect();
+            if of_kind.is_empty() {
+                return Err(Error::NoBlocksOfKind {
+                    kind: kind.as_str().to_string(),
+                    generation: self.generation.label().to_string(),
+                    kinds: self.kinds().join(", "),
+                });
+            }
+            return Ok(of_kind);
+        }
+        if sel.contains(['*', '?', '[']) {
+            let pattern = glob::Pattern::new(sel).map_err(|e| Error::UnknownBlock {
+                name: sel.to_string(),
+                hint: format!(": not a usable pattern ({e})"),
+            })?;
+            let matched: Vec<&Block> = self
+                .blocks
+                .iter()
+                .filter(|b| pattern.matches(&b.name))
+                .collect();
+            if matched.is_empty() {
+                return Err(Error::UnknownBlock {
+                    name: sel.to_string(),
+                    hint: format!(
+                        ": the pattern matches no block; this device has {}",
+                        self.kinds().join(", ")
+                    ),
+                });
+            }
+            return Ok(matched);
+        }
+        if sel.is_empty() || sel.contains(['/', '\0']) || sel.starts_with('.') {
+            return self.block(sel).map(|b| vec![b]);
+        }
+        match self.find_block(sel) {
+            Some(b) => Ok(vec![b]),
+            None => Err(self.unknown_block(sel, true)),
+        }
+    }
+
+    /// Kinds present on this device.
+    pub fn kinds(&self) -> Vec<&'static str> {
+        let mut k: Vec<&'static str> = self.blocks.iter().map(|b| b.kind.as_str()).collect();
+        k.sort_unstable();
+        k.dedup();
+        k
+    }
+
+    /// The event catalog of a block: the device's list merged with the built-in table.
+    pub fn catalog(&self, block: &Block) -> Result<std::sync::Arc<Catalog>> {
+        if block.mechanism == Mechanism::Registers {
+            return Ok(std::sync::Arc::new(Catalog::registers(
+                block.kind,
+                self.generation,
+                &block.registers,
+            )));
+        }
+        if !block.has_event_list {
+            return Ok(std::sync::Arc::new(Catalog::builtin(
+                block.kind,
+                self.generation,
+            )));
+        }
+        // A kind the driver does not know is not cached: its blocks may differ.
+        let cache = block.kind != BlockKind::Unknown;
+        let mut catalogs = self.catalogs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = catalogs.get(&block.kind).filter(|_| cache) {
+            return Ok(c.clone());
+        }
+        let c = std::sync::Arc::new(self.parse_catalog(block)?);
+        if cache {
+            catalogs.insert(block.kind, c.clone());
+        }
+        Ok(c)
+    }
+
+    fn parse_catalog(&self, block: &Block) -> Result<Catalog> {
+        let rel = layout::event_list(&block.name);
+        match self.fs.read(&rel) {
+            Ok(text) => Ok(Catalog::merge(
+                block.kind,
+                self.generation,
+                &text,
+                self.fs.page_size(),
+            )),
+            // The driver refuses the list of a block it has no table for.
+            Err(e) if e.raw_os_error() == Some(crate::error::errno::EINVAL) => {
+                Ok(Catalog::builtin(block.kind, self.generation))
+            }
+            Err(e) => Err(io_error("reading", &rel, None, e)),
+        }
+    }
+}
+
+fn detect_generation<'a>(fs: &dyn Sysfs, names: impl Iterator<Item = &'a str>) -> Generation {
+    if let Ok(target) = fs.read_link(layout::DEVICE_LINK) {
+        if let Some(g) = Generation::from_acpi_text(&target) {
+            return g;
+        }
+    }
+    if let Ok(text) = fs.read(layout::DEVICE_MODALIAS) {
+        if let Some(g) = Generation::from_acpi_text(&text) {
+            return g;
+        }
+    }
+    Generation::from_block_names(names)
+}
+
+/// Sorts `tile10` after `tile2`.
+pub fn natural_key(name: &str) -> (String, u64, String) {
+    let split = name
+        .char_indices()
+        .find(|(_, c)| c.is_ascii_digit())
+        .map(|(i, _)| i)
+        .unwrap_or(name.len());
+    let (head, rest) = name.split_at(split);
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let tail = rest[digits.len()..].to_string();
+    (head.to_string(), digits.parse().unwrap_or(0), tail)
+}

@@ -1,0 +1,769 @@
+//! The fleet exporter's core: it owns the counters for its whole life (programmed at
+//! start, re-asserted when someone else re-programs them, restored at the end), keeps
+//! 64-bit running totals that never go backwards (across 32-bit wraps and window
+//! resets), and writes the exposition directly in the OpenMetrics text format or
+//! Prometheus' text format 0.0.4 (no registry is rebuilt per scrape). [`prom`] names
+//! metrics in base units and writes PromQL recording rules.
+
+pub mod prom;
+
+use std::collections::HashMap;
+
+use crate::block::{BlockKind, Mechanism};
+use crate::device::Device;
+use crate::error::Result;
+use crate::kinds::Role;
+use crate::measure::defaults::{DEFAULT, DEFAULT_EVENTS};
+use crate::measure::journal;
+use crate::measure::plan::BlockPlan;
+use crate::measure::sampler::{Acc, Sampler};
+use crate::measure::session::{self, Saved};
+use crate::measure::{counts, metric_inputs, prepare, Count, StatRequest};
+use crate::metrics::{self, MetricSet, MetricValue};
+use crate::spec::Item;
+
+/// What the exporter counts: `stat -e` specs and `stat -M` metric names.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExportConfig {
+    /// `stat -e` specs, or `default` for the generation's default set.
+    pub events: Vec<String>,
+    /// `stat -M` metric names or groups whose counters are programmed.
+    pub metrics: Vec<String>,
+    /// Values formulas use (`pcie_link_bytes_per_s`).
+    pub params: HashMap<String, f64>,
+    /// Keep the device's journal (restore a leftover one at start, record the
+    /// prior programming before the first write).
+    pub journal: bool,
+    /// Export the metrics' values as gauges too (over the time since the previous
+    /// scrape); recording rules are the better way.
+    pub metric_gauges: bool,
+    /// Refuse an entry this device cannot count instead of skipping it.
+    pub strict: bool,
+}
+
+/// The exporter's state on one device.
+pub struct Exporter<'d> {
+    device: &'d Device,
+    sampler: Sampler<'d>,
+    saved: Vec<Saved>,
+    set: MetricSet,
+    metric_names: Vec<String>,
+    params: HashMap<String, f64>,
+    last_ns: u64,
+    last_counts: Vec<Count>,
+    last_accs: Vec<Vec<Acc>>,
+    values: Vec<MetricValue>,
+    /// Each item's count between the last two scrapes, and that span in seconds.
+    interval: (Vec<Count>, f64),
+    /// Export the metrics as gauges (`metric_gauges`).
+    gauges: bool,
+    reprogrammed: u64,
+    /// Things to log once: re-programmed counters by block.
+    pub events: Vec<String>,
+    journal: Option<journal::Journal>,
+}
+
+/// The specs of every register of every pcie, ecc and clock_measure block.
+fn register_specs(device: &Device) -> Vec<String> {
+    [BlockKind::Pcie, BlockKind::Ecc, BlockKind::ClockMeasure]
+        .into_iter()
+        .filter(|k| {
+            device
+                .blocks()
+                .iter()
+                .any(|b| b.kind == *k && !b.registers.is_empty())
+        })
+        .map(|k| format!("{}/*/", k.as_str()))
+        .collect()
+}
+
+/// A configuration checked against the device.
+#[derive(Debug, Clone, Default)]
+pub struct Checked {
+    /// Every spec to program: registers, events, what the metrics need.
+    pub specs: Vec<String>,
+    /// The metrics to evaluate (with `metric_gauges`).
+    pub metrics: Vec<String>,
+    /// Entries this device cannot count, and why (skipped unless `strict`).
+    pub skipped: Vec<String>,
+}
+
+/// Checks a configuration against the device: the specs its events and metrics
+/// need, and the metric names. An entry the device cannot count is skipped and
+/// named in `skipped`, or refused with `strict`. Writes nothing.
+pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<Checked> {
+    let mut out = Checked {
+        specs: register_specs(device),
+        ..Checked::default()
+    };
+    let gen = device.generation();
+    let defaults = DEFAULT_EVENTS
+        .iter()
+        .filter(|(g, _)| *g == gen)
+        .flat_map(|(_, specs)| specs.iter().map(|s| s.to_string()));
+    let events: Vec<String> = config
+        .events
+        .iter()
+        .flat_map(|e| match e.trim() == DEFAULT {
+            true => defaults.clone().collect(),
+            false => vec![e.clone()],
+        })
+        .collect();
+    let mut skip = |entry: String, e: crate::error::Error| -> Result<()> {
+        match config.strict {
+            true => Err(e),
+            false => {
+                out.skipped.push(format!("{entry}: {e}"));
+                Ok(())
+            }
+        }
+    };
+    let mut specs = Vec::new();
+    for e in events {
+        // `cycles` is the Arm cores' perf event in stat's grammar, never a block's.
+        if let Ok((perf, _)) = crate::perf::split(&[], std::slice::from_ref(&e)) {
+            if let Some(p) = perf.first() {
+                let problem = format!(
+                    "{} is a perf event of the Arm cores, which the exporter does not count (stat and top do); a block's count_clock counter is KIND/cycles/",
+                    p.name
+                );
+                skip(
+                    format!("events entry '{e}'"),
+                    crate::error::Error::BadSpec { spec: e, problem },
+                )?;
+                continue;
+            }
+        }
+        match prepare(device, &StatRequest::for_specs(vec![e.clone()])) {
+            Ok(_) => specs.push(e),
+            Err(err) => skip(format!("events entry '{e}'"), err)?,
+        }
+    }
+    for name in &config.metrics {
+        let needed = set.select(std::slice::from_ref(name)).and_then(|chosen| {
+            if let Some(m) = chosen.iter().find(|m| metrics::uses_perf(m)) {
+                return Err(crate::error::Error::BadMetric {
+                    metric: m.def.name.clone(),
+                    source_file: m.source.clone(),
+                    problem: format!(
+                        "it needs perf events ({}), which the exporter does not count; `bfperf stat -M {}` does",
+                        metrics::perf_events_for(&[m]).join(", "),
+                        m.def.name
+                    ),
+                });
+            }
+            let specs = metrics::specs_for(&chosen);
+            prepare(device, &StatRequest::for_specs(specs.clone()))?;
+            Ok((
+                chosen
+                    .iter()
+                    .map(|m| m.def.name.clone())
+                    .collect::<Vec<_>>(),
+                specs,
+            ))
+        });
+        match needed {
+            Ok((names, needs)) => {
+                out.metrics.extend(names);
+                specs.extend(needs);
+            }
+            Err(err) => skip(format!("metrics entry '{name}'"), err)?,
+        }
+    }
+    out.specs.extend(specs);
+    let mut seen = std::collections::HashSet::new();
+    out.metrics.retain(|m| seen.insert(m.clone()));
+    prepare(device, &StatRequest::for_specs(out.specs.clone()))?;
+    Ok(out)
+}
+
+impl<'d> Exporter<'d> {
+    /// Validates, records the device's configuration, programs and starts;
+    /// `clock` gives the time in ns (the window opens as the counters start).
+    pub fn start(
+        device: &'d Device,
+        config: &ExportConfig,
+        set: MetricSet,
+        clock: impl Fn() -> u64,
+    ) -> Result<Exporter<'d>> {
+        let checked = check(device, config, &set)?;
+        let metric_names = checked.metrics;
+        let (plans, _) = prepare(device, &StatRequest::for_specs(checked.specs))?;
+        // A writer that died left its programming: put the device back first, so
+        // that what is recorded below is the real prior state.
+        let mut events = Vec::new();
+        if config.journal {
+            if let Some(r) = journal::restore_leftover(device)? {
+                events.push(r.describe());
+            }
+        }
+        let saved = session::save(device, &plans)?;
+        let journal = match config.journal {
+            true => Some(journal::write(device, &saved)?),
+            false => None,
+        };
+        let masks: HashMap<String, u32> = saved
+            .iter()
+            .filter_map(|s| Some((s.block.clone(), s.count_clock?)))
+            .collect();
+        // The window opens when the counters start, not when the exporter did.
+        let mut now = 0;
+        let started = Sampler::open(device, plans, &masks).and_then(|mut s| {
+            s.start(clock())?;
+            // Baselines read again once everything is programmed and counting.
+            now = clock();
+            s.rebase(now)?;
+            Ok(s)
+        });
+        let sampler = match started {
+            Ok(s) => s,
+            Err(e) => {
+                // Nothing of this start stays on the device, nor a journal of it.
+                return Err(match journal::put_back(device, &saved, journal) {
+                    Ok(()) => e,
+                    Err(r) => crate::error::with_context(e, &r.to_string()),
+                });
+            }
+        };
+        let mut e = Exporter {
+            device,
+            sampler,
+            saved,
+            set,
+            metric_names,
+            params: config.params.clone(),
+            last_ns: now,
+            last_counts: Vec::new(),
+            last_accs: Vec::new(),
+            values: Vec::new(),
+            interval: (Vec::new(), 0.0),
+            gauges: config.metric_gauges,
+            reprogrammed: 0,
+            events,
+            journal,
+        };
+        // The first scrape's metrics cover the time since the start.
+        e.last_accs = e.sampler.totals();
+        e.last_counts = e.counts(&e.last_accs);
+        Ok(e)
+    }
+
+    /// Running counts: multiplexed events as their running estimates (scaled the
+    /// way `stat` scales), events that never had a turn as not counted.
+    fn counts(&self, accs: &[Vec<Acc>]) -> Vec<Count> {
+        let mut out = counts(&self.sampler.plans, accs, 0);
+        for (c, acc) in out.iter_mut().zip(accs.iter().flatten()) {
+            c.counted = acc.active_ns > 0 || acc.level;
+            c.value = c.counted.then_some(acc.estimate);
+        }
+        out
+    }
+
+    /// One sweep at `now`: reads every value; the sampler programs again what
+    /// another program changed, and the exporter counts and logs it. The exporter
+    /// sweeps at least every second, so that windows never wrap, whatever the
+    /// scrape interval.
+    pub fn sweep(&mut self, now: u64) -> Result<()> {
+        self.sampler.tick(now)?;
+        self.log_detections();
+        Ok(())
+    }
+
+    /// A check between sweeps (every [`crate::measure::PROBE`]): another program's
+    /// write is found within it, and the window it spoiled is left out of the
+    /// counts, so that `rate()` over it stays right.
+    pub fn probe(&mut self, now: u64) {
+        self.sampler.probe(now);
+        self.log_detections();
+    }
+
+    fn log_detections(&mut self) {
+        for d in self.sampler.take_log() {
+            let then = match d.why.is_write() {
+                true => {
+                    self.reprogrammed += d.items.len() as u64;
+                    "programming it again"
+                }
+                false => "sampling it again at the next sweep",
+            };
+            self.events.push(format!(
+                "{} of {}: {}; {then}",
+                d.items.join(", "),
+                d.block,
+                d.why.describe()
+            ));
+        }
+    }
+
+    /// Sweeps, then computes the metrics over the time since the previous scrape.
+    pub fn scrape(&mut self, now: u64) -> Result<()> {
+        self.sweep(now)?;
+        let totals = self.sampler.totals();
+        let counts = self.counts(&totals);
+        let span_s = now.saturating_sub(self.last_ns) as f64 / 1e9;
+        if span_s > 0.0 {
+            // Counts over the span; levels as they are now.
+            // Invalid when another program touched it since the last scrape.
+            let delta: Vec<Count> = counts
+                .iter()
+                .zip(&self.last_counts)
+                .zip(totals.iter().flatten().zip(self.last_accs.iter().flatten()))
+                .map(|((c, p), (acc, before))| {
+                    let touched = acc.foreign > before.foreign;
+                    Count {
+                        // Not counted at the last scrape: its estimate started at 0.
+                        value: if acc.level {
+                            c.value
+                        } else {
+                            c.value.map(|a| a.saturating_sub(p.value.unwrap_or(0)))
+                        },
+                        valid: !touched,
+                        invalid: touched.then(|| acc.why.map(|w| w.describe())).flatten(),
+                        ..c.clone()
+                    }
+                })
+                .collect();
+            let mut inputs = metric_inputs(&delta, span_s);
+            self.interval = (delta.clone(), span_s);
+            inputs.params = self.params.clone();
+            let chosen: Vec<&metrics::Metric> = self
+                .metric_names
+                .iter()
+                .filter_map(|n| self.set.get(n))
+                .collect();
+            self.values = metrics::evaluate(&self.set, &chosen, &inputs, true);
+        }
+        self.last_counts = counts;
+        self.last_accs = totals;
+        self.last_ns = now;
+        Ok(())
+    }
+
+    /// The exposition in the OpenMetrics text format.
+    pub fn openmetrics(&self, up: bool, scrape_s: f64) -> String {
+        self.exposition(up, scrape_s, TextFormat::OpenMetrics)
+    }
+
+    /// The exposition in `format`, written directly: families sorted by name,
+    /// series by their labels (blocks in natural order), the same every scrape.
+    pub fn exposition(&self, up: bool, scrape_s: f64, format: TextFormat) -> String {
+        let mut fams: Vec<Fam> = Vec::with_capacity(16);
+        let location = self.device.location();
+        let one = |name: &'static str, help: &'static str, counter, labels: Labels, v: f64| Fam {
+            name: name.into(),
+            help: help.into(),
+            counter,
+            samples: vec![(labels, v)],
+        };
+        fams.push(one(
+            "up",
+            "1 when the last sweep read every value",
+            false,
+            vec![],
+            f64::from(u8::from(up)),
+        ));
+        fams.push(one(
+            "scrape_duration_seconds",
+            "Seconds the last sweep took",
+            false,
+            vec![],
+            scrape_s,
+        ));
+        fams.push(one(
+            "device_info",
+            "The device: generation, location and event_list format",
+            false,
+            vec![
+                ("generation", self.device.generation().label().into()),
+                ("device", location),
+                ("event_list_format", event_list_format(self.device).into()),
+            ],
+            1.0,
+        ));
+        fams.push(one(
+            "build_info",
+            "bfperf's version",
+            false,
+            vec![("version", env!("CARGO_PKG_VERSION").into())],
+            1.0,
+        ));
+        fams.push(one(
+            "reprogrammed",
+            "Counters found re-programmed by another program and programmed again",
+            true,
+            vec![],
+            self.reprogrammed as f64,
+        ));
+        self.raw_families(&mut fams);
+        self.parameter_family(&mut fams);
+        if self.gauges {
+            self.metric_families(&mut fams);
+        }
+        fams.retain(|f| !f.samples.is_empty());
+        fams.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut t = Text::new(format);
+        for mut f in fams {
+            f.samples.sort_by_cached_key(|(labels, _)| {
+                labels
+                    .iter()
+                    .map(|(_, v)| crate::device::natural_key(v))
+                    .collect::<Vec<_>>()
+            });
+            if f.counter {
+                t.counter(&f.name, &f.help);
+            } else {
+                t.gauge(&f.name, &f.help);
+            }
+            let suffix = if f.counter { "_total" } else { "" };
+            for (labels, v) in &f.samples {
+                let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                t.sample(&f.name, suffix, &l, *v);
+            }
+        }
+        t.finish()
+    }
+
+    /// The raw series: events, cycles, registers by unit and role, PLL frequencies.
+    fn raw_families(&self, fams: &mut Vec<Fam>) {
+        let totals = self.sampler.totals();
+        let plans = &self.sampler.plans;
+        let first = fams.len();
+        for (name, help, counter) in RAW_FAMILIES {
+            fams.push(Fam {
+                name: (*name).into(),
+                help: (*help).into(),
+                counter: *counter,
+                samples: Vec::new(),
+            });
+        }
+        for (p, accs) in plans.iter().zip(&totals) {
+            let def = p.block.def();
+            let mut counts: HashMap<&str, u64> = HashMap::new();
+            let mut windows: HashMap<&str, u64> = HashMap::new();
+            for (i, (item, acc)) in p.items.iter().zip(accs).enumerate() {
+                // A multiplexed event before its first turn has no value yet.
+                if acc.active_ns == 0 && !acc.level {
+                    continue;
+                }
+                let block = || -> Labels {
+                    vec![
+                        ("block", p.block.name.clone()),
+                        ("kind", p.block.kind.as_str().into()),
+                    ]
+                };
+                let (family, mut labels, value) = match item {
+                    Item::Event { name, .. } => {
+                        let mut l = block();
+                        l.push(("counter", counter_of(p, i)));
+                        l.push(("event", name.clone()));
+                        (Raw::Events, l, acc.estimate)
+                    }
+                    Item::Cycles => {
+                        let mut l = block();
+                        l.push(("counter", counter_of(p, i)));
+                        (Raw::Cycles, l, acc.estimate)
+                    }
+                    Item::Register { name } => {
+                        if let Some((pll, is_count)) = def.frequencies.and_then(|f| f.pll_of(name))
+                        {
+                            let to = if is_count { &mut counts } else { &mut windows };
+                            to.insert(pll, acc.total);
+                            continue;
+                        }
+                        let family = match def.role(name) {
+                            Role::Count => match crate::kinds::register_unit(name) {
+                                "bytes" => Raw::Bytes,
+                                "packets" => Raw::Packets,
+                                _ => Raw::RegisterEvents,
+                            },
+                            Role::Control => Raw::Controls,
+                            Role::Level => Raw::Levels,
+                        };
+                        (family, block(), acc.total)
+                    }
+                };
+                if let Item::Register { name } = item {
+                    labels.push(("register", name.trim_end().to_string()));
+                }
+                fams[first + family as usize]
+                    .samples
+                    .push((labels, value as f64));
+            }
+            if let Some(f) = def.frequencies {
+                for (pll, count) in &counts {
+                    let Some(hz) = windows.get(pll).and_then(|w| f.hertz(*count, *w)) else {
+                        continue;
+                    };
+                    let labels = vec![
+                        ("block", p.block.name.clone()),
+                        ("kind", p.block.kind.as_str().into()),
+                        ("pll", (*pll).to_string()),
+                    ];
+                    fams[first + Raw::Hertz as usize].samples.push((labels, hz));
+                }
+            }
+        }
+    }
+
+    /// The parameters metric formulas use (the PCIe link's capacity).
+    fn parameter_family(&self, fams: &mut Vec<Fam>) {
+        let mut samples: Vec<(Labels, f64)> = self
+            .params
+            .iter()
+            .map(|(k, v)| (vec![("name", k.clone())], *v))
+            .collect();
+        samples.sort_by(|a, b| a.0.cmp(&b.0));
+        fams.push(Fam {
+            name: "parameter".into(),
+            help: "A value given in the config that metric formulas use (pcie_link_bytes_per_s: the PCIe link's bytes per second)".into(),
+            counter: false,
+            samples,
+        });
+    }
+
+    /// Metric gauges (only with `metric_gauges`): per block, in base units, over
+    /// the time since the previous scrape.
+    fn metric_families(&self, fams: &mut Vec<Fam>) {
+        for v in self.values.iter().filter(|v| !v.of_kind) {
+            let Some(m) = self.set.get(&v.metric) else {
+                continue;
+            };
+            let (base, factor) = crate::export::prom::base_name(m);
+            let name = format!("metric_{base}");
+            let x = match v.value {
+                Some(x) => x / m.scale * factor,
+                None => continue,
+            };
+            let sample = (vec![("block", v.block.clone())], x);
+            match fams.iter_mut().find(|f| f.name == name) {
+                Some(f) => f.samples.push(sample),
+                None => fams.push(Fam {
+                    name,
+                    help: format!("{} (since the previous scrape)", v.description),
+                    counter: false,
+                    samples: vec![sample],
+                }),
+            }
+        }
+    }
+
+    /// The metrics' values over the time between the last two scrapes, per block and
+    /// per kind (`of_kind`).
+    pub fn values(&self) -> &[MetricValue] {
+        &self.values
+    }
+
+    /// Each item's count between the last two scrapes (estimates where
+    /// multiplexed), and that span in seconds.
+    pub fn interval_counts(&self) -> (&[Count], f64) {
+        (&self.interval.0, self.interval.1)
+    }
+
+    /// The blocks it reads (and programs, when they count events).
+    pub fn blocks(&self) -> Vec<&str> {
+        self.sampler
+            .plans
+            .iter()
+            .map(|p| p.block.name.as_str())
+            .collect()
+    }
+
+    /// The metric set the values come from.
+    pub fn metric_set(&self) -> &MetricSet {
+        &self.set
+    }
+
+    /// Puts the device back as it was, and drops the journal.
+    pub fn stop(self) -> Result<()> {
+        journal::put_back(self.device, &self.saved, self.journal)
+    }
+}
+
+/// HELP text as the exposition formats require: backslashes and newlines escaped,
+/// other control characters left out (the encoder writes HELP as it is given).
+fn help_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn counter_of(p: &BlockPlan, item: usize) -> String {
+    if p.multiplexed() {
+        return "multiplexed".into();
+    }
+    p.groups
+        .first()
+        .and_then(|g| g.iter().find(|s| s.item == item))
+        .map_or_else(String::new, |s| s.counter.to_string())
+}
+
+/// `0x45: NAME` (upstream) or `45: NAME` (NVIDIA's out-of-tree driver).
+pub fn event_list_format(device: &Device) -> &'static str {
+    for b in device
+        .blocks()
+        .iter()
+        .filter(|b| b.has_event_list && b.mechanism != Mechanism::Registers)
+    {
+        if let Ok(text) = device.fs().read(&crate::sysfs::layout::event_list(&b.name)) {
+            return match text.lines().next() {
+                Some(l) if l.starts_with("0x") => "upstream",
+                Some(_) => "out-of-tree",
+                None => "empty",
+            };
+        }
+    }
+    "none"
+}
+
+/// The two exposition formats Prometheus reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextFormat {
+    /// OpenMetrics 1.0: counters' TYPE names the family, `# EOF` ends it.
+    OpenMetrics,
+    /// Prometheus' text format 0.0.4: counters' TYPE names the `_total` series.
+    Text004,
+}
+
+/// A series' labels, in order.
+type Labels = Vec<(&'static str, String)>;
+
+/// A family of the exposition and its samples.
+struct Fam {
+    name: String,
+    help: String,
+    counter: bool,
+    samples: Vec<(Labels, f64)>,
+}
+
+/// The families of raw values, in the order of [`RAW_FAMILIES`].
+#[derive(Debug, Clone, Copy)]
+enum Raw {
+    Events,
+    Cycles,
+    Bytes,
+    Packets,
+    RegisterEvents,
+    Controls,
+    Levels,
+    Hertz,
+}
+
+/// Name, HELP and whether it is a counter, for each [`Raw`].
+const RAW_FAMILIES: &[(&str, &str, bool)] = &[
+    (
+        "events",
+        "Events counted by a counter bfperf programmed",
+        true,
+    ),
+    (
+        "cycles",
+        "Clock cycles counted by a count_clock counter",
+        true,
+    ),
+    (
+        "register_bytes",
+        "Bytes counted by a statistics register (pcie)",
+        true,
+    ),
+    (
+        "register_packets",
+        "Packets counted by a statistics register (pcie)",
+        true,
+    ),
+    (
+        "register_events",
+        "Events counted by a statistics register (ecc)",
+        true,
+    ),
+    (
+        "register_value",
+        "A control register's value (error injection, switches)",
+        false,
+    ),
+    ("level", "A measured level read from a register", false),
+    (
+        "pll_frequency_hertz",
+        "A PLL's frequency, from its clock monitor (clock_measure)",
+        false,
+    ),
+];
+
+/// An exposition being written: families and samples, names prefixed `bfperf_`,
+/// label values and HELP escaped as the formats require.
+struct Text {
+    out: String,
+    format: TextFormat,
+}
+
+impl Text {
+    fn new(format: TextFormat) -> Text {
+        Text {
+            out: String::with_capacity(16 * 1024),
+            format,
+        }
+    }
+
+    fn head(&mut self, name: &str, help: &str, kind: &str, suffix: &str) {
+        use std::fmt::Write;
+        let _ = write!(
+            self.out,
+            "# HELP bfperf_{name}{suffix} {}\n# TYPE bfperf_{name}{suffix} {kind}\n",
+            help_text(help)
+        );
+    }
+
+    fn gauge(&mut self, name: &str, help: &str) {
+        self.head(name, help, "gauge", "");
+    }
+
+    fn counter(&mut self, name: &str, help: &str) {
+        let suffix = match self.format {
+            TextFormat::OpenMetrics => "",
+            TextFormat::Text004 => "_total",
+        };
+        self.head(name, help, "counter", suffix);
+    }
+
+    fn sample(&mut self, name: &str, suffix: &str, labels: &[(&str, &str)], value: f64) {
+        use std::fmt::Write;
+        let _ = write!(self.out, "bfperf_{name}{suffix}");
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                let _ = write!(self.out, "{k}=\"");
+                for c in v.chars() {
+                    match c {
+                        '\\' => self.out.push_str("\\\\"),
+                        '"' => self.out.push_str("\\\""),
+                        '\n' => self.out.push_str("\\n"),
+                        c => self.out.push(c),
+                    }
+                }
+                self.out.push('"');
+            }
+            self.out.push('}');
+        }
+        if value.fract() == 0.0 && value.abs() < 9e15 {
+            let _ = writeln!(self.out, " {}", value as i64);
+        } else {
+            let _ = writeln!(self.out, " {value}");
+        }
+    }
+
+    fn finish(mut self) -> String {
+        if self.format == TextFormat::OpenMetrics {
+            self.out.push_str("# EOF\n");
+        }
+        self.out
+    }
+}

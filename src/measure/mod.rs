@@ -1,0 +1,786 @@
+//! The measurement engine behind `stat`, `top` and the exporter: count chosen events
+//! during a command or a period, across many blocks, at intervals, and leave the
+//! device as it was.
+//!
+//! The flow: resolve the specs ([`crate::spec`]), place them on counters ([`plan`]),
+//! record the configuration ([`session::save`]) in a [`journal`], program and start,
+//! sample every tick ([`sampler`]), check for foreign re-programming, restore.
+
+pub mod compose;
+pub mod defaults;
+pub mod journal;
+pub mod plan;
+pub mod repeat;
+pub mod sampler;
+pub mod series;
+pub mod session;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::block::BlockKind;
+use crate::device::Device;
+use crate::error::Result;
+use crate::spec::Item;
+use plan::BlockPlan;
+use sampler::{Acc, Sampler};
+
+/// How often multiplexed groups take turns: short enough that every group counts
+/// several times in a second, so a short measurement still covers them all.
+pub const MULTIPLEX_TICK: Duration = Duration::from_millis(100);
+
+/// Time for a measurement: the monotonic clock and sleeping, or a manual clock in
+/// tests.
+pub trait Pacer {
+    /// The time now, ns (monotonic).
+    fn now_ns(&self) -> u64;
+    /// Waits `d`.
+    fn sleep(&self, d: Duration);
+}
+
+/// Real time.
+pub struct RealPacer;
+
+impl Pacer for RealPacer {
+    fn now_ns(&self) -> u64 {
+        crate::device::values::monotonic_ns()
+    }
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d)
+    }
+}
+
+/// How long a measurement runs.
+pub trait Until {
+    /// True when the measurement should end (the command exited, the time is up).
+    fn done(&mut self, elapsed: Duration) -> bool;
+
+    /// When the measurement ends by itself, from its start (a fixed duration).
+    fn deadline(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Waits `timeout` at most, returning early when the measurement may have to
+    /// end (the command exited, a signal came). By default the pacer sleeps.
+    fn wait(&mut self, pacer: &dyn Pacer, timeout: Duration) {
+        pacer.sleep(timeout)
+    }
+
+    /// perf counters opened for the command this run started (`--per-process`),
+    /// taken once.
+    fn take_perf(&mut self) -> Option<crate::perf::Counters> {
+        None
+    }
+}
+
+/// A fixed duration.
+pub struct For(pub Duration);
+
+impl Until for For {
+    fn done(&mut self, elapsed: Duration) -> bool {
+        elapsed >= self.0
+    }
+
+    fn deadline(&self) -> Option<Duration> {
+        Some(self.0)
+    }
+}
+
+/// Until interrupted.
+pub struct Forever;
+
+impl Until for Forever {
+    fn done(&mut self, _: Duration) -> bool {
+        false
+    }
+}
+
+/// How to sample. Between samples the measurement sleeps until the next tick, the
+/// next interval or the end of its duration, whichever comes first, or until
+/// [`Until::wait`] returns (the command exited, a signal came).
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// Report every this long (`-I`).
+    pub interval: Option<Duration>,
+    /// The longest time between two samples of a block.
+    pub tick: Duration,
+    /// How often, between samples, what the measurement owns is checked for other
+    /// programs' writes (reads only; see [`sampler::Sampler::probe`]).
+    pub probe: Duration,
+}
+
+/// The default time between checks for other programs' writes: a write is found
+/// within it, and only a write within the first check of a counter's window can go
+/// unseen. A check of every value of a BlueField-2 (90 values) takes 25 µs on tmpfs
+/// (`cargo bench --bench stat`): 0.03 % of a core at one check per 100 ms.
+pub const PROBE: Duration = Duration::from_millis(100);
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing {
+            interval: None,
+            tick: Duration::from_secs(1),
+            probe: PROBE,
+        }
+    }
+}
+
+/// One item's count over a span.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Count {
+    /// The block, or (aggregated) the kind of the blocks summed.
+    pub block: String,
+    /// The block's kind (or of the blocks summed).
+    pub kind: BlockKind,
+    /// How many blocks are summed (1 with -A).
+    pub blocks: usize,
+    /// The counter (per block, when not multiplexed); null for registers and sums.
+    pub counter: Option<u32>,
+    /// The event's name, `cycles`, or the register's name.
+    pub event: String,
+    /// The event number; null for cycles and registers.
+    pub event_number: Option<u32>,
+    /// The estimate: what was counted, scaled up by the share of time counted.
+    /// Null when it was not counted at all (its turn never came).
+    pub value: Option<u64>,
+    /// What the counters counted.
+    pub raw: u64,
+    /// What the value counts (`events`, `cycles`, `bytes`...).
+    pub unit: &'static str,
+    /// The share of the span its counter counted it (1 unless multiplexed).
+    pub coverage: f64,
+    /// False when it never got a turn: `<not counted>`, never a 0.
+    pub counted: bool,
+    /// False when another program re-programmed, reset, stopped or cleared it meanwhile.
+    pub valid: bool,
+    /// Why it is not valid.
+    pub invalid: Option<String>,
+    /// False when the kernel refused to count the event (perf's `<not supported>`;
+    /// `invalid` says why). Always true for the device's blocks.
+    pub supported: bool,
+}
+
+impl Count {
+    /// What perf prints for a count without a value: `<not supported>` when the kernel
+    /// refused the event, `<not counted>` when it never ran.
+    pub fn missing_text(&self) -> &'static str {
+        match self.supported {
+            false => "<not supported>",
+            true => "<not counted>",
+        }
+    }
+
+    /// The count of a perf event over a span.
+    pub fn of_perf(r: &crate::perf::Reading) -> Count {
+        Count {
+            block: r.event.pmu.clone(),
+            kind: BlockKind::Perf,
+            blocks: 1,
+            counter: None,
+            event: r.event.name.clone(),
+            event_number: None,
+            value: r.value,
+            raw: r.raw,
+            unit: r.event.unit,
+            coverage: r.coverage,
+            counted: r.value.is_some(),
+            valid: r.unsupported.is_none(),
+            invalid: r.unsupported.clone(),
+            supported: r.unsupported.is_none(),
+        }
+    }
+
+    /// The value, if it can be used: counted and valid.
+    pub fn usable(&self) -> Option<u64> {
+        self.value.filter(|_| self.valid)
+    }
+}
+
+fn unit(item: &Item) -> &'static str {
+    match item {
+        Item::Cycles => "cycles",
+        Item::Event { .. } => "events",
+        Item::Register { name } => crate::kinds::register_unit(name),
+    }
+}
+
+/// The inputs of metrics: every count of a run or interval, per block.
+pub fn metric_inputs(counts: &[Count], span_s: f64) -> crate::metrics::Inputs {
+    let mut inputs = crate::metrics::Inputs {
+        duration_s: span_s,
+        ..Default::default()
+    };
+    for c in counts {
+        let why = if !c.supported {
+            Some(format!(
+                "{} is not supported here: {}",
+                c.event,
+                c.invalid.as_deref().unwrap_or("the kernel refused it")
+            ))
+        } else if !c.counted {
+            Some(format!("{} of {} was not counted", c.event, c.block))
+        } else if !c.valid {
+            Some(format!(
+                "{} of {} is invalid: {}",
+                c.event,
+                c.block,
+                c.invalid.as_deref().unwrap_or("touched by another program")
+            ))
+        } else {
+            None
+        };
+        // perf counts are system-wide: one scope, whichever PMU counted them.
+        let block = match c.kind {
+            BlockKind::Perf => crate::metrics::PERF_SCOPE,
+            _ => &c.block,
+        };
+        match (c.usable(), why) {
+            (Some(v), None) => inputs.add(block, c.kind, &c.event, v as f64, c.coverage),
+            (_, why) => inputs.missing(
+                block,
+                c.kind,
+                &c.event,
+                why.unwrap_or_else(|| "no value".into()),
+            ),
+        }
+    }
+    inputs
+}
+
+/// Counts of every item of every block over a span of `span_ns` (0: unscaled).
+pub fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Vec<Count> {
+    let mut out = Vec::new();
+    for (p, accs) in plans.iter().zip(accs) {
+        for (ii, (item, acc)) in p.items.iter().zip(accs).enumerate() {
+            let coverage = if span_ns == 0 {
+                1.0
+            } else {
+                (acc.active_ns as f64 / span_ns as f64).min(1.0)
+            };
+            let value = if coverage <= 0.0 {
+                None
+            } else if coverage < 1.0 {
+                Some((acc.total as f64 / coverage).round() as u64)
+            } else {
+                Some(acc.total)
+            };
+            let counter = if p.multiplexed() {
+                None
+            } else {
+                p.groups
+                    .first()
+                    .and_then(|g| g.iter().find(|s| s.item == ii))
+                    .map(|s| s.counter)
+            };
+            out.push(Count {
+                block: p.block.name.clone(),
+                kind: p.block.kind,
+                blocks: 1,
+                counter,
+                event: item.label().to_string(),
+                event_number: item.number(),
+                counted: value.is_some(),
+                value,
+                raw: acc.total,
+                unit: unit(item),
+                coverage,
+                valid: acc.foreign == 0,
+                invalid: acc.why.map(|w| w.describe()),
+                supported: true,
+            });
+        }
+    }
+    out
+}
+
+/// Sums counts of the same kind and event across blocks.
+pub fn aggregate(counts: &[Count]) -> Vec<Count> {
+    let mut out: Vec<Count> = Vec::new();
+    for c in counts {
+        match out
+            .iter_mut()
+            .find(|o| o.kind == c.kind && o.event == c.event)
+        {
+            Some(o) => {
+                // A sum missing a block's count is no count.
+                o.blocks += 1;
+                o.value = o.value.zip(c.value).map(|(a, b)| a + b);
+                o.counted &= c.counted;
+                o.raw += c.raw;
+                o.coverage = o.coverage.min(c.coverage);
+                o.valid &= c.valid;
+                o.supported &= c.supported;
+                if o.invalid.is_none() {
+                    o.invalid = c.invalid.as_ref().map(|w| format!("{}: {w}", c.block));
+                }
+            }
+            None => out.push(Count {
+                block: c.kind.as_str().to_string(),
+                counter: None,
+                invalid: c.invalid.as_ref().map(|w| format!("{}: {w}", c.block)),
+                ..c.clone()
+            }),
+        }
+    }
+    out
+}
+
+/// The counts of one interval (`-I`), from the start of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Interval {
+    /// The run (from 1), with -r.
+    pub run: u32,
+    /// Seconds from the start of the run to the end of this interval.
+    pub time_s: f64,
+    /// The interval's length in seconds (the last may be shorter).
+    pub span_s: f64,
+    /// Each item's count over the interval.
+    pub counts: Vec<Count>,
+}
+
+/// The counts of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Run {
+    /// The run (from 1).
+    pub run: u32,
+    /// Seconds it lasted.
+    pub elapsed_s: f64,
+    /// Each item's count over the run.
+    pub counts: Vec<Count>,
+}
+
+/// A measurement in progress: the sampler and the accounting of intervals.
+pub struct Measurement<'d> {
+    sampler: Sampler<'d>,
+    perf: Option<crate::perf::Counters>,
+}
+
+impl<'d> Measurement<'d> {
+    /// Opens the files and programs the counters (after `session::save`).
+    pub fn start(
+        device: &'d Device,
+        plans: Vec<BlockPlan<'d>>,
+        saved: &[session::Saved],
+        now: u64,
+    ) -> Result<Measurement<'d>> {
+        let masks: HashMap<String, u32> = saved
+            .iter()
+            .filter_map(|s| Some((s.block.clone(), s.count_clock?)))
+            .collect();
+        let mut sampler = Sampler::open(device, plans, &masks)?;
+        sampler.start(now)?;
+        Ok(Measurement {
+            sampler,
+            perf: None,
+        })
+    }
+
+    /// Counts these perf events in the same windows (opened now, started by
+    /// [`Measurement::begin`]).
+    pub fn with_perf(mut self, counters: crate::perf::Counters) -> Self {
+        self.perf = (!counters.is_empty()).then_some(counters);
+        self
+    }
+
+    /// Counts with these perf counters from now on (a run's command's, opened
+    /// when it started); the previous ones are stopped.
+    pub fn set_perf(&mut self, counters: crate::perf::Counters) {
+        self.stop_perf();
+        self.perf = (!counters.is_empty()).then_some(counters);
+    }
+
+    /// The perf counts since the window opened.
+    fn perf_counts(&mut self) -> Vec<Count> {
+        match &mut self.perf {
+            Some(p) => p.read().iter().map(Count::of_perf).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Stops the perf counters.
+    pub fn stop_perf(&mut self) {
+        if let Some(p) = &mut self.perf {
+            p.stop();
+        }
+    }
+
+    /// The plans: what each block counts, and in which turns.
+    pub fn plans(&self) -> &[BlockPlan<'d>] {
+        &self.sampler.plans
+    }
+
+    /// Starts a run's window now: counts from 0, new baselines. Returns its start.
+    pub fn begin(&mut self, pacer: &dyn Pacer) -> Result<u64> {
+        let start = pacer.now_ns();
+        self.sampler.reset_counts();
+        self.sampler.rebase(start)?;
+        if let Some(p) = &mut self.perf {
+            p.start();
+        }
+        Ok(start)
+    }
+
+    /// One run from `start` (see [`Measurement::begin`]): samples until `until` says
+    /// so or `stop` is set, calling `on_interval` at every `-I` boundary.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &mut self,
+        number: u32,
+        start: u64,
+        pacer: &dyn Pacer,
+        timing: Timing,
+        until: &mut dyn Until,
+        stop: &AtomicBool,
+        on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
+    ) -> Result<Run> {
+        let tick = timing.interval.map_or(timing.tick, |i| i.min(timing.tick));
+        let mut next_tick = start + tick.as_nanos() as u64;
+        let probe = (timing.probe < tick).then_some(timing.probe.as_nanos() as u64);
+        let mut next_probe = probe.map(|p| start + p);
+        let interval_ns = timing.interval.map(|i| i.as_nanos() as u64);
+        let mut next_interval = interval_ns.map(|i| start + i);
+        let mut previous = self.sampler.totals();
+        let mut previous_perf = self.perf_counts();
+        let mut previous_ns = start;
+        loop {
+            let now = pacer.now_ns();
+            let elapsed = Duration::from_nanos(now - start);
+            let finished = until.done(elapsed) || stop.load(Ordering::SeqCst);
+            let interval_due = next_interval.is_some_and(|at| now >= at);
+            if finished || interval_due || now >= next_tick {
+                self.sampler.tick(now)?;
+                next_tick = now + tick.as_nanos() as u64;
+                next_probe = probe.map(|p| now + p);
+            } else if let (Some(at), Some(p)) = (next_probe, probe) {
+                if now >= at {
+                    self.sampler.probe(now);
+                    next_probe = Some(now + p);
+                }
+            }
+            if let (Some(at), Some(every)) = (next_interval, interval_ns) {
+                if now >= at || finished {
+                    let totals = self.sampler.totals();
+                    let delta: Vec<Vec<Acc>> = totals
+                        .iter()
+                        .zip(&previous)
+                        .map(|(t, p)| t.iter().zip(p).map(|(t, p)| t.since(p)).collect())
+                        .collect();
+                    let mut interval_counts = counts(self.plans(), &delta, now - previous_ns);
+                    let perf_now = self.perf_counts();
+                    interval_counts.extend(perf_since(&perf_now, &previous_perf));
+                    on_interval(&Interval {
+                        run: number,
+                        time_s: (now - start) as f64 / 1e9,
+                        span_s: (now - previous_ns) as f64 / 1e9,
+                        counts: interval_counts,
+                    })?;
+                    previous = totals;
+                    previous_perf = perf_now;
+                    previous_ns = now;
+                    if now >= at {
+                        next_interval = Some(at + every * ((now - at) / every + 1));
+                    }
+                }
+            }
+            if finished {
+                let elapsed_ns = now - start;
+                let mut all = counts(self.plans(), &self.sampler.totals(), elapsed_ns);
+                all.extend(self.perf_counts());
+                return Ok(Run {
+                    run: number,
+                    elapsed_s: elapsed_ns as f64 / 1e9,
+                    counts: all,
+                });
+            }
+            let mut wake = next_interval.map_or(next_tick, |i| i.min(next_tick));
+            if let Some(p) = next_probe {
+                wake = wake.min(p);
+            }
+            if let Some(d) = until.deadline() {
+                wake = wake.min(start + d.as_nanos() as u64);
+            }
+            let nap = Duration::from_nanos(wake.saturating_sub(pacer.now_ns()));
+            if !nap.is_zero() {
+                until.wait(pacer, nap);
+            }
+        }
+    }
+
+    /// Counters that another program re-programmed: (block index, item index).
+    pub fn foreign(&self) -> Result<Vec<(usize, usize)>> {
+        let mut out = Vec::new();
+        for (bi, (p, g)) in self.plans().iter().zip(self.sampler.groups()).enumerate() {
+            if p.groups.is_empty() {
+                continue;
+            }
+            for item in session::foreign_changes(self.sampler.device(), p, g)? {
+                out.push((bi, item));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Marks the counts of re-programmed counters invalid.
+    pub fn mark_foreign(&self, run: &mut Run, foreign: &[(usize, usize)]) {
+        let names: Vec<(String, String)> = foreign
+            .iter()
+            .map(|&(b, i)| {
+                let p = &self.plans()[b];
+                (p.block.name.clone(), p.items[i].label().to_string())
+            })
+            .collect();
+        for c in &mut run.counts {
+            if names.iter().any(|(b, e)| *b == c.block && *e == c.event) {
+                c.valid = false;
+                c.invalid
+                    .get_or_insert_with(|| "another program programmed its counter".into());
+            }
+        }
+    }
+
+    /// Other programs' writes found during the ticks so far, said once each.
+    pub fn detections(&mut self) -> Vec<sampler::Detection> {
+        self.sampler.take_log()
+    }
+}
+
+/// perf counts of an interval: the cumulative counts now less those at its start.
+pub fn perf_since(now: &[Count], before: &[Count]) -> Vec<Count> {
+    now.iter()
+        .zip(before)
+        .map(|(n, b)| {
+            let mut c = n.clone();
+            c.raw = n.raw.saturating_sub(b.raw);
+            c.value = match (n.value, b.value) {
+                (Some(n), Some(b)) => Some(n.saturating_sub(b)),
+                (Some(n), None) => Some(n),
+                _ => None,
+            };
+            c.counted = c.value.is_some();
+            c
+        })
+        .collect()
+}
+
+/// What to measure and how.
+#[derive(Debug, Clone)]
+pub struct StatRequest {
+    /// The `-e` specs (metrics already turned into specs).
+    pub specs: Vec<String>,
+    /// How long, and how often to print.
+    pub timing: Timing,
+    /// Runs (`-r`); at least 1.
+    pub repeat: u32,
+    /// Put the device back as it was (unless `--no-restore`).
+    pub restore: bool,
+    /// Let more events than counters take turns (unless `--no-multiplex`).
+    pub multiplex: bool,
+    /// Record the prior programming in the device's journal before the first write
+    /// (see [`crate::measure::journal`]); a leftover journal is restored first.
+    pub journal: bool,
+    /// perf_event events counted in the same window (system-wide, per CPU).
+    pub perf: Vec<crate::perf::PerfEvent>,
+    /// The CPUs system-wide perf events are counted on ([`crate::perf::online_cpus`]).
+    pub perf_cpus: Vec<usize>,
+    /// Count the perf events for the measured command's process tree instead of
+    /// system-wide: the [`Until`] of each run opens them ([`Until::take_perf`]).
+    pub per_process: bool,
+}
+
+impl StatRequest {
+    /// These specs with the defaults: one run, restored, multiplexed, no journal, no
+    /// perf events (what checking a spec against a device needs).
+    pub fn for_specs(specs: Vec<String>) -> StatRequest {
+        StatRequest {
+            specs,
+            timing: Timing::default(),
+            repeat: 1,
+            restore: true,
+            multiplex: true,
+            journal: false,
+            perf: Vec::new(),
+            perf_cpus: Vec::new(),
+            per_process: false,
+        }
+    }
+}
+
+/// The result of a measurement.
+#[derive(Debug)]
+pub struct StatOutcome {
+    /// Each run's counts.
+    pub runs: Vec<Run>,
+    /// What the user must know (duplicate event names, foreign writes).
+    pub warnings: Vec<String>,
+    /// Another program re-programmed counters during the measurement.
+    pub foreign: bool,
+}
+
+/// Validates the specs against the device and places them; writes nothing.
+pub fn prepare<'d>(
+    device: &'d Device,
+    req: &StatRequest,
+) -> Result<(Vec<BlockPlan<'d>>, Vec<String>)> {
+    if req.specs.is_empty() && !req.perf.is_empty() {
+        // Only perf events: nothing of the device is touched.
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let resolved = crate::spec::resolve(device, &req.specs)?;
+    let plans = plan::place(resolved.blocks, req.multiplex)?;
+    Ok((plans, resolved.warnings))
+}
+
+/// The frequency of a PLL as `clock_measure` reports it, in Hz (MHz = last count /
+/// reference window × 156.25).
+pub fn pll_hz(device: &Device, pll: &str) -> Option<u64> {
+    let block = device
+        .blocks()
+        .iter()
+        .find(|b| b.kind == BlockKind::ClockMeasure)?;
+    let read = |name: String| {
+        crate::device::values::read_number(
+            device.fs(),
+            &crate::sysfs::layout::register(&block.name, &name),
+        )
+        .ok()
+    };
+    let last = read(format!("FMON_CLK_LAST_COUNT_{pll}"))?;
+    let window = read(format!("REFERENCE_WINDOW_WIDTH_{pll}"))?;
+    (window > 0).then(|| last * 156_250_000 / window)
+}
+
+/// The longest tick that keeps every all-at-once counter from wrapping within a
+/// window: half the time its clock takes to fill its width (a counter counts at most
+/// one event per cycle). Blocks whose clock is unknown keep `tick`.
+pub fn safe_tick(device: &Device, plans: &[BlockPlan], tick: Duration) -> Duration {
+    plans
+        .iter()
+        .filter(|p| {
+            p.block.mechanism == crate::block::Mechanism::AllAtOnce && p.block.width_bits < 64
+        })
+        .filter_map(|p| {
+            let hz = pll_hz(device, p.block.def().clock_pll?)?;
+            let fill_s = (1u64 << p.block.width_bits) as f64 / hz.max(1) as f64;
+            Some(Duration::from_secs_f64(fill_s / 2.0))
+        })
+        .fold(tick, Duration::min)
+}
+
+/// What the user must know of perf counters: the events refused, and a count of
+/// user space only. Each said once.
+fn perf_warnings(perf: &crate::perf::Counters, warnings: &mut Vec<String>) {
+    let mut said: Vec<String> = perf
+        .refusals()
+        .into_iter()
+        .map(|(event, why)| format!("{event}: {why}; it shows <not supported>"))
+        .collect();
+    if perf.user_only() {
+        said.push("perf events count user space only: kernel.perf_event_paranoid forbids the kernel's share (set it to 1 or less, or run as root)".into());
+    }
+    for w in said {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+}
+
+/// Runs a measurement: records the configuration, programs, samples each run until
+/// `until(run)` says so (or `stop` is set), checks for foreign writes, and restores
+/// the device whatever happened.
+pub fn measure<'d>(
+    device: &'d Device,
+    req: &StatRequest,
+    pacer: &dyn Pacer,
+    stop: &AtomicBool,
+    until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
+    on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
+) -> Result<StatOutcome> {
+    let (plans, mut warnings) = prepare(device, req)?;
+    let mut timing = req.timing;
+    timing.tick = safe_tick(device, &plans, timing.tick);
+    if plans.iter().any(|p| p.multiplexed()) {
+        timing.tick = timing.tick.min(MULTIPLEX_TICK);
+    }
+    if req.journal {
+        if let Some(r) = crate::measure::journal::restore_leftover(device)? {
+            warnings.push(r.describe());
+        }
+    }
+    let saved = session::save(device, &plans)?;
+    let journal = match req.journal && req.restore {
+        true => Some(crate::measure::journal::write(device, &saved)?),
+        false => None,
+    };
+    let outcome = (|| -> Result<StatOutcome> {
+        let mut m = Measurement::start(device, plans, &saved, pacer.now_ns())?;
+        if !req.per_process {
+            let perf = crate::perf::Counters::open(&req.perf, &req.perf_cpus);
+            perf_warnings(&perf, &mut warnings);
+            m = m.with_perf(perf);
+        }
+        let mut runs = Vec::new();
+        for number in 1..=req.repeat.max(1) {
+            // The window opens before the command starts.
+            let start = m.begin(pacer)?;
+            let mut u = until(number)?;
+            if let Some(perf) = u.take_perf() {
+                perf_warnings(&perf, &mut warnings);
+                m.set_perf(perf);
+            }
+            let run = m.run(number, start, pacer, timing, u.as_mut(), stop, on_interval)?;
+            runs.push(run);
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        m.stop_perf();
+        let foreign = m.foreign()?;
+        for run in &mut runs {
+            m.mark_foreign(run, &foreign);
+        }
+        let detections = m.detections();
+        let mut said: Vec<String> = Vec::new();
+        for d in &detections {
+            let then = match d.why.is_write() {
+                true => "its count is marked invalid, and bfperf programmed the block again (two tools programming the same counters reset each other)",
+                false => "its count is marked invalid, and sampling went on",
+            };
+            let line = format!(
+                "{} of {}: {}; {then}",
+                d.items.join(", "),
+                d.block,
+                d.why.describe()
+            );
+            if !said.contains(&line) {
+                said.push(line);
+            }
+        }
+        if !foreign.is_empty() {
+            said.push(format!(
+                "{} counter(s) were found re-programmed by another program at the end of the measurement; their counts are marked invalid",
+                foreign.len()
+            ));
+        }
+        let touched = !said.is_empty();
+        warnings.extend(said);
+        Ok(StatOutcome {
+            runs,
+            warnings,
+            foreign: touched,
+        })
+    })();
+    if !req.restore {
+        return outcome;
+    }
+    let restored = crate::measure::journal::put_back(device, &saved, journal);
+    match (outcome, restored) {
+        (Ok(o), Ok(())) => Ok(o),
+        (Ok(_), Err(e)) => Err(e),
+        (Err(e), Ok(())) => Err(e),
+        (Err(e), Err(r)) => Err(crate::error::with_context(e, &r.to_string())),
+    }
+}

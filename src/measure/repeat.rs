@@ -1,0 +1,81 @@
+//! Repeated runs (`stat -r`): each count's and metric's mean over the runs, and the
+//! spread of the mean, as perf stat prints it (`+- 1.23%`).
+
+use super::Count;
+use crate::metrics::MetricValue;
+
+/// Mean and relative standard deviation (%) of a value over runs (`-r`).
+pub fn spread(values: &[u64]) -> (f64, Option<f64>) {
+    let n = values.len() as f64;
+    let mean = values.iter().map(|&v| v as f64).sum::<f64>() / n.max(1.0);
+    if values.len() < 2 || mean == 0.0 {
+        return (mean, None);
+    }
+    let var = values
+        .iter()
+        .map(|&v| (v as f64 - mean).powi(2))
+        .sum::<f64>()
+        / (n - 1.0);
+    (mean, Some(var.sqrt() / (n.sqrt()) / mean * 100.0))
+}
+
+/// The mean of each count over runs, with the spread of the mean in percent.
+pub fn mean_counts(per_run: &[Vec<Count>]) -> Vec<(Count, Option<f64>)> {
+    let Some(first) = per_run.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let values: Vec<u64> = per_run
+                .iter()
+                .filter_map(|r| r.get(i))
+                .filter_map(|c| c.value)
+                .collect();
+            // Not counted in some run: no mean.
+            let counted = values.len() == per_run.len();
+            let (m, sd) = spread(&values);
+            let raws: Vec<u64> = per_run
+                .iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.raw)
+                .collect();
+            let (raw, _) = spread(&raws);
+            (
+                Count {
+                    value: counted.then(|| m.round() as u64),
+                    counted,
+                    raw: raw.round() as u64,
+                    valid: per_run.iter().filter_map(|r| r.get(i)).all(|c| c.valid),
+                    invalid: per_run
+                        .iter()
+                        .filter_map(|r| r.get(i)?.invalid.clone())
+                        .next(),
+                    ..c.clone()
+                },
+                sd.filter(|_| counted),
+            )
+        })
+        .collect()
+}
+
+/// Each metric's mean over runs.
+pub fn mean_metrics(per_run: &[Vec<MetricValue>]) -> Vec<MetricValue> {
+    let Some(first) = per_run.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let values: Vec<f64> = per_run.iter().filter_map(|r| r.get(i)?.value).collect();
+            MetricValue {
+                value: (values.len() == per_run.len())
+                    .then(|| values.iter().sum::<f64>() / values.len() as f64),
+                ..v.clone()
+            }
+        })
+        .collect()
+}
+

@@ -1,0 +1,786 @@
+//! Sampling during a measurement: every counter and register file is opened once and
+//! read with one `pread` per tick. Per-counter blocks and registers are differenced
+//! with wrap arithmetic at their width; all-at-once blocks are read in windows
+//! (`enable` 0, read, `enable` 1), which also keeps 32-bit crspace counters and L3's
+//! split registers from wrapping or tearing between reads. Groups of a multiplexed
+//! block take turns at each tick.
+//!
+//! Every tick also checks that nobody else changed what the measurement owns, with
+//! the reads that can tell: a 64-bit counter that went backwards was reset or
+//! re-programmed (programming resets it); an all-at-once block's `enable` must
+//! still read 1 and its `count_clock` the mask programmed; where values cannot tell
+//! (all-at-once and multiplexed blocks, whose counters restart each window or
+//! turn), every active `event<N>` is read back. A count so touched is marked
+//! invalid for the interval and the block's counters are programmed again.
+
+use std::collections::HashMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::block::Mechanism;
+use crate::device::values::event_number;
+use crate::device::values::parse_value;
+use crate::device::Device;
+use crate::error::{io_error, Error, Result};
+use crate::kinds::Role;
+use crate::measure::plan::BlockPlan;
+use crate::measure::session::program_group;
+use crate::sysfs::{layout, ControlFile, ValueFile};
+
+/// What another program did to something the measurement owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(tag = "what", rename_all = "snake_case")]
+pub enum Foreign {
+    /// `event<N>` names another event than the one programmed.
+    EventChanged {
+        /// The counter.
+        counter: u32,
+        /// The event it holds now (None: unreadable or stopped).
+        found: Option<u32>,
+    },
+    /// The counter went backwards: it was reset or re-programmed.
+    Reset {
+        /// The counter.
+        counter: u32,
+    },
+    /// The block's `enable` was switched off.
+    Stopped,
+    /// The block's `count_clock` changed.
+    CountClock {
+        /// The mask it holds now.
+        found: u32,
+    },
+    /// A statistics register went backwards: it was cleared.
+    Cleared,
+    /// A counter of an all-at-once block went backwards within a window: another
+    /// program wrote it, or switched the block off and on.
+    Written {
+        /// The counter.
+        counter: u32,
+    },
+    /// Reading or writing the block's files failed: the device's doing, not another
+    /// program's. What it counted meanwhile is not known.
+    Fault {
+        /// The errno, when the failure had one.
+        errno: Option<i32>,
+    },
+}
+
+impl Foreign {
+    /// What happened, for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Foreign::EventChanged {
+                counter,
+                found: Some(n),
+            } => format!("another program programmed event 0x{n:x} on counter {counter}"),
+            Foreign::EventChanged {
+                counter,
+                found: None,
+            } => format!("another program stopped counter {counter}"),
+            Foreign::Reset { counter } => {
+                format!("counter {counter} was reset or re-programmed by another program")
+            }
+            Foreign::Stopped => "another program switched the block's enable off".into(),
+            Foreign::CountClock { found } => {
+                format!("another program set count_clock to 0x{found:x}")
+            }
+            Foreign::Cleared => "the register was cleared by another program".into(),
+            Foreign::Written { counter } => format!(
+                "counter {counter} went backwards: another program wrote it or restarted the block"
+            ),
+            Foreign::Fault { errno: Some(e) } => format!(
+                "the device failed while it was sampled ({})",
+                std::io::Error::from_raw_os_error(*e)
+            ),
+            Foreign::Fault { errno: None } => {
+                "the device gave a value that is not a number while it was sampled".into()
+            }
+        }
+    }
+
+    /// Another program wrote (false: the device failed).
+    pub fn is_write(&self) -> bool {
+        !matches!(self, Foreign::Fault { .. })
+    }
+}
+
+/// What one item has counted so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Acc {
+    /// Events counted while its group was active.
+    pub total: u64,
+    /// How long its group was active, ns.
+    pub active_ns: u64,
+    /// A running estimate that never goes backwards: each turn's count scaled to
+    /// the time since the item's previous turn ended (equal to `total` when it is
+    /// never multiplexed). What the exporter exports.
+    pub estimate: u64,
+    /// How many times another program touched its counter (0: the count is valid).
+    pub foreign: u32,
+    /// The last thing another program did to it.
+    pub why: Option<Foreign>,
+    /// A level: `total` is its latest value, not a count.
+    pub level: bool,
+}
+
+impl Acc {
+    /// What this accumulator gathered since `earlier` (a level keeps its value).
+    pub fn since(&self, earlier: &Acc) -> Acc {
+        let touched = self.foreign > earlier.foreign;
+        Acc {
+            total: if self.level {
+                self.total
+            } else {
+                self.total - earlier.total
+            },
+            active_ns: self.active_ns - earlier.active_ns,
+            estimate: if self.level {
+                self.estimate
+            } else {
+                self.estimate - earlier.estimate
+            },
+            foreign: self.foreign - earlier.foreign,
+            why: if touched { self.why } else { None },
+            level: self.level,
+        }
+    }
+
+    fn touched(&mut self, why: Foreign) {
+        self.foreign += 1;
+        self.why = Some(why);
+    }
+}
+
+/// One detection of another program's write, for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detection {
+    /// The block.
+    pub block: String,
+    /// The events or registers touched.
+    pub items: Vec<String>,
+    /// What was done to them.
+    pub why: Foreign,
+}
+
+struct Reader<'d> {
+    rel: String,
+    file: Box<dyn ValueFile + 'd>,
+}
+
+impl Reader<'_> {
+    /// The event an `event<N>` file names now (None: nothing nameable).
+    fn event(&mut self) -> Result<Option<u32>> {
+        match self.file.read_now() {
+            Ok(text) => Ok(event_number(text)),
+            Err(e) if e.raw_os_error() == Some(crate::error::errno::EINVAL) => Ok(None),
+            Err(e) => Err(io_error("reading", &self.rel, None, e)),
+        }
+    }
+
+    fn value(&mut self) -> Result<u64> {
+        let text = self
+            .file
+            .read_now()
+            .map_err(|e| io_error("reading", &self.rel, None, e))?;
+        parse_value(text).ok_or_else(|| Error::BadContent {
+            file: self.rel.clone(),
+            content: text.trim_end().chars().take(80).collect(),
+            expected: "a number such as 0x1f",
+        })
+    }
+}
+
+/// An `enable` file kept open, switched twice a tick.
+struct Switch<'d> {
+    rel: String,
+    file: Box<dyn ControlFile + 'd>,
+}
+
+impl Switch<'_> {
+    fn set(&mut self, on: bool) -> Result<()> {
+        let data: &[u8] = if on { b"1" } else { b"0" };
+        self.file
+            .write_now(data)
+            .map_err(|e| io_error("writing", &self.rel, Some(data), e))
+    }
+}
+
+struct BlockState<'d> {
+    group: usize,
+    accs: Vec<Acc>,
+    /// Last raw value, by counter number (counter blocks) or register item.
+    last: Vec<u64>,
+    /// Readers by counter number (counter blocks).
+    counters: Vec<Option<Reader<'d>>>,
+    /// `event<N>` readers by counter number, where values cannot reveal a change.
+    events: Vec<Option<Reader<'d>>>,
+    /// `enable` and `count_clock` read back (all-at-once blocks).
+    enable_state: Option<Reader<'d>>,
+    clock_state: Option<Reader<'d>>,
+    registers: Vec<Reader<'d>>,
+    /// Which registers are levels (latest value, not a count), decided once.
+    levels: Vec<bool>,
+    enable: Option<Switch<'d>>,
+    last_ns: u64,
+    /// When each item's last turn ended (multiplexing), ns.
+    turn_end: Vec<u64>,
+    /// The counters were just programmed: a reset cannot show in their values yet.
+    fresh: bool,
+    /// A read failed (this one) and the values could not be read again since: the
+    /// next tick takes new baselines instead of counting.
+    stale: Option<Foreign>,
+    /// All-at-once blocks: each counter's value at the last probe in this window.
+    window_last: Vec<u64>,
+    /// Items whose current window a probe found spoiled: the tick leaves it out.
+    spoiled: Vec<usize>,
+    width_mask: u64,
+    saved_mask: u32,
+}
+
+impl<'d> BlockState<'d> {
+    fn counter(&mut self, c: u32) -> Result<u64> {
+        match self.counters.get_mut(c as usize).and_then(Option::as_mut) {
+            Some(r) => r.value(),
+            None => Ok(0),
+        }
+    }
+
+    fn enable(&mut self, on: bool) -> Result<()> {
+        match &mut self.enable {
+            Some(s) => s.set(on),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What an all-at-once block's `count_clock` should read while `group` counts: the
+/// bits of counters not ours as they were, ours as the group wants them.
+fn expected_clock_mask(p: &BlockPlan, group: usize, saved_mask: u32) -> u32 {
+    let ours = p
+        .groups
+        .iter()
+        .flatten()
+        .fold(0u32, |m, s| m | (1 << s.counter));
+    (saved_mask & !ours) | p.clock_mask(group)
+}
+
+/// A failure to read or write as the reason a count is invalid.
+fn fault_of(e: &Error) -> Foreign {
+    Foreign::Fault {
+        errno: e.io_error().and_then(|e| e.raw_os_error()),
+    }
+}
+
+/// The measurement's state: readers, accumulators, current groups.
+pub struct Sampler<'d> {
+    device: &'d Device,
+    /// What each block counts, and in which turns.
+    pub plans: Vec<BlockPlan<'d>>,
+    states: Vec<BlockState<'d>>,
+    /// Other programs' writes found since the log was last taken.
+    log: Vec<Detection>,
+}
+
+/// Adds the count between two readings, wrapped at the counter's width, over a turn
+/// of `dt` that stands for `span` (longer when other groups had the turns between).
+/// A 64-bit value that went backwards was reset: counted from 0, `false` returned.
+/// Adds what a counter gained from `last` to `v` over `dt` (its turn covering `span`).
+/// A 64-bit value that went backwards was reset by someone else: nothing of that
+/// window is known, so nothing is added (false).
+fn accumulate(acc: &mut Acc, last: u64, v: u64, width_mask: u64, dt: u64, span: u64) -> bool {
+    if v < last && width_mask == u64::MAX {
+        return false;
+    }
+    let delta = v.wrapping_sub(last) & width_mask;
+    acc.active_ns += dt;
+    acc.total += delta;
+    acc.estimate += if span > dt && dt > 0 {
+        (delta as u128 * span as u128 / dt as u128) as u64
+    } else {
+        delta
+    };
+    true
+}
+
+fn mask(width: u32) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
+}
+
+impl<'d> Sampler<'d> {
+    /// Opens every file to be sampled (nothing is written).
+    pub fn open(
+        device: &'d Device,
+        plans: Vec<BlockPlan<'d>>,
+        saved_masks: &HashMap<String, u32>,
+    ) -> Result<Sampler<'d>> {
+        let fs = device.fs();
+        let open = |rel: String| -> Result<Reader<'d>> {
+            let file = fs
+                .open_value(&rel)
+                .map_err(|e| io_error("opening", &rel, None, e))?;
+            Ok(Reader { rel, file })
+        };
+        let mut states = Vec::new();
+        for p in &plans {
+            let b = p.block;
+            let slots = b.counters.iter().max().map_or(0, |m| *m as usize + 1);
+            let mut counters: Vec<Option<Reader<'d>>> = (0..slots).map(|_| None).collect();
+            for s in p.groups.iter().flatten() {
+                if counters[s.counter as usize].is_none() {
+                    counters[s.counter as usize] = Some(open(layout::counter(&b.name, s.counter))?);
+                }
+            }
+            // Read back where values cannot reveal a change: on every tick of
+            // all-at-once and multiplexed blocks, on the first tick of the others.
+            let mut events: Vec<Option<Reader<'d>>> = (0..slots).map(|_| None).collect();
+            {
+                for s in p.groups.iter().flatten() {
+                    if events[s.counter as usize].is_none()
+                        && matches!(p.items[s.item], crate::spec::Item::Event { .. })
+                    {
+                        events[s.counter as usize] = Some(open(layout::event(&b.name, s.counter))?);
+                    }
+                }
+            }
+            let all_at_once = b.mechanism == Mechanism::AllAtOnce;
+            let enable_state = match all_at_once && b.has_enable {
+                true => Some(open(layout::enable(&b.name))?),
+                false => None,
+            };
+            let clock_state = match all_at_once && b.has_count_clock {
+                true => Some(open(layout::count_clock(&b.name))?),
+                false => None,
+            };
+            let registers = if b.mechanism == Mechanism::Registers {
+                p.items
+                    .iter()
+                    .map(|i| open(layout::register(&b.name, i.label())))
+                    .collect::<Result<Vec<_>>>()?
+            } else {
+                Vec::new()
+            };
+            let levels = p
+                .items
+                .iter()
+                .map(|i| b.def().role(i.label()) == Role::Level)
+                .collect();
+            let enable = if b.mechanism == Mechanism::AllAtOnce {
+                let rel = layout::enable(&b.name);
+                let file = fs
+                    .open_control(&rel)
+                    .map_err(|e| io_error("opening", &rel, None, e))?;
+                Some(Switch { rel, file })
+            } else {
+                None
+            };
+            states.push(BlockState {
+                group: 0,
+                accs: vec![Acc::default(); p.items.len()],
+                last: vec![0; slots.max(registers.len())],
+                counters,
+                events,
+                enable_state,
+                clock_state,
+                registers,
+                levels,
+                enable,
+                last_ns: 0,
+                turn_end: vec![0; p.items.len()],
+                fresh: true,
+                stale: None,
+                window_last: vec![0; slots],
+                spoiled: Vec::new(),
+                width_mask: mask(b.width_bits),
+                saved_mask: saved_masks.get(&b.name).copied().unwrap_or(0),
+            });
+        }
+        Ok(Sampler {
+            device,
+            plans,
+            states,
+            log: Vec::new(),
+        })
+    }
+
+    /// Programs the first group of every counter block and starts the all-at-once
+    /// ones, then takes the baseline readings at `now`.
+    pub fn start(&mut self, now: u64) -> Result<()> {
+        for (p, st) in self.plans.iter().zip(&mut self.states) {
+            if p.block.mechanism == Mechanism::Registers {
+                continue;
+            }
+            program_group(self.device, p, 0, st.saved_mask)?;
+            st.enable(true)?;
+        }
+        self.rebase(now)
+    }
+
+    /// New baselines at `now`, accumulators kept (a new window or a new run).
+    pub fn rebase(&mut self, now: u64) -> Result<()> {
+        for i in 0..self.plans.len() {
+            let st = &mut self.states[i];
+            st.last_ns = now;
+            st.turn_end.iter_mut().for_each(|t| *t = now);
+            self.rebaseline(i, now)?;
+        }
+        Ok(())
+    }
+
+    /// Zeroes the accumulators (the start of another run).
+    pub fn reset_counts(&mut self) {
+        for st in &mut self.states {
+            st.accs.iter_mut().for_each(|a| *a = Acc::default());
+        }
+    }
+
+    /// One tick at `now`: reads every active value once, checks for other
+    /// programs' writes (programming the block again where it finds one), and moves
+    /// multiplexed blocks to their next group. A block whose files fail is marked
+    /// for that tick (its items invalid, with the reason) and sampled again at the
+    /// next: one flaky read never ends a measurement.
+    pub fn tick(&mut self, now: u64) -> Result<()> {
+        for i in 0..self.plans.len() {
+            self.tick_block(i, now);
+        }
+        Ok(())
+    }
+
+    fn tick_block(&mut self, i: usize, now: u64) {
+        let began = std::time::Instant::now();
+        let dt = now.saturating_sub(self.states[i].last_ns);
+        self.states[i].last_ns = now;
+        if let Some(why) = self.states[i].stale {
+            // Nothing is known of the span since the failure: it stays marked, and
+            // counting starts again from values read now.
+            let now = self.restart_at(i, now, began);
+            let (stale, why) = match self.rebaseline(i, now) {
+                Ok(()) => (None, why),
+                Err(e) => (Some(fault_of(&e)), fault_of(&e)),
+            };
+            self.states[i].stale = stale;
+            self.fault(i, why);
+            return;
+        }
+        let found = match self.plans[i].block.mechanism {
+            Mechanism::Registers => self.tick_registers(i, dt),
+            Mechanism::PerCounter => self.tick_per_counter(i, dt),
+            Mechanism::AllAtOnce => self.tick_all_at_once(i, dt),
+        };
+        match found {
+            Ok(Some((items, why))) => self.note(i, items, why),
+            Ok(None) => {}
+            Err(e) => {
+                let why = fault_of(&e);
+                self.fault(i, why);
+                let now = self.restart_at(i, now, began);
+                self.states[i].stale = self.rebaseline(i, now).err().map(|e| fault_of(&e));
+            }
+        }
+    }
+
+    /// When block `i`'s counting starts again after a failure: as its values are read
+    /// anew, which is later than the tick's `now` by the failed reads and their
+    /// handling (milliseconds on a slow or emulated core). The span between is not
+    /// counted, so the next interval's coverage says so and its value is scaled.
+    fn restart_at(&mut self, i: usize, now: u64, began: std::time::Instant) -> u64 {
+        let at = now.saturating_add(began.elapsed().as_nanos() as u64);
+        self.states[i].last_ns = at;
+        at
+    }
+
+    /// A check between ticks, at `now`: reads what would show another program's
+    /// write without changing anything; a block where something is off is ticked at
+    /// once (marking it and programming it again). Blocks whose tick only reads
+    /// (per-counter blocks that do not take turns) are ticked.
+    pub fn probe(&mut self, now: u64) {
+        for i in 0..self.plans.len() {
+            if self.states[i].stale.is_some() {
+                continue;
+            }
+            let off = match self.plans[i].block.mechanism {
+                // A cleared register shows at the next tick: it went backwards.
+                Mechanism::Registers => Ok(false),
+                Mechanism::PerCounter if !self.plans[i].multiplexed() => Ok(true),
+                Mechanism::PerCounter => self.probe_per_counter(i),
+                Mechanism::AllAtOnce => self.probe_all_at_once(i),
+            };
+            // A failing read is the tick's to mark.
+            if off.unwrap_or(true) {
+                self.tick_block(i, now);
+            }
+        }
+    }
+
+    /// Whether a taking-turns block's counters went backwards or its events changed.
+    fn probe_per_counter(&mut self, i: usize) -> Result<bool> {
+        if self.states[i].fresh && self.changed_events(i)?.is_some() {
+            return Ok(true);
+        }
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        for s in &p.groups[st.group] {
+            if st.counter(s.counter)? < st.last[s.counter as usize] && st.width_mask == u64::MAX {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether an all-at-once block was stopped, its count_clock or events changed,
+    /// or a counter written (it went backwards since the last probe of the window:
+    /// marked here, as the tick cannot see it).
+    fn probe_all_at_once(&mut self, i: usize) -> Result<bool> {
+        {
+            let (p, st) = (&self.plans[i], &mut self.states[i]);
+            if let Some(r) = st.enable_state.as_mut() {
+                if r.value()? == 0 {
+                    return Ok(true);
+                }
+            }
+            if let Some(r) = st.clock_state.as_mut() {
+                if r.value()? as u32 != expected_clock_mask(p, st.group, st.saved_mask) {
+                    return Ok(true);
+                }
+            }
+        }
+        if self.changed_events(i)?.is_some() {
+            return Ok(true);
+        }
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        let mut written = None;
+        for s in &p.groups[st.group] {
+            let v = st.counter(s.counter)?;
+            let before = std::mem::replace(&mut st.window_last[s.counter as usize], v);
+            if v < before && written.is_none() {
+                written = Some((s.item, s.counter));
+            }
+        }
+        let Some((item, counter)) = written else {
+            return Ok(false);
+        };
+        self.states[i].spoiled.push(item);
+        self.note(i, vec![item], Foreign::Written { counter });
+        Ok(true)
+    }
+
+    /// Reads block `i`'s values again as new baselines (at a start, or after a
+    /// failure), without counting what they gained; an all-at-once block starts a
+    /// new window from 0.
+    fn rebaseline(&mut self, i: usize, now: u64) -> Result<()> {
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        // Register blocks have no groups.
+        for s in p.groups.get(st.group).into_iter().flatten() {
+            st.turn_end[s.item] = now;
+        }
+        match p.block.mechanism {
+            Mechanism::Registers => {
+                for r in 0..st.registers.len() {
+                    st.last[r] = st.registers[r].value()?;
+                }
+            }
+            Mechanism::PerCounter => {
+                for s in &p.groups[st.group] {
+                    st.last[s.counter as usize] = st.counter(s.counter)?;
+                }
+            }
+            Mechanism::AllAtOnce => {
+                st.window_last.iter_mut().for_each(|v| *v = 0);
+                st.enable(false)?;
+                st.enable(true)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks the items of block `i` sampled now after a failure.
+    fn fault(&mut self, i: usize, why: Foreign) {
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        let items: Vec<usize> = match p.block.mechanism {
+            Mechanism::Registers => (0..p.items.len()).collect(),
+            _ => p.groups[st.group].iter().map(|s| s.item).collect(),
+        };
+        self.note(i, items, why);
+    }
+
+    fn note(&mut self, block: usize, items: Vec<usize>, why: Foreign) {
+        let p = &self.plans[block];
+        for &i in &items {
+            self.states[block].accs[i].touched(why);
+        }
+        self.log.push(Detection {
+            block: p.block.name.clone(),
+            items: items
+                .iter()
+                .map(|&i| p.items[i].label().to_string())
+                .collect(),
+            why,
+        });
+    }
+
+    /// Other programs' writes found since the last call.
+    pub fn take_log(&mut self) -> Vec<Detection> {
+        std::mem::take(&mut self.log)
+    }
+
+    fn tick_registers(&mut self, i: usize, dt: u64) -> Result<Option<(Vec<usize>, Foreign)>> {
+        let st = &mut self.states[i];
+        let now = st.last_ns;
+        let mut cleared = Vec::new();
+        for r in 0..st.registers.len() {
+            let v = st.registers[r].value()?;
+            let last = std::mem::replace(&mut st.last[r], v);
+            if st.levels[r] {
+                // A level (a clock monitor's count): its latest value.
+                st.accs[r].total = v;
+                st.accs[r].estimate = v;
+                st.accs[r].level = true;
+                st.accs[r].active_ns += dt;
+            } else if !accumulate(&mut st.accs[r], last, v, st.width_mask, dt, dt) {
+                cleared.push(r);
+            }
+            st.turn_end[r] = now;
+        }
+        Ok((!cleared.is_empty()).then_some((cleared, Foreign::Cleared)))
+    }
+
+    /// The items of the current group whose `event<N>` no longer reads what was
+    /// programmed (only where it is read back).
+    fn changed_events(&mut self, i: usize) -> Result<Option<(Vec<usize>, Foreign)>> {
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        let mut changed = Vec::new();
+        let mut why = None;
+        for s in &p.groups[st.group] {
+            let Some(reader) = st.events[s.counter as usize].as_mut() else {
+                continue;
+            };
+            let found = reader.event()?;
+            if found != p.items[s.item].number() {
+                changed.push(s.item);
+                why = Some(Foreign::EventChanged {
+                    counter: s.counter,
+                    found,
+                });
+            }
+        }
+        Ok(why.map(|w| (changed, w)))
+    }
+
+    fn tick_per_counter(&mut self, i: usize, dt: u64) -> Result<Option<(Vec<usize>, Foreign)>> {
+        // A counter that keeps counting shows a reset by going backwards, from its
+        // second tick on; before that, and when turns restart it, read events back.
+        let mut found = if self.states[i].fresh || self.plans[i].multiplexed() {
+            self.changed_events(i)?
+        } else {
+            None
+        };
+        self.states[i].fresh = false;
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        let now = st.last_ns;
+        let foreign: Vec<usize> = found.as_ref().map_or_else(Vec::new, |(f, _)| f.clone());
+        for s in &p.groups[st.group] {
+            let v = st.counter(s.counter)?;
+            let last = std::mem::replace(&mut st.last[s.counter as usize], v);
+            let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
+            if foreign.contains(&s.item) {
+                // It counted another program's event: none of it is ours.
+                continue;
+            }
+            let acc = &mut st.accs[s.item];
+            if !accumulate(acc, last, v, st.width_mask, dt, span) && found.is_none() {
+                found = Some((vec![s.item], Foreign::Reset { counter: s.counter }));
+            }
+        }
+        // A reset: say so more precisely when another event is programmed now.
+        if matches!(found, Some((_, Foreign::Reset { .. }))) {
+            if let Some(changed) = self.changed_events(i)? {
+                found = Some(changed);
+            }
+        }
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        if p.multiplexed() {
+            st.group = (st.group + 1) % p.groups.len();
+        } else if found.is_none() {
+            return Ok(None);
+        }
+        // The next turn, or the same group again over what someone else wrote:
+        // programming resets the counters.
+        program_group(self.device, p, st.group, st.saved_mask)?;
+        st.fresh = true;
+        for s in &p.groups[st.group] {
+            st.last[s.counter as usize] = 0;
+        }
+        Ok(found)
+    }
+
+    fn tick_all_at_once(&mut self, i: usize, dt: u64) -> Result<Option<(Vec<usize>, Foreign)>> {
+        let group_items = |p: &BlockPlan, g: usize| p.groups[g].iter().map(|s| s.item).collect();
+        let mut found = None;
+        {
+            let (p, st) = (&self.plans[i], &mut self.states[i]);
+            if let Some(r) = st.enable_state.as_mut() {
+                if r.value()? == 0 {
+                    found = Some((group_items(p, st.group), Foreign::Stopped));
+                }
+            }
+            if let Some(r) = st.clock_state.as_mut() {
+                let mask = r.value()? as u32;
+                if mask != expected_clock_mask(p, st.group, st.saved_mask) && found.is_none() {
+                    found = Some((
+                        group_items(p, st.group),
+                        Foreign::CountClock { found: mask },
+                    ));
+                }
+            }
+        }
+        if found.is_none() {
+            found = self.changed_events(i)?;
+        }
+        {
+            let (p, st) = (&self.plans[i], &mut self.states[i]);
+            let mut foreign: Vec<usize> = found.as_ref().map_or_else(Vec::new, |(f, _)| f.clone());
+            foreign.append(&mut st.spoiled);
+            st.window_last.iter_mut().for_each(|v| *v = 0);
+            st.enable(false)?;
+            let now = st.last_ns;
+            for s in &p.groups[st.group] {
+                // The window started at 0: the value is the count, unless another
+                // program changed what it counts during it: then nothing of the
+                // window is known, and it is left out.
+                let v = st.counter(s.counter)?;
+                let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
+                if !foreign.contains(&s.item) {
+                    accumulate(&mut st.accs[s.item], 0, v, st.width_mask, dt, span);
+                }
+            }
+        }
+        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        if p.multiplexed() {
+            st.group = (st.group + 1) % p.groups.len();
+        }
+        if p.multiplexed() || found.is_some() {
+            program_group(self.device, p, st.group, st.saved_mask)?;
+        }
+        st.enable(true)?;
+        Ok(found)
+    }
+
+    /// What every item has counted so far, by block.
+    pub fn totals(&self) -> Vec<Vec<Acc>> {
+        self.states.iter().map(|s| s.accs.clone()).collect()
+    }
+
+    /// The group each block is on now.
+    pub fn groups(&self) -> Vec<usize> {
+        self.states.iter().map(|s| s.group).collect()
+    }
+
+    /// The device measured.
+    pub fn device(&self) -> &'d Device {
+        self.device
+    }
+}

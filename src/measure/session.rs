@@ -1,0 +1,147 @@
+//! What a measurement changes on the device, and putting it back: the configuration
+//! recorded before the first write, programming a group of events, the check that no
+//! one else re-programmed the counters, and the restore.
+
+use crate::block::Mechanism;
+use crate::device::values::{read_event, read_number};
+use crate::device::Device;
+use crate::error::{io_error, Error, Result};
+use crate::kinds::STOP_EVENT;
+use crate::measure::plan::BlockPlan;
+use crate::spec::Item;
+use crate::sysfs::layout;
+
+/// A block's configuration before the measurement.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Saved {
+    /// The block.
+    pub block: String,
+    /// Each counter the measurement uses, and the event it had (None: unnamed).
+    pub events: Vec<(u32, Option<u32>)>,
+    /// Its `enable` state (all-at-once blocks).
+    pub enable: Option<bool>,
+    /// Its `count_clock` mask (BF3 blocks that have it).
+    pub count_clock: Option<u32>,
+    /// The number that un-programs a counter of this block on this kernel.
+    stop_number: u32,
+}
+
+/// Records everything the measurement will change.
+pub fn save(device: &Device, plans: &[BlockPlan]) -> Result<Vec<Saved>> {
+    let fs = device.fs();
+    let mut out = Vec::new();
+    for p in plans
+        .iter()
+        .filter(|p| p.block.mechanism != Mechanism::Registers)
+    {
+        let b = p.block;
+        let mut counters: Vec<u32> = p.groups.iter().flatten().map(|s| s.counter).collect();
+        counters.sort_unstable();
+        counters.dedup();
+        let mut events = Vec::new();
+        for c in counters {
+            events.push((c, read_event(fs, &b.name, c)?.map(|(n, _)| n)));
+        }
+        let stop_number = device.catalog(b)?.disable_number().unwrap_or(STOP_EVENT);
+        out.push(Saved {
+            block: b.name.clone(),
+            events,
+            enable: if b.has_enable {
+                Some(read_number(fs, &layout::enable(&b.name))? != 0)
+            } else {
+                None
+            },
+            count_clock: if b.has_count_clock {
+                Some(read_number(fs, &layout::count_clock(&b.name))? as u32)
+            } else {
+                None
+            },
+            stop_number,
+        });
+    }
+    Ok(out)
+}
+
+fn write(device: &Device, rel: &str, data: &str) -> Result<()> {
+    device
+        .fs()
+        .write(rel, data.as_bytes())
+        .map_err(|e| io_error("writing", rel, Some(data.as_bytes()), e))
+}
+
+/// Programs group `g` of a counter block (not its `enable`).
+pub fn program_group(device: &Device, plan: &BlockPlan, g: usize, saved_mask: u32) -> Result<()> {
+    let b = plan.block;
+    for s in &plan.groups[g] {
+        if let Item::Event { number, .. } = plan.items[s.item] {
+            write(
+                device,
+                &layout::event(&b.name, s.counter),
+                &format!("0x{number:x}"),
+            )?;
+        }
+    }
+    if b.has_count_clock {
+        let ours = plan
+            .groups
+            .iter()
+            .flatten()
+            .fold(0u32, |m, s| m | (1 << s.counter));
+        let mask = (saved_mask & !ours) | plan.clock_mask(g);
+        write(
+            device,
+            &layout::count_clock(&b.name),
+            &format!("0x{mask:x}"),
+        )?;
+    }
+    Ok(())
+}
+
+/// Counters of the current group that no longer count what the measurement
+/// programmed: someone else wrote them.
+pub fn foreign_changes(device: &Device, plan: &BlockPlan, g: usize) -> Result<Vec<usize>> {
+    let mut changed = Vec::new();
+    for s in &plan.groups[g] {
+        if let Item::Event { number, .. } = plan.items[s.item] {
+            let now = read_event(device.fs(), &plan.block.name, s.counter)?.map(|(n, _)| n);
+            if now != Some(number) {
+                changed.push(s.item);
+            }
+        }
+    }
+    Ok(changed)
+}
+
+/// Puts every block back as it was: events, count_clock, then enable (which, on an
+/// all-at-once block, restarts its counters from 0). Tries every write; fails with
+/// all the refusals at once.
+pub fn restore(device: &Device, saved: &[Saved]) -> Result<()> {
+    let mut refused = Vec::new();
+    for s in saved {
+        let mut attempt = |rel: String, data: String| {
+            if let Err(e) = write(device, &rel, &data) {
+                refused.push(e.to_string());
+            }
+        };
+        for (c, ev) in &s.events {
+            let n = ev.unwrap_or(s.stop_number);
+            attempt(layout::event(&s.block, *c), format!("0x{n:x}"));
+        }
+        if let Some(mask) = s.count_clock {
+            attempt(layout::count_clock(&s.block), format!("0x{mask:x}"));
+        }
+        if let Some(on) = s.enable {
+            attempt(
+                layout::enable(&s.block),
+                if on { "1" } else { "0" }.to_string(),
+            );
+        }
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::RestoreFailed {
+            problems: refused.join("; "),
+        })
+    }
+}

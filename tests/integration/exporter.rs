@@ -1,0 +1,1297 @@
+//! The exporter: its exposition passes promtool; a real Prometheus on loopback
+//! scrapes it and computes the simulator's rates; textfile mode is atomic and leaves
+//! no temporary file; the writer lock, the restore and the re-programming; running
+//! totals that never go backwards across wraps and window resets.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as Process, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use bfperf::export::{self, ExportConfig, Exporter};
+use bfperf::metrics::MetricSet;
+use bfperf::sim::{Kernel, Sim};
+use bfperf::{Device, Generation};
+use predicates::prelude::*;
+
+/// promtool and prometheus, or None (after saying why) where they are missing; with
+/// BFPERF_REQUIRE_PROMETHEUS set (CI), missing is a failure.
+fn prometheus_tools() -> Option<(PathBuf, PathBuf)> {
+    let find = |name: &str| {
+        ["/usr/bin", "/usr/local/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(name))
+            .find(|p| p.exists())
+    };
+    match (find("promtool"), find("prometheus")) {
+        (Some(a), Some(b)) => Some((a, b)),
+        _ => {
+            if std::env::var_os("BFPERF_REQUIRE_PROMETHEUS").is_some() {
+                panic!(
+                    "promtool and prometheus are required (BFPERF_REQUIRE_PROMETHEUS) but missing"
+                );
+            }
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: skipping Prometheus tests: promtool/prometheus not installed"
+            );
+            None
+        }
+    }
+}
+
+/// Asserts that promtool accepts an exposition.
+fn promtool_accepts(promtool: &Path, text: &str) {
+    let mut check = Process::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool: {}{}\n{text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// An exporter on a mount with a config, serving on a free port.
+fn serve(m: &Mount, dir: &Path, config: &Path) -> (Running, u16) {
+    let port = free_port();
+    let e = exporter(
+        m,
+        &dir.join("lock"),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ],
+    );
+    wait_port(port);
+    (e, port)
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A plain HTTP/1.0 GET on loopback; returns (status line, body).
+fn get(port: u16, path: &str, accept: &str) -> (String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: {accept}\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+fn wait_port(port: u16) {
+    for _ in 0..200 {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("nothing listens on {port}");
+}
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+    }
+}
+
+fn exporter(m: &Mount, lock: &Path, args: &[&str]) -> Running {
+    Running(
+        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg("--sysfs-root")
+            .arg(m.root())
+            .arg("--lock-file")
+            .arg(lock)
+            .arg("exporter")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn config(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("exporter.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+        .find(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} {labels:?} in\n{text}"))
+}
+
+#[test]
+fn the_exposition_passes_promtool_and_serves_only_metrics() {
+    let Some((promtool, _)) = prometheus_tools() else {
+        return;
+    };
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"llt0/cycles,GDC_BANK0_RD_REQ/\", \"mss0/SKYLIB_DDN_TX_FLITS/\"]\nmetrics = [\"ddr\"]\nmetric_gauges = true\n");
+    let (_e, port) = serve(&m, dir.path(), &cfg);
+    // A metric gauge covers the time since the previous scrape: let it be a second
+    // (the reads of one sweep take a few milliseconds over FUSE).
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let (status, text) = get(port, "/metrics", "text/plain");
+    assert!(status.contains("200"), "{status}");
+    promtool_accepts(&promtool, &text);
+    assert_eq!(sample(&text, "bfperf_up", &[]), 1.0);
+    // The simulated PLL T1 runs at 2 GHz; the frequency is exported in hertz.
+    assert_eq!(
+        sample(&text, "bfperf_pll_frequency_hertz", &[("pll", "PLL_T1")]),
+        2e9
+    );
+    // Base units in names, no unit label, no per-kind sum beside the blocks.
+    // The simulator's memory reads miss the LLC at 8e9 × 0.25 B/s, over two mss.
+    let ddr = sample(
+        &text,
+        "bfperf_metric_ddr_read_bandwidth_bytes_per_second",
+        &[("block", "mss0")],
+    );
+    assert!((ddr / 1e9 - 1.0).abs() < 0.1, "{ddr}");
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        assert!(
+            !line.contains("unit=") && !line.contains("block=\"mss\""),
+            "{line}"
+        );
+    }
+    // Families sorted by name; the series in the same order every scrape.
+    let families: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    let mut sorted = families.clone();
+    sorted.sort();
+    assert_eq!(families, sorted);
+    let series = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.rsplit_once(' ').unwrap().0.to_string())
+            .collect()
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        series(&text),
+        series(&get(port, "/metrics", "text/plain").1)
+    );
+    let (_, om) = get(
+        port,
+        "/metrics",
+        "application/openmetrics-text; version=1.0.0",
+    );
+    assert!(
+        om.ends_with("# EOF\n") && om.contains("# TYPE bfperf_cycles counter"),
+        "{om}"
+    );
+    assert!(get(port, "/", "*/*").1.contains("/metrics"));
+    assert!(get(port, "/other", "*/*").0.contains("404"));
+}
+
+fn prometheus_query(port: u16, query: &str) -> Option<f64> {
+    let q: String = query
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let (_, body) = get(
+        port,
+        &format!("/api/v1/query?query={q}"),
+        "application/json",
+    );
+    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+    v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+}
+
+#[test]
+fn a_real_prometheus_scrapes_it_and_computes_the_simulators_rates() {
+    let Some((_, prometheus)) = prometheus_tools() else {
+        return;
+    };
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"tile2/MEMORY_READS/\"]\n");
+    let (_e, port) = serve(&m, dir.path(), &cfg);
+    let prom_port = free_port();
+    let prom_cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &prom_cfg,
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: bfperf\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"),
+    )
+    .unwrap();
+    let _p = Running(
+        Process::new(prometheus)
+            .arg(format!("--config.file={}", prom_cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(prom_port);
+    // The simulator's rates: a register's from two reads a second apart; the tile's
+    // from the same simulator model in process (same generation, kernel, layout).
+    let reg = m.device().join("pcie0/IN_P_BYTE_CNT");
+    let read = || {
+        u64::from_str_radix(
+            std::fs::read_to_string(&reg)
+                .unwrap()
+                .trim()
+                .trim_start_matches("0x"),
+            16,
+        )
+        .unwrap()
+    };
+    let (a, t0) = (read(), Instant::now());
+    std::thread::sleep(Duration::from_secs(1));
+    let bytes_rate = (read() - a) as f64 / t0.elapsed().as_secs_f64();
+    let (model, _) = Sim::with_manual_clock(Generation::Bf2, Kernel::V6_16);
+    let reads_rate = model.event_rate("tile2", 0x4c).unwrap() as f64;
+    let series = [
+        (
+            "bfperf_register_bytes_total{block=\"pcie0\",register=\"IN_P_BYTE_CNT\"}",
+            bytes_rate,
+        ),
+        (
+            "bfperf_events_total{block=\"tile2\",event=\"MEMORY_READS\"}",
+            reads_rate,
+        ),
+    ];
+    // rate() is only right once its window is full of scrapes (at its start a series
+    // is extrapolated towards zero): wait for six scrapes in the last six seconds.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let full = |s: &str| {
+        prometheus_query(prom_port, &format!("count_over_time({s}[6s])")).is_some_and(|n| n >= 6.0)
+    };
+    while !series.iter().all(|(s, _)| full(s)) {
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus did not scrape the exporter six times"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let queries: Vec<(String, f64)> = series
+        .iter()
+        .map(|(s, r)| (format!("rate({s}[4s])"), *r))
+        .collect();
+    let last: Vec<Option<f64>> = queries
+        .iter()
+        .map(|(q, _)| prometheus_query(prom_port, q))
+        .collect();
+    for ((q, want), got) in queries.iter().zip(&last) {
+        let got = got.unwrap_or_else(|| panic!("Prometheus has no value for {q}"));
+        assert!(((got - want) / want).abs() < 0.05, "{q}: {got} vs {want}");
+    }
+}
+
+#[test]
+fn the_lock_the_restore_and_re_programming() {
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("lock");
+    let before = m.config("tile2");
+    let cfg = config(
+        dir.path(),
+        "events = [\"tile2/MEMORY_READS,MEMORY_WRITES/\"]\n",
+    );
+    let port = free_port();
+    let mut e = exporter(
+        &m,
+        &lock,
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ],
+    );
+    wait_port(port);
+    bfperf()
+        .arg("--sysfs-root")
+        .arg(m.root())
+        .arg("--lock-file")
+        .arg(&lock)
+        .args(["program", "tile2", "0", "HNF_REQUESTS"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("exporter"))
+        .stderr(predicate::str::contains(format!("pid {}", e.0.id())));
+    // Someone writes a counter anyway: the exporter puts its event back and counts it.
+    let event0 = m.device().join("tile2/event0");
+    let programmed = std::fs::read_to_string(&event0).unwrap();
+    std::fs::write(&event0, "0x45").unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(std::fs::read_to_string(&event0).unwrap(), programmed);
+    let (_, text) = get(port, "/metrics", "text/plain");
+    assert!(
+        sample(&text, "bfperf_reprogrammed_total", &[]) >= 1.0,
+        "{text}"
+    );
+    // SIGTERM restores the device.
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
+    let status = e.0.wait().unwrap();
+    assert!(status.success());
+    let mut err = String::new();
+    e.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(
+        err.contains("another program programmed event 0x45 on counter 0"),
+        "{err}"
+    );
+    assert_eq!(m.config("tile2"), before);
+}
+
+#[test]
+fn textfiles_are_atomic_and_sigterm_leaves_no_temporary_file() {
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("textfiles");
+    std::fs::create_dir(&out_dir).unwrap();
+    let file = out_dir.join("bfperf.prom");
+    let mut e = exporter(
+        &m,
+        &dir.path().join("lock"),
+        &["--textfile", file.to_str().unwrap(), "--interval", "50ms"],
+    );
+    let start = Instant::now();
+    while !file.exists() {
+        assert!(start.elapsed() < Duration::from_secs(10), "no textfile");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let first = std::fs::read_to_string(&file).unwrap();
+    let lines = first.lines().count();
+    for i in 0..1000 {
+        let t = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            t.ends_with('\n') && t.lines().count() == lines && t.contains("\nbfperf_up 1"),
+            "read {i}: a partial file\n{t}"
+        );
+    }
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
+    assert!(e.0.wait().unwrap().success());
+    let names: Vec<String> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|d| d.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["bfperf.prom"]);
+}
+
+#[test]
+fn running_totals_never_go_backwards_across_wraps_and_window_resets() {
+    let (sim, clock) = Sim::with_manual_clock(Generation::Bf3, Kernel::V6_16);
+    let sim = Arc::new(sim);
+    let device = Device::open(Box::new(sim.clone())).unwrap();
+    let config = ExportConfig {
+        events: vec!["llt0/cycles,GDC_BANK0_RD_REQ/".into()],
+        ..Default::default()
+    };
+    let set = MetricSet::load(&[Generation::Bf3], &[]);
+    let mut e = Exporter::start(&device, &config, set, || 0).unwrap();
+    let hz = sim.clock_hz("llt0").unwrap();
+    let mut previous = 0.0;
+    for s in 1..=10u64 {
+        clock.advance_secs(1);
+        e.scrape(s * 1_000_000_000).unwrap();
+        let text = e.exposition(true, 0.0, export::TextFormat::Text004);
+        let cycles = sample(&text, "bfperf_cycles_total", &[("block", "llt0")]);
+        assert!(cycles > previous, "went backwards at {s} s");
+        assert_eq!(cycles, (hz * s) as f64, "at {s} s");
+        previous = cycles;
+    }
+    assert!(
+        previous > u32::MAX as f64 * 4.0,
+        "wrapped a 32-bit counter several times"
+    );
+    e.stop().unwrap();
+}
+
+#[test]
+fn the_example_config_serves_what_promtool_accepts() {
+    let Some((promtool, _)) = prometheus_tools() else {
+        return;
+    };
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exporter.example.toml");
+    // Each generation's default set, with the same file and no edits.
+    type Series<'a> = (&'a str, &'a [(&'a str, &'a str)]);
+    let expect: [(&str, &[Series]); 3] = [
+        (
+            "1",
+            &[
+                (
+                    "bfperf_events_total",
+                    &[("block", "l3cache0half1"), ("event", "MISSES_BANK1")],
+                ),
+                (
+                    "bfperf_events_total",
+                    &[("block", "tile7"), ("event", "MEMORY_WRITES")],
+                ),
+                (
+                    "bfperf_register_bytes_total",
+                    &[("block", "pcie2"), ("register", "IN_P_BYTE_CNT")],
+                ),
+            ],
+        ),
+        (
+            "2",
+            &[
+                (
+                    "bfperf_events_total",
+                    &[("block", "l3cachehalf1"), ("event", "HITS_BANK0")],
+                ),
+                (
+                    "bfperf_events_total",
+                    &[("block", "tile3"), ("event", "MEMORY_READS")],
+                ),
+                (
+                    "bfperf_register_bytes_total",
+                    &[("block", "pcie1"), ("register", "OUT_C_BYTE_CNT")],
+                ),
+            ],
+        ),
+        (
+            "3",
+            &[
+                (
+                    "bfperf_events_total",
+                    &[("block", "mss1"), ("event", "SKYLIB_DDN_RX_FLITS")],
+                ),
+                (
+                    "bfperf_events_total",
+                    &[("block", "llt7"), ("event", "GDC_BANK1_WR_REQ")],
+                ),
+                (
+                    "bfperf_events_total",
+                    &[("block", "llt_miss0"), ("event", "GDC_MISS_MACHINE_RD_REQ")],
+                ),
+                ("bfperf_cycles_total", &[("block", "mss0")]),
+                ("bfperf_pll_frequency_hertz", &[("pll", "PLL_N1")]),
+            ],
+        ),
+    ];
+    for (gen, series) in expect {
+        let Some(m) = Mount::start(gen, "6.16") else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (_e, port) = serve(&m, dir.path(), &example);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let (_, text) = get(port, "/metrics", "text/plain");
+        promtool_accepts(&promtool, &text);
+        for (name, labels) in series {
+            assert!(
+                sample(&text, name, labels) > 0.0,
+                "bf{gen}: {name}{labels:?}\n{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn user_metrics_cannot_break_the_exposition() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.json");
+    std::fs::write(
+        &file,
+        r#"[
+  {"MetricName": "bad name", "MetricExpr": "MEMORY_READS", "Unit": "tile"},
+  {"MetricName": "odd_help", "MetricExpr": "MEMORY_READS / duration_time",
+   "BriefDescription": "line one\nline two \\ with a backslash\u0007", "Unit": "tile"}
+]"#,
+    )
+    .unwrap();
+    // A name Prometheus (and the formula parser) cannot take is refused, named.
+    bfperf()
+        .args(["--sim", "bf2", "--metrics"])
+        .arg(&file)
+        .args(["stat", "-M", "bad name", "--duration", "10ms"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "metric 'bad name' ({})",
+            file.display()
+        )))
+        .stderr(predicate::str::contains("not a usable name"));
+    let Some((promtool, _)) = prometheus_tools() else {
+        return;
+    };
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let cfg = config(
+        dir.path(),
+        "metrics = [\"odd_help\"]\nmetric_gauges = true\n",
+    );
+    let port = free_port();
+    let _e = exporter(
+        &m,
+        &dir.path().join("lock"),
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--metrics",
+            file.to_str().unwrap(),
+        ],
+    );
+    wait_port(port);
+    let (_, text) = get(port, "/metrics", "text/plain");
+    assert!(
+        text.contains("# HELP bfperf_metric_odd_help line one\\nline two \\\\ with a backslash"),
+        "{text}"
+    );
+    promtool_accepts(&promtool, &text);
+    let (_, om) = get(
+        port,
+        "/metrics",
+        "application/openmetrics-text; version=1.0.0",
+    );
+    assert!(om.contains("bfperf_metric_odd_help"), "{om}");
+}
+
+/// The exporter's resident memory, KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// A scrape's status and how long it took.
+fn timed_scrape(port: u16) -> (String, Duration) {
+    let t = Instant::now();
+    let (status, _) = get(port, "/metrics", "text/plain");
+    (status, t.elapsed())
+}
+
+/// Raises this process's descriptor limit as far as allowed; returns it.
+fn raise_nofile() -> u64 {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit fill and read the struct we own.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+        l.rlim_cur = l.rlim_max.min(20_000);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+    }
+    l.rlim_cur
+}
+
+/// Writes raw bytes on a new connection and returns the first response line (empty
+/// when the server closed it).
+fn raw(port: u16, bytes: &[u8]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = s.write_all(bytes);
+    let mut buf = vec![0u8; 4096];
+    let n = s.read(&mut buf).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn hostile_clients_never_stop_a_scrape() {
+    let limit = raise_nofile();
+    let c = Copy::of("bf2");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"tile2/MEMORY_READS/\"]\n");
+    let port = free_port();
+    let e = Running(
+        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg("--sysfs-root")
+            .arg(c.root())
+            .arg("--lock-file")
+            .arg(dir.path().join("lock"))
+            .args(["exporter", "--config"])
+            .arg(&cfg)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = e.0.id();
+    wait_port(port);
+    assert!(timed_scrape(port).0.contains("200"));
+    let baseline = rss_kib(pid);
+
+    // A body announced as 100 GB is never read; garbage and a 1 MiB header are refused.
+    let huge = raw(
+        port,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000000\r\n\r\n",
+    );
+    assert!(huge.contains("200"), "{huge}");
+    let garbage = raw(port, b"\x00\xff\xfe not http at all\r\n\r\n");
+    assert!(garbage.is_empty() || garbage.contains("400"), "{garbage}");
+    let mut big = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
+    big.extend(std::iter::repeat_n(b'a', 1 << 20));
+    big.extend(b"\r\n\r\n");
+    let big = raw(port, &big);
+    assert!(!big.contains("200"), "{big}");
+
+    // Thousands of half-open connections: a scrape still answers within 1 s.
+    let n = 5000.min(limit.saturating_sub(200) as usize);
+    assert!(n >= 900, "descriptor limit {limit} too low for the test");
+    let mut held = Vec::with_capacity(n);
+    for _ in 0..n {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(mut s) => {
+                let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHo");
+                held.push(s);
+            }
+            Err(_) => break,
+        }
+    }
+    assert!(held.len() >= n / 2, "{} connections made", held.len());
+    let (status, took) = timed_scrape(port);
+    assert!(status.contains("200"), "{status}");
+    assert!(
+        took < Duration::from_secs(1),
+        "a scrape under flood took {took:?}"
+    );
+    drop(held);
+    std::thread::sleep(Duration::from_millis(500));
+    let after = rss_kib(pid);
+    assert!(
+        after <= 2 * baseline,
+        "RSS {baseline} KiB, after the flood {after} KiB"
+    );
+
+    // 2,000 pipelined requests on one connection: a concurrent scrape answers
+    // within 1 s, and every pipelined request gets its answer.
+    let mut pipe = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let request = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+    let all: Vec<u8> = request
+        .iter()
+        .copied()
+        .cycle()
+        .take(request.len() * 2000)
+        .collect();
+    let mut writer = pipe.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        let _ = writer.write_all(&all);
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let (status, took) = timed_scrape(port);
+    assert!(status.contains("200"), "{status}");
+    assert!(
+        took < Duration::from_secs(1),
+        "a scrape beside 2,000 pipelined took {took:?}"
+    );
+    pipe.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    // Count status lines in what arrives; the unread end (shorter than one status
+    // line) is carried over, so none is counted twice.
+    const OK: &[u8] = b"HTTP/1.1 200 OK";
+    let mut seen = 0;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut window: Vec<u8> = Vec::new();
+    while seen < 2000 {
+        let n = pipe.read(&mut buf).unwrap();
+        assert!(n > 0, "closed after {seen} answers");
+        window.extend_from_slice(&buf[..n]);
+        seen += window.windows(OK.len()).filter(|w| *w == OK).count();
+        window = window.split_off(window.len().saturating_sub(OK.len() - 1));
+    }
+    assert_eq!(seen, 2000);
+    sender.join().unwrap();
+}
+
+/// curl's status code for a URL, with extra arguments; -k: the test's certificate is
+/// self-signed.
+fn curl_status(url: &str, extra: &[&str]) -> String {
+    let out = Process::new("curl")
+        .args([
+            "-sk",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "10",
+        ])
+        .args(extra)
+        .arg(url)
+        .output()
+        .expect("curl is installed (.ci/run installs it)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn tls_and_basic_auth_protect_the_exporter() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    std::fs::write(dir.path().join("server.crt"), cert.cert.pem()).unwrap();
+    std::fs::write(
+        dir.path().join("server.key"),
+        cert.signing_key.serialize_pem(),
+    )
+    .unwrap();
+    let hash = bcrypt::hash("s3cret", 4).unwrap();
+    let web = dir.path().join("web.yml");
+    std::fs::write(
+        &web,
+        format!(
+            "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\nbasic_auth_users:\n  alice: {hash}\n"
+        ),
+    )
+    .unwrap();
+    let c = Copy::of("bf2");
+    let cfg = config(dir.path(), "");
+    let port = free_port();
+    let run = |web: &Path| {
+        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg("--sysfs-root")
+            .arg(c.root())
+            .arg("--lock-file")
+            .arg(dir.path().join("lock"))
+            .args(["exporter", "--config"])
+            .arg(&cfg)
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--web.config.file",
+            ])
+            .arg(web)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let _e = Running(run(&web));
+    wait_port(port);
+    let url = format!("https://127.0.0.1:{port}/metrics");
+    assert_eq!(curl_status(&url, &[]), "401");
+    assert_eq!(curl_status(&url, &["-u", "alice:wrong"]), "401");
+    assert_eq!(curl_status(&url, &["-u", "mallory:s3cret"]), "401");
+    assert_eq!(curl_status(&url, &["-u", "alice:s3cret"]), "200");
+    // Plain HTTP to the TLS port gets nothing.
+    assert_eq!(
+        curl_status(
+            &format!("http://127.0.0.1:{port}/metrics"),
+            &["-u", "alice:s3cret"]
+        ),
+        "000"
+    );
+    drop(_e);
+    // A web config with a key it does not implement, or a clear-text password, is
+    // refused before the device is touched.
+    let before = c.contents();
+    for (text, says) in [
+        ("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_auth_type: RequireAndVerifyClientCert\n", "client_auth_type"),
+        ("basic_auth_users:\n  alice: s3cret\n", "not a bcrypt hash"),
+    ] {
+        std::fs::write(&web, text).unwrap();
+        let out = run(&web).wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{err}");
+        assert_eq!(before, c.contents());
+    }
+}
+
+/// `bfperf stat -M METRICS -A`'s per-kind values (as NDJSON records) on a mount.
+fn stat_metrics(m: &Mount, lock: &Path, metrics: &str) -> Vec<serde_json::Value> {
+    let out = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+        .arg("--sysfs-root")
+        .arg(m.root())
+        .arg("--lock-file")
+        .arg(lock)
+        .args(["stat", "-M", metrics, "--duration", "2s", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["record"] == "metric")
+        .collect()
+}
+
+fn prometheus_series(port: u16, query: &str) -> usize {
+    let url = format!(
+        "/api/v1/query?query={}",
+        query
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' | b'-' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    );
+    let (_, body) = get(port, &url, "*/*");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    v["data"]["result"].as_array().map_or(0, Vec::len)
+}
+
+#[test]
+fn the_shipped_rules_pass_promtool_and_stay_current() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shipped = root.join("contrib/prometheus/bfperf.rules.yml");
+    let made = stdout_of(bfperf().args(["metrics", "--all", "--format", "prometheus-rules"]));
+    let text = std::fs::read_to_string(&shipped).unwrap();
+    assert!(
+        text == made,
+        "contrib/prometheus/bfperf.rules.yml is stale: bfperf metrics --all --format prometheus-rules > contrib/prometheus/bfperf.rules.yml"
+    );
+    let Some((promtool, _)) = prometheus_tools() else {
+        return;
+    };
+    for args in [
+        vec!["check", "rules", shipped.to_str().unwrap()],
+        vec!["test", "rules", "rules.test.yml"],
+    ] {
+        let out = Process::new(&promtool)
+            .args(&args)
+            .current_dir(root.join("tests/prometheus"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool {args:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Two simulated DPUs (BlueField-2 and -3) with the example config, a real
+/// Prometheus with the shipped rules: the rules' values match `stat -M` on the
+/// same traffic within 5 %, and every query of the dashboard returns data.
+#[test]
+fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_data() {
+    let Some((_, prometheus)) = prometheus_tools() else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let example = root.join("docs/exporter.example.toml");
+    let dir = tempfile::tempdir().unwrap();
+    // stat first (the exporter then holds each device's writer lock).
+    let mut want: Vec<(String, String, bool, f64)> = Vec::new();
+    // Declared first, dropped last: the exporters stop before their mounts go.
+    let mut mounts = Vec::new();
+    let mut running = Vec::new();
+    let mut targets = Vec::new();
+    for (gen, metrics) in [("2", "l3,memory,pcie"), ("3", "ddr,llc")] {
+        let Some(m) = Mount::start(gen, "6.16") else {
+            return;
+        };
+        let lock = dir.path().join(format!("lock{gen}"));
+        for r in stat_metrics(&m, &lock, metrics) {
+            let (Some(v), Some(unit)) = (r["value"].as_f64(), r["unit"].as_str()) else {
+                continue;
+            };
+            let base = match unit {
+                "GB/s" => v * 1e9,
+                "%" => v / 100.0,
+                _ => continue,
+            };
+            let name = r["metric"].as_str().unwrap().to_string();
+            if r["block"] == r["kind"] || r["kind"] == "pcie" && r["block"] == "pcie0" {
+                let block = r["block"].as_str().unwrap().to_string();
+                want.push((name, block, r["block"] == r["kind"], base));
+            }
+        }
+        let port = free_port();
+        running.push(exporter(
+            &m,
+            &lock,
+            &[
+                "--config",
+                example.to_str().unwrap(),
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ],
+        ));
+        wait_port(port);
+        targets.push(format!("'127.0.0.1:{port}'"));
+        mounts.push(m);
+    }
+    // rate() divides by its whole range: the shipped rules (1m) are right after a
+    // minute of scrapes; the comparison uses the same rules over 5 s.
+    let short = dir.path().join("short.rules.yml");
+    std::fs::write(
+        &short,
+        stdout_of(bfperf().args([
+            "metrics",
+            "--all",
+            "--format",
+            "prometheus-rules",
+            "--window",
+            "5s",
+        ])),
+    )
+    .unwrap();
+    let prom_port = free_port();
+    let prom_cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &prom_cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\n  - {}\nscrape_configs:\n  - job_name: bfperf\n    static_configs:\n      - targets: [{}]\n",
+            root.join("contrib/prometheus/bfperf.rules.yml").display(),
+            short.display(),
+            targets.join(", ")
+        ),
+    )
+    .unwrap();
+    let _p = Running(
+        Process::new(prometheus)
+            .arg(format!("--config.file={}", prom_cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(prom_port);
+    let rule = |name: &str, block: &str, kind_level: bool| {
+        let base = name
+            .replace("_bandwidth", "_bandwidth_bytes_per_second")
+            .replace("_bytes_per_second_bytes_per_second", "_bytes_per_second");
+        match kind_level {
+            true => format!("kind:bfperf_{base}:rate5s{{kind=\"{block}\"}}"),
+            false => format!("block:bfperf_{base}:rate5s{{block=\"{block}\"}}"),
+        }
+    };
+    // Wait until every rule has ten seconds of scrapes behind it.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let full = || {
+        prometheus_query(prom_port, "min(count_over_time(bfperf_up[10s]))")
+            .is_some_and(|n| n >= 10.0)
+    };
+    while !full() {
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus did not scrape both exporters"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(want.len() >= 10, "{want:?}");
+    for (name, block, kind_level, expected) in &want {
+        let q = rule(name, block, *kind_level);
+        let got = prometheus_query(prom_port, &q).unwrap_or_else(|| panic!("no value for {q}"));
+        assert!(
+            ((got - expected) / expected).abs() < 0.05,
+            "{q}: Prometheus {got}, stat {expected}"
+        );
+    }
+    // The dashboard: every query returns data, its variables standing for everything.
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("contrib/grafana/bfperf.json")).unwrap(),
+    )
+    .unwrap();
+    let mut queries: Vec<String> = Vec::new();
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().into_iter().flatten() {
+            queries.push(t["expr"].as_str().unwrap().to_string());
+        }
+    }
+    for v in dash["templating"]["list"].as_array().unwrap() {
+        if let Some(q) = v["query"]["query"].as_str() {
+            // label_values(SELECTOR, label): the selector must select something.
+            let inner = q
+                .trim_start_matches("label_values(")
+                .rsplit_once(',')
+                .unwrap()
+                .0;
+            queries.push(inner.to_string());
+        }
+    }
+    assert!(queries.len() >= 15, "{queries:?}");
+    for q in queries {
+        let q = q
+            .replace("$instance", ".+")
+            .replace("$block", ".+")
+            .replace("$__rate_interval", "1m");
+        assert!(
+            prometheus_series(prom_port, &q) > 0,
+            "the dashboard's {q} returns no data"
+        );
+    }
+}
+
+#[test]
+fn a_perf_event_in_the_config_is_refused_not_taken_for_a_blocks_cycles() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"cycles\"]\nstrict = true\n");
+    bfperf()
+        .args(["--sim", "bf3", "exporter", "--config"])
+        .arg(&cfg)
+        .args(["--listen", "127.0.0.1:0"])
+        .timeout(std::time::Duration::from_secs(10))
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "cycles is a perf event of the Arm cores, which the exporter does not count",
+        ));
+}
+
+/// One HTTP/1.1 keep-alive request on `s` with basic credentials; the status code
+/// and whether the server said it closes the connection. None when the connection
+/// was closed (or failed) before an answer.
+fn keep_alive_get(s: &mut TcpStream, user_pass: &str) -> Option<(u16, bool)> {
+    use base64::Engine;
+    let auth = base64::engine::general_purpose::STANDARD.encode(user_pass);
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {auth}\r\n\r\n"
+    )
+    .ok()?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if s.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    s.read_exact(&mut body).ok()?;
+    Some((status, head.contains("connection: close")))
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s
+}
+
+/// A connection from another client: 127.0.0.2 (any 127/8 address is this machine).
+fn connect_from_another_client(port: u16) -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    s.bind(
+        &"127.0.0.2:0"
+            .parse::<std::net::SocketAddr>()
+            .unwrap()
+            .into(),
+    )
+    .unwrap();
+    s.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], port)).into())
+        .unwrap();
+    let s: TcpStream = s.into();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s
+}
+
+/// The time of one refused request on a new connection.
+fn refused_in(port: u16, user_pass: &str) -> Duration {
+    let mut s = connect(port);
+    let t = Instant::now();
+    let (status, _) = keep_alive_get(&mut s, user_pass).unwrap();
+    assert_eq!(status, 401);
+    t.elapsed()
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+#[test]
+fn password_guessing_neither_reveals_users_nor_locks_out_a_scraper() {
+    let dir = tempfile::tempdir().unwrap();
+    // Cost 8: a few milliseconds a check here, still tens of milliseconds emulated.
+    let hash = bcrypt::hash("s3cret", 8).unwrap();
+    let web = dir.path().join("web.yml");
+    std::fs::write(&web, format!("basic_auth_users:\n  alice: {hash}\n")).unwrap();
+    let c = Copy::of("bf2");
+    let cfg = config(dir.path(), "events = [\"tile2/MEMORY_READS/\"]\n");
+    let port = free_port();
+    let _e = Running(
+        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg("--sysfs-root")
+            .arg(c.root())
+            .arg("--lock-file")
+            .arg(dir.path().join("lock"))
+            .args(["exporter", "--config"])
+            .arg(&cfg)
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--web.config.file",
+            ])
+            .arg(&web)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(port);
+
+    // A wrong password for a user that exists and any password for one that does not
+    // take as long: no timing tells user names apart.
+    // Taken in turns (new credentials each time: no verdict is remembered), so that
+    // the machine's other work weighs on both alike.
+    let (mut known, mut unknown) = (Vec::new(), Vec::new());
+    for i in 0..21 {
+        known.push(refused_in(port, &format!("alice:wrong{i}")));
+        unknown.push(refused_in(port, &format!("mallory{i}:wrong{i}")));
+    }
+    let (known, unknown) = (median(known), median(unknown));
+    let ratio = known.as_secs_f64() / unknown.as_secs_f64();
+    assert!(
+        (0.8..=1.25).contains(&ratio),
+        "known user {known:?}, unknown user {unknown:?}"
+    );
+
+    // A connection that keeps guessing is closed after its third wrong answer.
+    let mut s = connect(port);
+    for i in 1..=3 {
+        let (status, closes) = keep_alive_get(&mut s, &format!("alice:guess{i}")).unwrap();
+        assert_eq!((status, closes), (401, i == 3), "attempt {i}");
+    }
+    assert!(keep_alive_get(&mut s, "alice:s3cret").is_none());
+
+    // 80 keep-alive loops guessing passwords (new ones every time, so each needs a
+    // bcrypt check), reconnecting whenever closed; a scraper from another address
+    // with the right password (never checked before: its first scrape needs a check
+    // too), on its own keep-alive connection (one retry on a new connection when it
+    // was closed, as Prometheus' client does), gets its scrapes within 1 s.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let guesses = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let attackers: Vec<_> = (0..80)
+        .map(|a| {
+            let (stop, guesses) = (stop.clone(), guesses.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+                        continue;
+                    };
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        n += 1;
+                        if keep_alive_get(&mut s, &format!("alice:{a}-{n}")).is_none() {
+                            break;
+                        }
+                        guesses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut scraper = connect_from_another_client(port);
+    let (mut on_time, total) = (0, 100);
+    let mut slowest = Duration::ZERO;
+    for _ in 0..total {
+        let t = Instant::now();
+        let mut answer = keep_alive_get(&mut scraper, "alice:s3cret");
+        if answer.is_none() {
+            scraper = connect_from_another_client(port);
+            answer = keep_alive_get(&mut scraper, "alice:s3cret");
+        }
+        let took = t.elapsed();
+        slowest = slowest.max(took);
+        if answer.is_some_and(|(status, _)| status == 200) && took <= Duration::from_secs(1) {
+            on_time += 1;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for a in attackers {
+        a.join().unwrap();
+    }
+    let guessed = guesses.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(guessed > 20, "the attack made only {guessed} guesses");
+    assert!(
+        on_time * 100 >= total * 99,
+        "{on_time} of {total} scrapes within 1 s (slowest {slowest:?}) beside {guessed} wrong guesses"
+    );
+    eprintln!("{on_time} of {total} scrapes within 1 s, slowest {slowest:?}; {guessed} wrong guesses; known user {known:?}, unknown {unknown:?}");
+}

@@ -1,0 +1,385 @@
+//! `bfperf top` in a real terminal: tmux runs it against the FUSE simulator with a
+//! workload that changes; the captured screen shows the panels with the simulator's
+//! rates, follows the phase change, and `q` or SIGTERM leave the terminal and the
+//! device as they were. tmux is required in CI (BFPERF_REQUIRE_TMUX).
+
+use std::process::Command as Process;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use bfperf::sim::{ManualClock, Sim, SimOptions, Workload};
+use bfperf::Generation;
+
+fn tmux_available() -> bool {
+    let ok = Process::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        if std::env::var_os("BFPERF_REQUIRE_TMUX").is_some() {
+            panic!("tmux is required (BFPERF_REQUIRE_TMUX) but missing");
+        }
+        eprintln!("note: skipping bfperf top tests: tmux is not installed");
+    }
+    ok
+}
+
+/// A tmux server of its own (its own socket), killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(cmd: &str, width: u16, height: u16) -> Tmux {
+        let socket = format!("bfperf-top-{}-{}", std::process::id(), width);
+        let t = Tmux { socket };
+        let ok = t
+            .cmd(&[
+                "new-session",
+                "-d",
+                "-s",
+                "top",
+                "-x",
+                &width.to_string(),
+                "-y",
+            ])
+            .arg(height.to_string())
+            .arg(cmd)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        t
+    }
+
+    fn cmd(&self, args: &[&str]) -> Process {
+        let mut p = Process::new("tmux");
+        p.args(["-L", &self.socket, "-f", "/dev/null"]).args(args);
+        p
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .cmd(&["capture-pane", "-p", "-t", "top"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &str) {
+        self.cmd(&["send-keys", "-t", "top", keys])
+            .status()
+            .unwrap();
+    }
+
+    fn display(&self, format: &str) -> String {
+        let out = self
+            .cmd(&["display-message", "-p", "-t", "top", format])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Waits (15 s at most) until the command wrote its exit status to `rc`.
+    fn wait_exit(&self, rc: &std::path::Path, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !rc.exists() {
+            assert!(Instant::now() < deadline, "{what}:\n{}", self.screen());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until the screen satisfies `ok`, returning it.
+    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited for {what}; the screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]).status();
+    }
+}
+
+/// The value shown on the row of `metric`, in its unit (`2.00 GB/s` → 2.0).
+fn shown(screen: &str, metric: &str) -> Option<f64> {
+    let line = screen
+        .lines()
+        .find(|l| l.contains(&format!("│{metric} ")))?;
+    let rest = line.split(metric).nth(1)?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+const WORKLOAD: &str = "repeat = false\n\
+    [[phase]]\nseconds = 6\nread_bytes_per_s = 8e9\nhit_ratio = 0.75\n\
+    [[phase]]\nseconds = 1000\nread_bytes_per_s = 20e9\nhit_ratio = 0.5\n";
+
+/// The simulator's memory read bandwidth over every tile at `secs`, GB/s.
+fn truth_gb_per_s(secs: u64) -> f64 {
+    let clock = Arc::new(ManualClock::new(0));
+    let sim = Sim::with_options(
+        Generation::Bf2,
+        bfperf::sim::Kernel::V6_16,
+        clock.clone(),
+        &SimOptions {
+            workload: toml::from_str::<Workload>(WORKLOAD).unwrap(),
+            ..Default::default()
+        },
+    );
+    clock.advance_secs(secs);
+    (0..8)
+        .filter_map(|t| sim.event_rate(&format!("tile{t}"), 0x4c))
+        .map(|r| r as f64 * 64.0 / 1e9)
+        .sum()
+}
+
+#[test]
+fn top_shows_the_simulators_rates_follows_a_phase_and_restores_everything() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let workload = dir.path().join("w.toml");
+    std::fs::write(&workload, WORKLOAD).unwrap();
+    let Some(m) = Mount::start_with("2", "6.16", &["--workload", workload.to_str().unwrap()])
+    else {
+        return;
+    };
+    let started = Instant::now();
+    let before: Vec<_> = ["tile0", "tile3", "l3cachehalf0"]
+        .iter()
+        .map(|b| m.config(b))
+        .collect();
+    let rc = dir.path().join("rc");
+    let cmd = format!(
+        "{bin} --sysfs-root {root} --lock-file {lock} top --interval 500ms; echo $? > {rc}; sleep 60",
+        bin = assert_cmd::cargo::cargo_bin!("bfperf").display(),
+        root = m.root().display(),
+        lock = dir.path().join("lock").display(),
+        rc = rc.display(),
+    );
+    let t = Tmux::start(&cmd, 80, 24);
+    let screen = t.wait_for("the panels with values", |s| {
+        shown(s, "memory_read_bandwidth").is_some() && shown(s, "l3_hit_ratio").is_some()
+    });
+    for title in [
+        "PCIe",
+        "Memory (tiles)",
+        "L3 cache",
+        "bfperf top",
+        "BlueField-2",
+    ] {
+        assert!(screen.contains(title), "no {title}:\n{screen}");
+    }
+    let want = truth_gb_per_s(2);
+    let got = shown(&screen, "memory_read_bandwidth").unwrap();
+    assert!(
+        ((got - want) / want).abs() < 0.05,
+        "memory read {got} GB/s, simulator {want}\n{screen}"
+    );
+    let hit = shown(&screen, "l3_hit_ratio").unwrap();
+    assert!((hit - 75.0).abs() < 75.0 * 0.05, "{hit}\n{screen}");
+    // The phase changes 6 s after the mount: within two refreshes it shows.
+    let later = truth_gb_per_s(7);
+    let wait = Duration::from_secs(6).saturating_sub(started.elapsed());
+    std::thread::sleep(wait + Duration::from_millis(1000) + Duration::from_millis(200));
+    let screen = t.screen();
+    let got = shown(&screen, "memory_read_bandwidth").unwrap();
+    assert!(
+        ((got - later) / later).abs() < 0.05,
+        "after the phase: {got} GB/s, simulator {later}\n{screen}"
+    );
+    // The other views.
+    t.keys("2");
+    t.wait_for("the blocks view", |s| {
+        s.contains("SHARE OF THE BUSIEST") && s.contains("tile3")
+    });
+    t.keys("3");
+    t.wait_for("the raw view", |s| s.contains("IN_P_BYTE_CNT"));
+    // `/` filters the blocks.
+    t.keys("/");
+    t.keys("tile");
+    t.keys("Enter");
+    t.wait_for("the tiles only", |s| {
+        s.contains("MEMORY_READS") && !s.contains("IN_P_BYTE_CNT")
+    });
+    assert_eq!(t.display("#{alternate_on}"), "1");
+    t.keys("q");
+    t.wait_exit(&rc, "top did not exit on q");
+    assert_eq!(std::fs::read_to_string(&rc).unwrap().trim(), "0");
+    assert_eq!(t.display("#{alternate_on} #{cursor_flag}"), "0 1");
+    let after: Vec<_> = ["tile0", "tile3", "l3cachehalf0"]
+        .iter()
+        .map(|b| m.config(b))
+        .collect();
+    assert_eq!(before, after, "the device is not as it was");
+}
+
+#[test]
+fn sigterm_restores_the_terminal_and_the_device_and_read_only_writes_nothing() {
+    if !tmux_available() {
+        return;
+    }
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let before: Vec<_> = ["mss0", "llt0", "llt_miss7"]
+        .iter()
+        .map(|b| m.config(b))
+        .collect();
+    let rc = dir.path().join("rc");
+    let pid = dir.path().join("pid");
+    let bin = assert_cmd::cargo::cargo_bin!("bfperf");
+    let cmd = format!(
+        "sh -c 'echo $$ > {pid}; exec {bin} --sysfs-root {root} --lock-file {lock} top -i 300ms'; echo $? > {rc}; sleep 60",
+        pid = pid.display(),
+        bin = bin.display(),
+        root = m.root().display(),
+        lock = dir.path().join("lock").display(),
+        rc = rc.display(),
+    );
+    let t = Tmux::start(&cmd, 120, 40);
+    let screen = t.wait_for("the BF3 panels", |s| {
+        shown(s, "ddr_read_bandwidth").is_some() && shown(s, "llc_read_bandwidth").is_some()
+    });
+    for title in ["DDR", "LLC", "PLL"] {
+        assert!(screen.contains(title), "{screen}");
+    }
+    let pid: i32 = std::fs::read_to_string(&pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: signalling the top process this test started.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    t.wait_exit(&rc, "top did not end on SIGTERM");
+    assert_eq!(t.display("#{alternate_on} #{cursor_flag}"), "0 1");
+    let after: Vec<_> = ["mss0", "llt0", "llt_miss7"]
+        .iter()
+        .map(|b| m.config(b))
+        .collect();
+    assert_eq!(before, after);
+    drop(t);
+
+    // Read-only: nothing is written, the registers and programmed counters are shown.
+    let t = Tmux::start(
+        &format!(
+            "{} --sysfs-root {} top --read-only -i 300ms; sleep 60",
+            bin.display(),
+            m.root().display()
+        ),
+        100,
+        30,
+    );
+    t.wait_for("the read-only header", |s| {
+        s.contains("read-only") && s.contains("clock_t1_frequency")
+    });
+    t.keys("3");
+    t.wait_for("the raw view", |s| {
+        s.contains("not programmed") || s.contains("PER SECOND")
+    });
+    t.keys("q");
+    std::thread::sleep(Duration::from_millis(500));
+    let after: Vec<_> = ["mss0", "llt0", "llt_miss7"]
+        .iter()
+        .map(|b| m.config(b))
+        .collect();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn a_panic_restores_the_terminal_and_the_device() {
+    if !tmux_available() {
+        return;
+    }
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let before: Vec<_> = ["tile0", "l3cachehalf1"]
+        .iter()
+        .map(|b| m.config(b))
+        .collect();
+    let rc = dir.path().join("rc");
+    let cmd = format!(
+        "BFPERF_TOP_PANIC_AFTER=2 {bin} --sysfs-root {root} --lock-file {lock} top -i 200ms 2>{err}; echo $? > {rc}; sleep 60",
+        bin = assert_cmd::cargo::cargo_bin!("bfperf").display(),
+        root = m.root().display(),
+        lock = dir.path().join("lock").display(),
+        err = dir.path().join("err").display(),
+        rc = rc.display(),
+    );
+    let t = Tmux::start(&cmd, 80, 24);
+    t.wait_exit(&rc, "top did not end");
+    assert_eq!(std::fs::read_to_string(&rc).unwrap().trim(), "101");
+    let err = std::fs::read_to_string(dir.path().join("err")).unwrap();
+    assert!(err.contains("the crash path"), "{err}");
+    assert_eq!(t.display("#{alternate_on} #{cursor_flag}"), "0 1");
+    let after: Vec<_> = ["tile0", "l3cachehalf1"]
+        .iter()
+        .map(|b| m.config(b))
+        .collect();
+    assert_eq!(before, after, "the device is not as it was after the panic");
+}
+
+#[test]
+fn top_counts_perf_events_beside_the_blocks_and_mixes_them_in_metrics() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = dir.path().join("mixed.json");
+    std::fs::write(
+        &metrics,
+        r#"[{"MetricName": "cpus_counted", "MetricExpr": "perf@cpu-clock@ / duration_time / 1e9",
+             "Unit": "perf", "MetricGroup": "mixed"},
+            {"MetricName": "reads_per_cpu_second", "MetricExpr": "MEMORY_READS / perf@cpu-clock@ * 1e9",
+             "ScaleUnit": "1e-6M/s", "Unit": "tile", "MetricGroup": "mixed"}]"#,
+    )
+    .unwrap();
+    let bin = assert_cmd::cargo::cargo_bin!("bfperf");
+    let cmd = format!(
+        "{} --sim bf2 --metrics {} top -i 500ms -e cpu-clock -M mixed,ipc; sleep 60",
+        bin.display(),
+        metrics.display()
+    );
+    let t = Tmux::start(&cmd, 130, 45);
+    let screen = t.wait_for("the mixed metrics", |s| {
+        shown(s, "cpus_counted").is_some() && shown(s, "reads_per_cpu_second").is_some()
+    });
+    // System-wide cpu-clock is every online CPU's time.
+    let cpus = online_cpus();
+    let counted = shown(&screen, "cpus_counted").unwrap();
+    assert!(
+        (counted - cpus).abs() / cpus < 0.1,
+        "{counted} vs {cpus}\n{screen}"
+    );
+    // The tiles' MEMORY_READS rate shared among the CPUs, from the simulator's rates.
+    let rate = bf2_tile_read_rate();
+    let want = rate / cpus / 1e6;
+    let mixed = shown(&screen, "reads_per_cpu_second").unwrap();
+    assert!(
+        (mixed - want).abs() / want < 0.1,
+        "{mixed} vs {want}\n{screen}"
+    );
+    // ipc has a value where the cores count cycles, else says why it has none.
+    assert!(screen.contains("│ipc "), "{screen}");
+    t.keys("3");
+    t.wait_for("cpu-clock in the raw view", |s| {
+        s.lines()
+            .any(|l| l.contains("software") && l.contains("cpu-clock"))
+    });
+    t.keys("q");
+}
