@@ -357,31 +357,8 @@ fn device_values(
     let Ok(block) = device.block(&positionals[0]) else {
         return Vec::new();
     };
-    let counters = || {
-        block
-            .counters
-            .iter()
-            .map(|c| Candidate::new(c.to_string(), format!("counter {c} of {}", block.name)))
-            .collect::<Vec<_>>()
-    };
-    let events = || -> Vec<Candidate> {
-        device
-            .catalog(block)
-            .map(|c| {
-                c.events
-                    .iter()
-                    .map(|e| {
-                        let d = format!(
-                            "0x{:x} {}",
-                            e.number,
-                            e.description.as_deref().unwrap_or_default()
-                        );
-                        Candidate::new(e.name.clone(), d)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let counters = || counters_of(block);
+    let events = || events_of(device, block);
     match command {
         "program" => {
             if after_equals {
@@ -414,6 +391,33 @@ fn device_values(
         }
         _ => Vec::new(),
     }
+}
+
+fn counters_of(block: &crate::block::Block) -> Vec<Candidate> {
+    block
+        .counters
+        .iter()
+        .map(|c| Candidate::new(c.to_string(), format!("counter {c} of {}", block.name)))
+        .collect()
+}
+
+/// A block's events, with their numbers and descriptions.
+fn events_of(device: &Device, block: &crate::block::Block) -> Vec<Candidate> {
+    let Ok(catalog) = device.catalog(block) else {
+        return Vec::new();
+    };
+    catalog
+        .events
+        .iter()
+        .map(|e| {
+            let d = format!(
+                "0x{:x} {}",
+                e.number,
+                e.description.as_deref().unwrap_or_default()
+            );
+            Candidate::new(e.name.clone(), d)
+        })
+        .collect()
 }
 
 fn selectors(device: &Device, command: &str, given: &[String]) -> Vec<Candidate> {

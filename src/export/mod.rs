@@ -140,29 +140,7 @@ pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<
         }
     }
     for name in &config.metrics {
-        let needed = set.select(std::slice::from_ref(name)).and_then(|chosen| {
-            if let Some(m) = chosen.iter().find(|m| metrics::uses_perf(m)) {
-                return Err(crate::error::Error::BadMetric {
-                    metric: m.def.name.clone(),
-                    source_file: m.source.clone(),
-                    problem: format!(
-                        "it needs perf events ({}), which the exporter does not count; `bfperf stat -M {}` does",
-                        metrics::perf_events_for(&[m]).join(", "),
-                        m.def.name
-                    ),
-                });
-            }
-            let specs = metrics::specs_for(&chosen);
-            prepare(device, &StatRequest::for_specs(specs.clone()))?;
-            Ok((
-                chosen
-                    .iter()
-                    .map(|m| m.def.name.clone())
-                    .collect::<Vec<_>>(),
-                specs,
-            ))
-        });
-        match needed {
+        match metric_needs(device, set, name) {
             Ok((names, needs)) => {
                 out.metrics.extend(names);
                 specs.extend(needs);
@@ -175,6 +153,27 @@ pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<
     out.metrics.retain(|m| seen.insert(m.clone()));
     prepare(device, &StatRequest::for_specs(out.specs.clone()))?;
     Ok(out)
+}
+
+/// A config's metrics entry (a metric or group): the metrics it names and the
+/// specs they need, refused when the device cannot count them or they need perf
+/// events (the exporter counts the device only).
+fn metric_needs(device: &Device, set: &MetricSet, name: &str) -> Result<(Vec<String>, Vec<String>)> {
+    let chosen = set.select(&[name.to_string()])?;
+    if let Some(m) = chosen.iter().find(|m| metrics::uses_perf(m)) {
+        return Err(crate::error::Error::BadMetric {
+            metric: m.def.name.clone(),
+            source_file: m.source.clone(),
+            problem: format!(
+                "it needs perf events ({}), which the exporter does not count; `bfperf stat -M {}` does",
+                metrics::perf_events_for(&[m]).join(", "),
+                m.def.name
+            ),
+        });
+    }
+    let specs = metrics::specs_for(&chosen);
+    prepare(device, &StatRequest::for_specs(specs.clone()))?;
+    Ok((chosen.iter().map(|m| m.def.name.clone()).collect(), specs))
 }
 
 impl<'d> Exporter<'d> {

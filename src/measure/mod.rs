@@ -443,9 +443,7 @@ impl<'d> Measurement<'d> {
         let mut next_probe = probe.map(|p| start + p);
         let interval_ns = timing.interval.map(|i| i.as_nanos() as u64);
         let mut next_interval = interval_ns.map(|i| start + i);
-        let mut previous = self.sampler.totals();
-        let mut previous_perf = self.perf_counts();
-        let mut previous_ns = start;
+        let mut previous = self.mark(start);
         loop {
             let now = pacer.now_ns();
             let elapsed = Duration::from_nanos(now - start);
@@ -463,24 +461,9 @@ impl<'d> Measurement<'d> {
             }
             if let (Some(at), Some(every)) = (next_interval, interval_ns) {
                 if now >= at || finished {
-                    let totals = self.sampler.totals();
-                    let delta: Vec<Vec<Acc>> = totals
-                        .iter()
-                        .zip(&previous)
-                        .map(|(t, p)| t.iter().zip(p).map(|(t, p)| t.since(p)).collect())
-                        .collect();
-                    let mut interval_counts = counts(self.plans(), &delta, now - previous_ns);
-                    let perf_now = self.perf_counts();
-                    interval_counts.extend(perf_since(&perf_now, &previous_perf));
-                    on_interval(&Interval {
-                        run: number,
-                        time_s: (now - start) as f64 / 1e9,
-                        span_s: (now - previous_ns) as f64 / 1e9,
-                        counts: interval_counts,
-                    })?;
-                    previous = totals;
-                    previous_perf = perf_now;
-                    previous_ns = now;
+                    let mark = self.mark(now);
+                    on_interval(&self.interval(number, start, &previous, &mark))?;
+                    previous = mark;
                     if now >= at {
                         next_interval = Some(at + every * ((now - at) / every + 1));
                     }
@@ -507,6 +490,33 @@ impl<'d> Measurement<'d> {
             if !nap.is_zero() {
                 until.wait(pacer, nap);
             }
+        }
+    }
+
+    /// Where the counts stand at `now`: the start of the next interval.
+    fn mark(&mut self, now: u64) -> Mark {
+        Mark {
+            totals: self.sampler.totals(),
+            perf: self.perf_counts(),
+            ns: now,
+        }
+    }
+
+    /// The interval of run `number` (which started at `start`) between two marks.
+    fn interval(&self, number: u32, start: u64, from: &Mark, to: &Mark) -> Interval {
+        let delta: Vec<Vec<Acc>> = to
+            .totals
+            .iter()
+            .zip(&from.totals)
+            .map(|(t, p)| t.iter().zip(p).map(|(t, p)| t.since(p)).collect())
+            .collect();
+        let mut interval_counts = counts(self.plans(), &delta, to.ns - from.ns);
+        interval_counts.extend(perf_since(&to.perf, &from.perf));
+        Interval {
+            run: number,
+            time_s: (to.ns - start) as f64 / 1e9,
+            span_s: (to.ns - from.ns) as f64 / 1e9,
+            counts: interval_counts,
         }
     }
 
@@ -688,6 +698,40 @@ fn perf_warnings(perf: &crate::perf::Counters, warnings: &mut Vec<String>) {
     }
 }
 
+/// What the user is told of other programs' writes and device failures found while
+/// measuring, each once, and of counters found re-programmed at the end.
+fn detections_said(detections: &[sampler::Detection], foreign_at_end: usize) -> Vec<String> {
+    let mut said: Vec<String> = Vec::new();
+    for d in detections {
+        let then = match d.why.is_write() {
+            true => "its count is marked invalid, and bfperf programmed the block again (two tools programming the same counters reset each other)",
+            false => "its count is marked invalid, and sampling went on",
+        };
+        let line = format!(
+            "{} of {}: {}; {then}",
+            d.items.join(", "),
+            d.block,
+            d.why.describe()
+        );
+        if !said.contains(&line) {
+            said.push(line);
+        }
+    }
+    if foreign_at_end > 0 {
+        said.push(format!(
+            "{foreign_at_end} counter(s) were found re-programmed by another program at the end of the measurement; their counts are marked invalid"
+        ));
+    }
+    said
+}
+
+/// The counts at one moment of a run: an interval runs from one mark to the next.
+struct Mark {
+    totals: Vec<Vec<Acc>>,
+    perf: Vec<Count>,
+    ns: u64,
+}
+
 /// Runs a measurement: records the configuration, programs, samples each run until
 /// `until(run)` says so (or `stop` is set), checks for foreign writes, and restores
 /// the device whatever happened.
@@ -742,29 +786,7 @@ pub fn measure<'d>(
         for run in &mut runs {
             m.mark_foreign(run, &foreign);
         }
-        let detections = m.detections();
-        let mut said: Vec<String> = Vec::new();
-        for d in &detections {
-            let then = match d.why.is_write() {
-                true => "its count is marked invalid, and bfperf programmed the block again (two tools programming the same counters reset each other)",
-                false => "its count is marked invalid, and sampling went on",
-            };
-            let line = format!(
-                "{} of {}: {}; {then}",
-                d.items.join(", "),
-                d.block,
-                d.why.describe()
-            );
-            if !said.contains(&line) {
-                said.push(line);
-            }
-        }
-        if !foreign.is_empty() {
-            said.push(format!(
-                "{} counter(s) were found re-programmed by another program at the end of the measurement; their counts are marked invalid",
-                foreign.len()
-            ));
-        }
+        let said = detections_said(&m.detections(), foreign.len());
         let touched = !said.is_empty();
         warnings.extend(said);
         Ok(StatOutcome {

@@ -312,6 +312,92 @@ fn mask(width: u32) -> u64 {
     }
 }
 
+/// Opens a file to be read with one pread each time.
+fn reader<'d>(device: &'d Device, rel: String) -> Result<Reader<'d>> {
+    let file = device
+        .fs()
+        .open_value(&rel)
+        .map_err(|e| io_error("opening", &rel, None, e))?;
+    Ok(Reader { rel, file })
+}
+
+/// Opens, for each counter the plan uses, the file `file` names (its counter, or
+/// its event where it counts an event), by counter number.
+fn per_counter<'d>(
+    device: &'d Device,
+    p: &BlockPlan<'d>,
+    events_only: bool,
+    file: impl Fn(&str, u32) -> String,
+) -> Result<Vec<Option<Reader<'d>>>> {
+    let slots = p.block.counters.iter().max().map_or(0, |m| *m as usize + 1);
+    let mut out: Vec<Option<Reader<'d>>> = (0..slots).map(|_| None).collect();
+    for s in p.groups.iter().flatten() {
+        let is_event = matches!(p.items[s.item], crate::spec::Item::Event { .. });
+        if out[s.counter as usize].is_none() && (is_event || !events_only) {
+            out[s.counter as usize] = Some(reader(device, file(&p.block.name, s.counter))?);
+        }
+    }
+    Ok(out)
+}
+
+/// The state of one block's sampling: every file it reads opened, nothing read yet.
+fn block_state<'d>(device: &'d Device, p: &BlockPlan<'d>, saved_mask: u32) -> Result<BlockState<'d>> {
+    let b = p.block;
+    let slots = b.counters.iter().max().map_or(0, |m| *m as usize + 1);
+    let counters = per_counter(device, p, false, |b, c| layout::counter(b, c))?;
+    // Read back where values cannot reveal a change: on every tick of all-at-once
+    // and multiplexed blocks, on the first tick of the others.
+    let events = per_counter(device, p, true, |b, c| layout::event(b, c))?;
+    let all_at_once = b.mechanism == Mechanism::AllAtOnce;
+    let optional = |has: bool, rel: String| has.then(|| reader(device, rel)).transpose();
+    let enable_state = optional(all_at_once && b.has_enable, layout::enable(&b.name))?;
+    let clock_state = optional(all_at_once && b.has_count_clock, layout::count_clock(&b.name))?;
+    let registers = match b.mechanism {
+        Mechanism::Registers => p
+            .items
+            .iter()
+            .map(|i| reader(device, layout::register(&b.name, i.label())))
+            .collect::<Result<Vec<_>>>()?,
+        _ => Vec::new(),
+    };
+    let levels = p
+        .items
+        .iter()
+        .map(|i| b.def().role(i.label()) == Role::Level)
+        .collect();
+    let enable = match all_at_once {
+        true => {
+            let rel = layout::enable(&b.name);
+            let file = device
+                .fs()
+                .open_control(&rel)
+                .map_err(|e| io_error("opening", &rel, None, e))?;
+            Some(Switch { rel, file })
+        }
+        false => None,
+    };
+    Ok(BlockState {
+        group: 0,
+        accs: vec![Acc::default(); p.items.len()],
+        last: vec![0; slots.max(registers.len())],
+        counters,
+        events,
+        enable_state,
+        clock_state,
+        registers,
+        levels,
+        enable,
+        last_ns: 0,
+        turn_end: vec![0; p.items.len()],
+        fresh: true,
+        stale: None,
+        window_last: vec![0; slots],
+        spoiled: Vec::new(),
+        width_mask: mask(b.width_bits),
+        saved_mask,
+    })
+}
+
 impl<'d> Sampler<'d> {
     /// Opens every file to be sampled (nothing is written).
     pub fn open(
@@ -319,87 +405,13 @@ impl<'d> Sampler<'d> {
         plans: Vec<BlockPlan<'d>>,
         saved_masks: &HashMap<String, u32>,
     ) -> Result<Sampler<'d>> {
-        let fs = device.fs();
-        let open = |rel: String| -> Result<Reader<'d>> {
-            let file = fs
-                .open_value(&rel)
-                .map_err(|e| io_error("opening", &rel, None, e))?;
-            Ok(Reader { rel, file })
-        };
-        let mut states = Vec::new();
-        for p in &plans {
-            let b = p.block;
-            let slots = b.counters.iter().max().map_or(0, |m| *m as usize + 1);
-            let mut counters: Vec<Option<Reader<'d>>> = (0..slots).map(|_| None).collect();
-            for s in p.groups.iter().flatten() {
-                if counters[s.counter as usize].is_none() {
-                    counters[s.counter as usize] = Some(open(layout::counter(&b.name, s.counter))?);
-                }
-            }
-            // Read back where values cannot reveal a change: on every tick of
-            // all-at-once and multiplexed blocks, on the first tick of the others.
-            let mut events: Vec<Option<Reader<'d>>> = (0..slots).map(|_| None).collect();
-            {
-                for s in p.groups.iter().flatten() {
-                    if events[s.counter as usize].is_none()
-                        && matches!(p.items[s.item], crate::spec::Item::Event { .. })
-                    {
-                        events[s.counter as usize] = Some(open(layout::event(&b.name, s.counter))?);
-                    }
-                }
-            }
-            let all_at_once = b.mechanism == Mechanism::AllAtOnce;
-            let enable_state = match all_at_once && b.has_enable {
-                true => Some(open(layout::enable(&b.name))?),
-                false => None,
-            };
-            let clock_state = match all_at_once && b.has_count_clock {
-                true => Some(open(layout::count_clock(&b.name))?),
-                false => None,
-            };
-            let registers = if b.mechanism == Mechanism::Registers {
-                p.items
-                    .iter()
-                    .map(|i| open(layout::register(&b.name, i.label())))
-                    .collect::<Result<Vec<_>>>()?
-            } else {
-                Vec::new()
-            };
-            let levels = p
-                .items
-                .iter()
-                .map(|i| b.def().role(i.label()) == Role::Level)
-                .collect();
-            let enable = if b.mechanism == Mechanism::AllAtOnce {
-                let rel = layout::enable(&b.name);
-                let file = fs
-                    .open_control(&rel)
-                    .map_err(|e| io_error("opening", &rel, None, e))?;
-                Some(Switch { rel, file })
-            } else {
-                None
-            };
-            states.push(BlockState {
-                group: 0,
-                accs: vec![Acc::default(); p.items.len()],
-                last: vec![0; slots.max(registers.len())],
-                counters,
-                events,
-                enable_state,
-                clock_state,
-                registers,
-                levels,
-                enable,
-                last_ns: 0,
-                turn_end: vec![0; p.items.len()],
-                fresh: true,
-                stale: None,
-                window_last: vec![0; slots],
-                spoiled: Vec::new(),
-                width_mask: mask(b.width_bits),
-                saved_mask: saved_masks.get(&b.name).copied().unwrap_or(0),
-            });
-        }
+        let states = plans
+            .iter()
+            .map(|p| {
+                let saved_mask = saved_masks.get(&p.block.name).copied().unwrap_or(0);
+                block_state(device, p, saved_mask)
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Sampler {
             device,
             plans,
@@ -497,7 +509,9 @@ impl<'d> Sampler<'d> {
     /// A check between ticks, at `now`: reads what would show another program's
     /// write without changing anything; a block where something is off is ticked at
     /// once (marking it and programming it again). Blocks whose tick only reads
-    /// (per-counter blocks that do not take turns) are ticked.
+    /// (per-counter blocks that do not take turns) are ticked, their events read back
+    /// first: another event programmed over a counter is found within a probe even
+    /// when its count does not fall.
     pub fn probe(&mut self, now: u64) {
         for i in 0..self.plans.len() {
             if self.states[i].stale.is_some() {
@@ -506,7 +520,14 @@ impl<'d> Sampler<'d> {
             let off = match self.plans[i].block.mechanism {
                 // A cleared register shows at the next tick: it went backwards.
                 Mechanism::Registers => Ok(false),
-                Mechanism::PerCounter if !self.plans[i].multiplexed() => Ok(true),
+                // Its values show another event only when they happen to fall: the
+                // events are read back too, and the tick reads them again.
+                Mechanism::PerCounter if !self.plans[i].multiplexed() => {
+                    if !matches!(self.changed_events(i), Ok(None)) {
+                        self.states[i].fresh = true;
+                    }
+                    Ok(true)
+                }
                 Mechanism::PerCounter => self.probe_per_counter(i),
                 Mechanism::AllAtOnce => self.probe_all_at_once(i),
             };

@@ -511,32 +511,11 @@ impl MetricSet {
                     .collect()
             })
             .collect();
-        // Resolvable: every reference resolvable (Kahn's algorithm).
-        let mut waiting: Vec<usize> = deps.iter().map(Vec::len).collect();
-        let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (i, d) in deps.iter().enumerate() {
-            for &j in d {
-                users[j].push(i);
-            }
-        }
-        let mut ready: Vec<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
-        let mut resolved = vec![false; n];
-        // How deep each one's references go, and through which.
-        let mut depth = vec![1usize; n];
-        let mut via: Vec<Option<usize>> = vec![None; n];
-        while let Some(i) = ready.pop() {
-            resolved[i] = true;
-            if let Some(&d) = deps[i].iter().max_by_key(|&&d| depth[d]) {
-                depth[i] = depth[d] + 1;
-                via[i] = Some(d);
-            }
-            for &u in &users[i] {
-                waiting[u] -= 1;
-                if waiting[u] == 0 {
-                    ready.push(u);
-                }
-            }
-        }
+        let Depths {
+            resolved,
+            depth,
+            via,
+        } = depths(&deps);
         // Each unresolved metric: follow unresolved references to a cycle.
         let mut problem: Vec<Option<String>> = vec![None; n];
         for start in 0..n {
@@ -1098,9 +1077,60 @@ pub fn user_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(paths.to_vec())
 }
 
+/// The metric graph, resolved in order (Kahn's algorithm): which metrics have every
+/// reference resolvable (none in or behind a circle), how deep each one's references
+/// go, and through which reference the deepest chain runs.
+struct Depths {
+    resolved: Vec<bool>,
+    depth: Vec<usize>,
+    via: Vec<Option<usize>>,
+}
+
+/// `deps[i]`: the metrics metric `i` refers to. Linear in metrics and references.
+fn depths(deps: &[Vec<usize>]) -> Depths {
+    let n = deps.len();
+    let mut waiting: Vec<usize> = deps.iter().map(Vec::len).collect();
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, d) in deps.iter().enumerate() {
+        for &j in d {
+            users[j].push(i);
+        }
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+    let mut out = Depths {
+        resolved: vec![false; n],
+        depth: vec![1usize; n],
+        via: vec![None; n],
+    };
+    while let Some(i) = ready.pop() {
+        out.resolved[i] = true;
+        if let Some(&d) = deps[i].iter().max_by_key(|&&d| out.depth[d]) {
+            out.depth[i] = out.depth[d] + 1;
+            out.via[i] = Some(d);
+        }
+        for &u in &users[i] {
+            waiting[u] -= 1;
+            if waiting[u] == 0 {
+                ready.push(u);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_graph_resolves_chains_and_leaves_circles_and_their_users() {
+        // 0 <- 1 <- 2 (a chain); 3 <-> 4 (a circle); 5 uses 4.
+        let deps = vec![vec![], vec![0], vec![1], vec![4], vec![3], vec![4]];
+        let d = depths(&deps);
+        assert_eq!(d.resolved, vec![true, true, true, false, false, false]);
+        assert_eq!(&d.depth[..3], &[1, 2, 3]);
+        assert_eq!(&d.via[..3], &[None, Some(0), Some(1)]);
+    }
 
     #[test]
     fn exponents_are_written_plainly_and_names_are_left_alone() {

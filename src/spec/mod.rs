@@ -240,6 +240,9 @@ fn counter_items(
     }])
 }
 
+/// A '}' with no '{' before it.
+const UNOPENED: &str = "a '}' closes no group: a group is {KIND/A,B/} or {KIND/A/,KIND/B/}";
+
 /// Splits perf's event list into specs: `-e 'tile/A/,tile/B/'` is two specs,
 /// `{tile/A,B/}` or `{tile/A/,tile/B/}` a group (counted together, in one turn),
 /// `HNF_REQUESTS,MEMORY_READS` two bare names, and `KIND/event=0x4c/` the event
@@ -272,10 +275,7 @@ pub fn expand(text: &str) -> Result<Vec<Term>> {
             }
             '}' if slashes == 0 => {
                 if group.is_none() {
-                    return Err(bad(
-                        text,
-                        "a '}' closes no group: a group is {KIND/A,B/} or {KIND/A/,KIND/B/}",
-                    ));
+                    return Err(bad(text, UNOPENED));
                 }
                 push_spec(&mut out, &mut cur, group);
                 if !matches!(chars.get(i + 1), None | Some(',')) {
@@ -299,10 +299,7 @@ pub fn expand(text: &str) -> Result<Vec<Term>> {
                     match chars.get(i + 1 + skip) {
                         None | Some(',') => {}
                         Some('}') if group.is_some() => {}
-                        Some('}') => return Err(bad(
-                            text,
-                            "a '}' closes no group: a group is {KIND/A,B/} or {KIND/A/,KIND/B/}",
-                        )),
+                        Some('}') => return Err(bad(text, UNOPENED)),
                         _ => {
                             return Ok(vec![Term {
                                 spec: text.to_string(),
@@ -571,4 +568,39 @@ fn merge<'d>(
         }
     }
     entry.sets.push(set);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(text: &str) -> Vec<(String, Option<usize>)> {
+        expand(text)
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.spec, t.group))
+            .collect()
+    }
+
+    #[test]
+    fn perf_lists_groups_and_numbers_expand_as_perf_writes_them() {
+        let s = |t: &str, g: Option<usize>| (t.to_string(), g);
+        assert_eq!(
+            terms("tile/A/,tile0,tile1/B,C/"),
+            vec![s("tile/A/", None), s("tile0,tile1/B,C/", None)]
+        );
+        assert_eq!(
+            terms("{llt/A,B/},{mss/C/,mss/D/}"),
+            vec![s("llt/A,B/", Some(0)), s("mss/C/", Some(1)), s("mss/D/", Some(1))]
+        );
+        assert_eq!(terms("HNF_REQUESTS,MEMORY_READS"), vec![s("HNF_REQUESTS", None), s("MEMORY_READS", None)]);
+        assert_eq!(terms("tile/event=0x4c/"), vec![s("tile/0x4c/", None)]);
+        assert_eq!(terms("cycles:u,r11"), vec![s("cycles:u", None), s("r11", None)]);
+        assert_eq!(terms("armv8_pmuv3_0/l2d_cache/u"), vec![s("armv8_pmuv3_0/l2d_cache/u", None)]);
+        // A malformed spec is one term, reported whole by the resolver.
+        assert_eq!(terms("tile/A/x"), vec![s("tile/A/x", None)]);
+        for bad in ["{tile/A/", "tile/A/}", "{{tile/A/}}", "{tile/A/}:u"] {
+            assert!(expand(bad).is_err(), "{bad}");
+        }
+    }
 }

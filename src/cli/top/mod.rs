@@ -160,22 +160,68 @@ pub struct TopOptions {
     pub read_only: bool,
 }
 
-/// Runs `bfperf top` until q, Ctrl-C, SIGTERM or SIGHUP.
-pub fn run(global: &Global, args: TopOptions) -> Result<()> {
-    let device = open_device(global)?;
-    let gen = device.generation();
-    let set = load_metrics(global, &[gen])?;
+/// The generation's panels, and the metrics asked for with -M in one of their own:
+/// each a title and its metrics' names.
+fn titled_panels(
+    gen: crate::block::Generation,
+    set: &MetricSet,
+    asked: &[String],
+) -> Result<Vec<(String, Vec<String>)>> {
     let mut titled: Vec<(String, Vec<String>)> = panels::for_generation(gen)
         .map(|p| {
             let names = p.metrics.iter().map(|m| m.to_string()).collect();
             (p.title.to_string(), names)
         })
         .collect();
-    if !args.metrics.is_empty() {
-        let chosen = set.select(&args.metrics)?;
+    if !asked.is_empty() {
+        let chosen = set.select(asked)?;
         let names = chosen.iter().map(|m| m.def.name.clone()).collect();
         titled.push(("Metrics (-M)".into(), names));
     }
+    Ok(titled)
+}
+
+/// The panels' rows, empty panels (no metric of theirs defined) left out.
+fn panel_states(titled: &[(String, Vec<String>)], set: &MetricSet) -> Vec<PanelState> {
+    titled
+        .iter()
+        .map(|(t, names)| PanelState {
+            title: t.clone(),
+            rows: names
+                .iter()
+                .filter_map(|n| set.get(n))
+                .map(|m| MetricRow {
+                    name: m.def.name.clone(),
+                    unit: m.unit.clone(),
+                    ..MetricRow::default()
+                })
+                .collect(),
+        })
+        .filter(|p| !p.rows.is_empty())
+        .collect()
+}
+
+/// The live source: the configuration checked in full, the device locked, then
+/// programmed (as the exporter does).
+fn live<'d>(
+    global: &Global,
+    device: &'d Device,
+    config: &ExportConfig,
+    set: &MetricSet,
+) -> Result<(Option<crate::lock::WriterLock>, Source<'d>)> {
+    // Everything is checked before the first write.
+    export::check(device, config, set)?;
+    let lock = lock_device(global, device)?;
+    let e = Exporter::start(device, config, set.clone(), monotonic_ns)?;
+    Ok((lock, Source::Live(Some(Box::new(e)))))
+}
+
+/// Runs `bfperf top` until q, Ctrl-C, SIGTERM or SIGHUP.
+pub fn run(global: &Global, args: TopOptions) -> Result<()> {
+    let device = open_device(global)?;
+    let gen = device.generation();
+    let set = load_metrics(global, &[gen])?;
+    let titled = titled_panels(gen, &set, &args.metrics)?;
     let all: Vec<String> = titled.iter().flat_map(|(_, n)| n.clone()).collect();
     // perf events (-e cycles, and those metrics name) are counted beside the blocks;
     // metrics that need them are evaluated here, their block events counted as -e.
@@ -193,28 +239,19 @@ pub fn run(global: &Global, args: TopOptions) -> Result<()> {
             problem: "-e programs counters, which needs the right to write the device (root); without it top shows what is already programmed".into(),
         });
     }
-    let _lock;
-    let mut source = if writable {
-        let config = ExportConfig {
-            events: block_events,
-            metrics: all.clone(),
-            params: metric_params(global)?,
-            journal: global.sim.is_none(),
-            metric_gauges: false,
-            strict: false,
-        };
-        // Everything is checked before the first write.
-        export::check(&device, &config, &set)?;
-        _lock = lock_device(global, &device)?;
-        Source::Live(Some(Box::new(Exporter::start(
-            &device,
-            &config,
-            set.clone(),
-            monotonic_ns,
-        )?)))
-    } else {
-        _lock = None;
-        Source::Passive(set.clone(), all)
+    let (_lock, mut source) = match writable {
+        true => {
+            let config = ExportConfig {
+                events: block_events,
+                metrics: all.clone(),
+                params: metric_params(global)?,
+                journal: global.sim.is_none(),
+                metric_gauges: false,
+                strict: false,
+            };
+            live(global, &device, &config, &set)?
+        }
+        false => (None, Source::Passive(set.clone(), all)),
     };
     let owned: Vec<String> = match &source {
         Source::Live(Some(e)) => e.blocks().into_iter().map(str::to_string).collect(),
@@ -242,22 +279,7 @@ pub fn run(global: &Global, args: TopOptions) -> Result<()> {
         typing: false,
         help: false,
         color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-        panels: titled
-            .iter()
-            .map(|(t, names)| PanelState {
-                title: t.clone(),
-                rows: names
-                    .iter()
-                    .filter_map(|n| set.get(n))
-                    .map(|m| MetricRow {
-                        name: m.def.name.clone(),
-                        unit: m.unit.clone(),
-                        ..MetricRow::default()
-                    })
-                    .collect(),
-            })
-            .filter(|p| !p.rows.is_empty())
-            .collect(),
+        panels: panel_states(&titled, &set),
         raw: Vec::new(),
         refreshes: 0,
     };
