@@ -9,20 +9,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// errno values the driver (and the simulator) answer with.
 pub mod errno {
-    /// No such file or directory.
-    pub const ENOENT: i32 = 2;
-    /// I/O error: the driver could not reach the hardware.
-    pub const EIO: i32 = 5;
-    /// Permission denied.
-    pub const EACCES: i32 = 13;
-    /// No such device.
-    pub const ENODEV: i32 = 19;
-    /// Is a directory.
-    pub const EISDIR: i32 = 21;
-    /// Invalid argument: the driver refused the value written.
-    pub const EINVAL: i32 = 22;
-    /// Result out of range.
-    pub const ERANGE: i32 = 34;
+    pub use libc::{EACCES, EINVAL, EIO, EISDIR, ENODEV, ENOENT, ERANGE};
 }
 
 /// Everything that can go wrong. Each variant's message (its `Display`) says what
@@ -86,6 +73,31 @@ pub enum Error {
     BadAssignment {
         /// What is wrong and how to write it.
         problem: String,
+    },
+
+    /// A command-line option's value that bfperf cannot take (`--listen`, `-x`,
+    /// `--pcie-link`, `--sim`, the command to run), or options that do not go
+    /// together.
+    #[error("{problem}")]
+    BadOption {
+        /// What is wrong and how to write it.
+        problem: String,
+    },
+
+    /// A command of a feature this binary was built without.
+    #[error("this bfperf was built without the `{feature}` feature; build it with `cargo build --features {feature}`")]
+    NotBuilt {
+        /// The feature.
+        feature: &'static str,
+    },
+
+    /// No TrueType font for a chart's text.
+    #[error(
+        "no TrueType font for the chart's text: install fonts-dejavu-core (looked for {looked})"
+    )]
+    NoFont {
+        /// The files looked for.
+        looked: String,
     },
 
     /// A counter number that the block does not have, or that is not a number.
@@ -212,6 +224,17 @@ pub enum Error {
         path: PathBuf,
     },
 
+    /// A failure, then another while cleaning up after it (a restore): the first is
+    /// kept whole as the cause.
+    #[error("{first}; then: {then}")]
+    Then {
+        /// What failed first.
+        #[source]
+        first: Box<Error>,
+        /// What failed after it.
+        then: String,
+    },
+
     /// A writer died without restoring the device, and its journal is still there.
     #[error("pid {pid} ({command}) was stopped without restoring {blocks}; its journal {path} holds the programming they had before, which `bfperf restore` puts back. Run `bfperf restore` first, or pass --discard-journal to keep the device as it is now and forget the journal", path = path.display())]
     PendingJournal {
@@ -321,8 +344,9 @@ pub fn with_context(err: Error, more: &str) -> Error {
             message: format!("{message}; then: {more}"),
             source,
         },
-        other => Error::RestoreFailed {
-            problems: format!("{other}; then: {more}"),
+        other => Error::Then {
+            first: Box::new(other),
+            then: more.to_string(),
         },
     }
 }

@@ -6,10 +6,11 @@
 //! ([`ops`]). The command line (`cli`, feature `cli`) is the binary's and not
 //! part of the library's API.
 //!
-//! Features: `cli` (the command line: clap, tables), `sim-mount` (the simulator over
-//! FUSE) and `exporter` (its HTTP server and TLS) are on by default for the binary;
-//! with `default-features = false` the library has the device, the catalog, the
-//! operations, the metrics and the in-process simulator only.
+//! Features: `sim` (the in-process simulator), `cli` (the command line: clap,
+//! tables), `sim-mount` (the simulator over FUSE) and `exporter` (its HTTP server and
+//! TLS) are on by default for the binary; with `default-features = false` the library
+//! has the device, the catalog, the operations, the measurement and the metrics, and
+//! `features = ["sim"]` adds the simulator.
 //!
 //! On a DPU, open the device with `Device::discover(Path::new("/sys"))`. The same
 //! operations run on the simulator:
@@ -51,6 +52,7 @@ pub mod metrics;
 pub mod ops;
 pub mod outfile;
 pub mod perf;
+#[cfg(feature = "sim")]
 pub mod sim;
 pub mod spec;
 pub mod sysfs;

@@ -188,7 +188,6 @@ pub fn open_state_file(path: &Path, what: &'static str) -> Result<fs::File> {
 #[derive(Debug)]
 pub struct WriterLock {
     file: fs::File,
-    path: PathBuf,
 }
 
 /// This process's command line on one line (a control character in an argument,
@@ -250,15 +249,7 @@ impl WriterLock {
             .and_then(|_| file.rewind())
             .and_then(|_| writeln!(file, "{}\n{}", std::process::id(), this_command()))
             .map_err(file_err("cannot write the writer lock file"))?;
-        Ok(WriterLock {
-            file,
-            path: path.to_path_buf(),
-        })
-    }
-
-    /// The lock file.
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(WriterLock { file })
     }
 }
 

@@ -228,15 +228,19 @@ fn resolve(path: &Path) -> Result<Resolved> {
     }))
 }
 
-/// The mode of a new file: 0644 less the umask.
+/// The mode of a new file: 0644 less the umask. The umask is read from
+/// /proc/self/status (Linux 4.7 and later), never set and set back: that would
+/// change it for a moment for every thread of the process (the exporter's among
+/// them). Without it, the usual 022.
 fn new_file_mode() -> u32 {
-    // SAFETY: umask only swaps the process's mask; it is restored at once.
-    let mask = unsafe {
-        let m = libc::umask(0o022);
-        libc::umask(m);
-        m
-    };
-    0o644 & !(mask as u32)
+    let mask = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("Umask:"))?;
+            u32::from_str_radix(line["Umask:".len()..].trim(), 8).ok()
+        })
+        .unwrap_or(0o022);
+    0o644 & !mask
 }
 
 /// Blocks SIGINT, SIGTERM and SIGHUP while alive, so that a temporary file is always

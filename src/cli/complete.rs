@@ -162,15 +162,15 @@ pub fn described(root: &clap::Command, words: &[String], index: usize) -> Vec<Ca
     // bash splits `0=HITS` at `=`: the value after a lone `=` is an event name.
     let after_equals = before.last().is_some_and(|w| w == "=");
     let before: Vec<String> = join_equals(&before);
-    let line = parse_line(&root, &before);
+    let line = parse_line(root, &before);
     if let Some(option) = &line.pending_option {
         let mut out = option_values(&line, option, &current);
         out.retain(|c| starts_with_ci(&c.value, &current));
         return out; // empty: a path, the shell's own file completion
     }
-    let cmd = find_subcommand(&root, &line.command);
+    let cmd = find_subcommand(root, &line.command);
     let mut out: Vec<Candidate> = if current.starts_with('-') {
-        flags(cmd, &root)
+        flags(cmd, root)
     } else if line.positionals.is_empty() && cmd.has_subcommands() {
         subcommand_names(cmd)
     } else {

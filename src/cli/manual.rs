@@ -3,7 +3,7 @@
 //! ENVIRONMENT, FILES and SEE ALSO on every page, per command its rules (the spec
 //! grammar, multiplexing and restore on bfperf-stat(1)), and its EXAMPLES, taken from
 //! the command's `--help` so that both show the same.
-//! `docs/man/` holds them generated (`BFPERF_BLESS=1 cargo test --test integration docs::`).
+//! `docs/man/` holds them generated (`BFPERF_BLESS=1 cargo test --lib generated_`).
 
 use clap::CommandFactory;
 
@@ -198,5 +198,63 @@ fn escape(text: &str) -> String {
     match body.starts_with(['.', '\'']) {
         true => format!("\\&{body}"),
         false => body,
+    }
+}
+
+/// Compares a generated file with the checked-in one, or writes it with
+/// `BFPERF_BLESS` set (`BFPERF_BLESS=1 cargo test --lib generated_`).
+#[cfg(test)]
+pub(crate) fn check_generated(path: &std::path::Path, made: &str) {
+    if std::env::var_os("BFPERF_BLESS").is_some() {
+        std::fs::write(path, made).unwrap();
+        return;
+    }
+    let checked_in = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "{} is missing ({e}): run `BFPERF_BLESS=1 cargo test --lib generated_`",
+            path.display()
+        )
+    });
+    assert!(
+        checked_in == made,
+        "{} is stale: run `BFPERF_BLESS=1 cargo test --lib generated_`",
+        path.display()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/man/ matches the clap definitions, every page with its sections.
+    #[test]
+    fn generated_man_pages_are_current() {
+        let pages = pages();
+        assert!(pages.iter().any(|(n, _)| n == "bfperf-program.1"));
+        for (name, text) in &pages {
+            for want in [
+                "SYNOPSIS",
+                "EXIT STATUS",
+                "ENVIRONMENT",
+                "FILES",
+                "SEE ALSO",
+                "sysfs\\-root",
+            ] {
+                assert!(text.contains(want), "{name} has no {want}");
+            }
+        }
+        let stat = &pages.iter().find(|(n, _)| n == "bfperf-stat.1").unwrap().1;
+        for want in [
+            "EVENT SPECIFICATIONS",
+            "MULTIPLEXING",
+            "RESTORE",
+            "EXAMPLES",
+        ] {
+            assert!(stat.contains(want), "bfperf-stat.1 has no {want}");
+        }
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/man");
+        for (name, text) in pages {
+            check_generated(&dir.join(&name), &text);
+        }
     }
 }

@@ -3,21 +3,20 @@
 
 mod args;
 mod commands;
-pub mod complete;
-pub mod exit;
+pub(crate) mod complete;
+pub(crate) mod exit;
 #[cfg(feature = "exporter")]
 mod exporter;
-pub mod manual;
-pub mod output;
+#[cfg(test)]
+mod manual;
+pub(crate) mod output;
 mod plot;
-pub mod report;
+pub(crate) mod report;
 mod setup;
 mod top;
 
-pub use args::{FormatOpts, Global, Shell};
-pub use commands::{Cli, Command};
-pub use exit::ExitCode;
-pub use output::{group, group_f};
+pub(crate) use commands::Cli;
+pub(crate) use exit::ExitCode;
 
 use std::io::{self, Write};
 
@@ -58,7 +57,7 @@ impl Out<'_> {
 }
 
 /// Parses the process's arguments and runs the command. Returns the exit code.
-pub fn main() -> i32 {
+pub(crate) fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -131,6 +130,6 @@ fn guard_standard_streams() -> Vec<i32> {
 }
 
 /// Runs a parsed command line, writing its report to `out`. Returns the exit code.
-pub fn run(cli: Cli, out: &mut Out) -> std::result::Result<i32, Failure> {
+pub(crate) fn run(cli: Cli, out: &mut Out) -> std::result::Result<i32, Failure> {
     commands::exec(cli, out)
 }

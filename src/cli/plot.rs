@@ -292,11 +292,8 @@ fn register_font() -> Result<()> {
     });
     match ok {
         true => Ok(()),
-        false => Err(Error::BadAssignment {
-            problem: format!(
-                "no TrueType font for the chart's text: install fonts-dejavu-core (looked for {})",
-                FONTS.join(", ")
-            ),
+        false => Err(Error::NoFont {
+            looked: FONTS.join(", "),
         }),
     }
 }

@@ -68,7 +68,7 @@ pub fn load_metrics(global: &Global, gens: &[Generation]) -> Result<metrics::Met
 pub fn metric_params(global: &Global) -> Result<std::collections::HashMap<String, f64>> {
     let mut params = std::collections::HashMap::new();
     if let Some(link) = &global.pcie_link {
-        let bps = metrics::pcie_link_bytes_per_s(link).ok_or_else(|| Error::BadAssignment {
+        let bps = metrics::pcie_link_bytes_per_s(link).ok_or_else(|| Error::BadOption {
             problem: format!(
                 "unknown PCIe link '{link}': give gen1 to gen5 and x1, x2, x4, x8 or x16, e.g. gen4x16"
             ),
@@ -100,7 +100,7 @@ pub struct SimChoice {
 }
 
 fn bad_sim(problem: String) -> Error {
-    Error::BadAssignment { problem }
+    Error::BadOption { problem }
 }
 
 /// `--sim bf3@6.14`: the generation and kernel, with the other choices of `o`.
@@ -145,7 +145,7 @@ pub fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
         )));
     }
     let faults = match &global.sim_faults {
-        Some(text) => sim::parse_faults(text).map_err(|problem| Error::BadAssignment {
+        Some(text) => sim::parse_faults(text).map_err(|problem| Error::BadOption {
             problem: format!("--sim-faults: {problem}"),
         })?,
         None => Vec::new(),
@@ -180,8 +180,6 @@ pub fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
 
 /// A command of a feature this binary was built without.
 #[allow(dead_code)]
-pub fn not_built(feature: &str) -> Error {
-    Error::BadAssignment {
-        problem: format!("this bfperf was built without the `{feature}` feature; build it with `cargo build --features {feature}`"),
-    }
+pub fn not_built(feature: &'static str) -> Error {
+    Error::NotBuilt { feature }
 }

@@ -91,6 +91,21 @@ impl Plan {
         Ok(done)
     }
 
+    /// Makes every write, whatever the others do (a restore puts back all it can);
+    /// returns the failures, each explained as [`Plan::apply`] explains one.
+    pub fn apply_all(&self, fs: &dyn Sysfs) -> Vec<Error> {
+        let mut failures = Vec::new();
+        for w in &self.writes {
+            let one = Plan {
+                writes: vec![w.clone()],
+            };
+            if let Err(e) = one.apply(fs) {
+                failures.push(e);
+            }
+        }
+        failures
+    }
+
     fn failure(&self, w: &PlannedWrite, data: &str, e: std::io::Error, applied: usize) -> Error {
         let einval = e.raw_os_error() == Some(errno::EINVAL);
         let mut err = io_error("writing", &w.path, Some(data.as_bytes()), e);

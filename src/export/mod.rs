@@ -158,7 +158,11 @@ pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<
 /// A config's metrics entry (a metric or group): the metrics it names and the
 /// specs they need, refused when the device cannot count them or they need perf
 /// events (the exporter counts the device only).
-fn metric_needs(device: &Device, set: &MetricSet, name: &str) -> Result<(Vec<String>, Vec<String>)> {
+fn metric_needs(
+    device: &Device,
+    set: &MetricSet,
+    name: &str,
+) -> Result<(Vec<String>, Vec<String>)> {
     let chosen = set.select(&[name.to_string()])?;
     if let Some(m) = chosen.iter().find(|m| metrics::uses_perf(m)) {
         return Err(crate::error::Error::BadMetric {

@@ -3,7 +3,7 @@
 //! device as it was.
 //!
 //! The flow: resolve the specs ([`crate::spec`]), place them on counters ([`plan`]),
-//! record the configuration ([`session::save`]) in a [`journal`], program and start,
+//! record the configuration (`session::save`) in a journal, program and start,
 //! sample every tick ([`sampler`]), check for foreign re-programming, restore.
 
 pub mod compose;
@@ -13,7 +13,7 @@ pub mod plan;
 pub mod repeat;
 pub mod sampler;
 pub mod series;
-pub mod session;
+pub(crate) mod session;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -590,7 +590,8 @@ pub struct StatRequest {
     /// Let more events than counters take turns (unless `--no-multiplex`).
     pub multiplex: bool,
     /// Record the prior programming in the device's journal before the first write
-    /// (see [`crate::measure::journal`]); a leftover journal is restored first.
+    /// (beside the writer lock, see [`crate::lock`]); a leftover journal is restored
+    /// first.
     pub journal: bool,
     /// perf_event events counted in the same window (system-wide, per CPU).
     pub perf: Vec<crate::perf::PerfEvent>,

@@ -78,4 +78,3 @@ pub fn mean_metrics(per_run: &[Vec<MetricValue>]) -> Vec<MetricValue> {
         })
         .collect()
 }
-

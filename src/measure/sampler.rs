@@ -341,17 +341,24 @@ fn per_counter<'d>(
 }
 
 /// The state of one block's sampling: every file it reads opened, nothing read yet.
-fn block_state<'d>(device: &'d Device, p: &BlockPlan<'d>, saved_mask: u32) -> Result<BlockState<'d>> {
+fn block_state<'d>(
+    device: &'d Device,
+    p: &BlockPlan<'d>,
+    saved_mask: u32,
+) -> Result<BlockState<'d>> {
     let b = p.block;
     let slots = b.counters.iter().max().map_or(0, |m| *m as usize + 1);
-    let counters = per_counter(device, p, false, |b, c| layout::counter(b, c))?;
+    let counters = per_counter(device, p, false, layout::counter)?;
     // Read back where values cannot reveal a change: on every tick of all-at-once
     // and multiplexed blocks, on the first tick of the others.
-    let events = per_counter(device, p, true, |b, c| layout::event(b, c))?;
+    let events = per_counter(device, p, true, layout::event)?;
     let all_at_once = b.mechanism == Mechanism::AllAtOnce;
     let optional = |has: bool, rel: String| has.then(|| reader(device, rel)).transpose();
     let enable_state = optional(all_at_once && b.has_enable, layout::enable(&b.name))?;
-    let clock_state = optional(all_at_once && b.has_count_clock, layout::count_clock(&b.name))?;
+    let clock_state = optional(
+        all_at_once && b.has_count_clock,
+        layout::count_clock(&b.name),
+    )?;
     let registers = match b.mechanism {
         Mechanism::Registers => p
             .items

@@ -165,7 +165,9 @@ impl Run<'_> {
                 let key = (run, block.clone(), event.clone());
                 let start = self.last_time.insert(key, time_s).unwrap_or(0.0);
                 let span = time_s - start;
-                if let (Some(v), true) = (value, wanted(&block, &kind, self.per_block) && span > 0.0) {
+                if let (Some(v), true) =
+                    (value, wanted(&block, &kind, self.per_block) && span > 0.0)
+                {
                     let key = (1, format!("{kind}: {unit} per second"), format!("{unit}/s"));
                     self.point(key, &format!("{block} {event}"), (time_s, v / span));
                 }
@@ -180,7 +182,8 @@ impl Run<'_> {
                 unit,
             } => {
                 let interval = of.map_or(!self.after_total, |of| of == "interval");
-                if let (Some(v), true) = (value, interval && wanted(&block, &kind, self.per_block)) {
+                if let (Some(v), true) = (value, interval && wanted(&block, &kind, self.per_block))
+                {
                     self.point((0, metric, unit), &block, (time_s, v));
                 }
             }

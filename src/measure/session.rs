@@ -3,9 +3,10 @@
 //! one else re-programmed the counters, and the restore.
 
 use crate::block::Mechanism;
+use crate::device::plan::Plan;
 use crate::device::values::{read_event, read_number};
 use crate::device::Device;
-use crate::error::{io_error, Error, Result};
+use crate::error::{Error, Result};
 use crate::kinds::STOP_EVENT;
 use crate::measure::plan::BlockPlan;
 use crate::spec::Item;
@@ -62,23 +63,24 @@ pub fn save(device: &Device, plans: &[BlockPlan]) -> Result<Vec<Saved>> {
     Ok(out)
 }
 
-fn write(device: &Device, rel: &str, data: &str) -> Result<()> {
-    device
-        .fs()
-        .write(rel, data.as_bytes())
-        .map_err(|e| io_error("writing", rel, Some(data.as_bytes()), e))
+/// Programs group `g` of a counter block (not its `enable`), through a [`Plan`]
+/// like every write to the device.
+pub fn program_group(device: &Device, plan: &BlockPlan, g: usize, saved_mask: u32) -> Result<()> {
+    group_plan(plan, g, saved_mask).apply(device.fs()).map(drop)
 }
 
-/// Programs group `g` of a counter block (not its `enable`).
-pub fn program_group(device: &Device, plan: &BlockPlan, g: usize, saved_mask: u32) -> Result<()> {
+/// The writes that program group `g`: its events, and the count_clock mask with the
+/// group's bits as it wants them and the bits of counters not ours as they were.
+fn group_plan(plan: &BlockPlan, g: usize, saved_mask: u32) -> Plan {
     let b = plan.block;
+    let mut writes = Plan::default();
     for s in &plan.groups[g] {
         if let Item::Event { number, .. } = plan.items[s.item] {
-            write(
-                device,
-                &layout::event(&b.name, s.counter),
-                &format!("0x{number:x}"),
-            )?;
+            writes.push(
+                layout::event(&b.name, s.counter),
+                format!("0x{number:x}"),
+                format!("the kernel refused event 0x{number:x} on {}", b.name),
+            );
         }
     }
     if b.has_count_clock {
@@ -88,13 +90,13 @@ pub fn program_group(device: &Device, plan: &BlockPlan, g: usize, saved_mask: u3
             .flatten()
             .fold(0u32, |m, s| m | (1 << s.counter));
         let mask = (saved_mask & !ours) | plan.clock_mask(g);
-        write(
-            device,
-            &layout::count_clock(&b.name),
-            &format!("0x{mask:x}"),
-        )?;
+        writes.push(
+            layout::count_clock(&b.name),
+            format!("0x{mask:x}"),
+            "the kernel refused the count_clock mask",
+        );
     }
-    Ok(())
+    writes
 }
 
 /// Counters of the current group that no longer count what the measurement
@@ -113,30 +115,36 @@ pub fn foreign_changes(device: &Device, plan: &BlockPlan, g: usize) -> Result<Ve
 }
 
 /// Puts every block back as it was: events, count_clock, then enable (which, on an
-/// all-at-once block, restarts its counters from 0). Tries every write; fails with
-/// all the refusals at once.
+/// all-at-once block, restarts its counters from 0). Tries every write, through one
+/// [`Plan`]; fails with all the refusals at once.
 pub fn restore(device: &Device, saved: &[Saved]) -> Result<()> {
-    let mut refused = Vec::new();
+    let mut writes = Plan::default();
     for s in saved {
-        let mut attempt = |rel: String, data: String| {
-            if let Err(e) = write(device, &rel, &data) {
-                refused.push(e.to_string());
-            }
-        };
         for (c, ev) in &s.events {
             let n = ev.unwrap_or(s.stop_number);
-            attempt(layout::event(&s.block, *c), format!("0x{n:x}"));
-        }
-        if let Some(mask) = s.count_clock {
-            attempt(layout::count_clock(&s.block), format!("0x{mask:x}"));
-        }
-        if let Some(on) = s.enable {
-            attempt(
-                layout::enable(&s.block),
-                if on { "1" } else { "0" }.to_string(),
+            writes.push(
+                layout::event(&s.block, *c),
+                format!("0x{n:x}"),
+                "the kernel refused the event the counter had",
             );
         }
+        if let Some(mask) = s.count_clock {
+            writes.push(
+                layout::count_clock(&s.block),
+                format!("0x{mask:x}"),
+                "the kernel refused the count_clock mask the block had",
+            );
+        }
+        if let Some(on) = s.enable {
+            let on = if on { "1" } else { "0" };
+            writes.push(layout::enable(&s.block), on.to_string(), "");
+        }
     }
+    let refused: Vec<String> = writes
+        .apply_all(device.fs())
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     if refused.is_empty() {
         Ok(())
     } else {

@@ -119,7 +119,11 @@ fn configuration(device: &Device, b: &Block) -> Result<BlockReading> {
     };
     let mut counters = Vec::new();
     let mut catalog = None;
-    for &i in b.counters.iter().filter(|_| b.mechanism != Mechanism::Registers) {
+    for &i in b
+        .counters
+        .iter()
+        .filter(|_| b.mechanism != Mechanism::Registers)
+    {
         let ev = read_event(fs, &b.name, i)?;
         let name = match &ev {
             Some((_, Some(name))) => Some(name.clone()),

@@ -591,12 +591,25 @@ mod tests {
         );
         assert_eq!(
             terms("{llt/A,B/},{mss/C/,mss/D/}"),
-            vec![s("llt/A,B/", Some(0)), s("mss/C/", Some(1)), s("mss/D/", Some(1))]
+            vec![
+                s("llt/A,B/", Some(0)),
+                s("mss/C/", Some(1)),
+                s("mss/D/", Some(1))
+            ]
         );
-        assert_eq!(terms("HNF_REQUESTS,MEMORY_READS"), vec![s("HNF_REQUESTS", None), s("MEMORY_READS", None)]);
+        assert_eq!(
+            terms("HNF_REQUESTS,MEMORY_READS"),
+            vec![s("HNF_REQUESTS", None), s("MEMORY_READS", None)]
+        );
         assert_eq!(terms("tile/event=0x4c/"), vec![s("tile/0x4c/", None)]);
-        assert_eq!(terms("cycles:u,r11"), vec![s("cycles:u", None), s("r11", None)]);
-        assert_eq!(terms("armv8_pmuv3_0/l2d_cache/u"), vec![s("armv8_pmuv3_0/l2d_cache/u", None)]);
+        assert_eq!(
+            terms("cycles:u,r11"),
+            vec![s("cycles:u", None), s("r11", None)]
+        );
+        assert_eq!(
+            terms("armv8_pmuv3_0/l2d_cache/u"),
+            vec![s("armv8_pmuv3_0/l2d_cache/u", None)]
+        );
         // A malformed spec is one term, reported whole by the resolver.
         assert_eq!(terms("tile/A/x"), vec![s("tile/A/x", None)]);
         for bad in ["{tile/A/", "tile/A/}", "{{tile/A/}}", "{tile/A/}:u"] {

@@ -358,7 +358,7 @@ fn descriptions_for_zsh_and_fish_and_any_case_events() {
         "HNF_REQUESTS\t0x45 Number of REQs that were processed in HNF\nHNF_REJECTS\t0x46 Reserved for internal use\n"
     );
     // zsh must not filter the candidates again by case-sensitive prefix.
-    assert!(bfperf::cli::complete::script(bfperf::cli::Shell::Zsh).contains("compadd -U"));
+    assert!(stdout_of(bfperf().args(["completions", "zsh"])).contains("compadd -U"));
     let blocks = stdout_of(bfperf().args([
         "__complete",
         "--descriptions",

@@ -307,7 +307,7 @@ fn stat_format(a: &Args) -> Result<StatFormat> {
     if let Some(sep) = &a.separator {
         let b = sep.as_bytes();
         if b.len() != 1 || b[0] == b'"' || b[0] == b'\n' {
-            return Err(Error::BadAssignment {
+            return Err(Error::BadOption {
                 problem: format!("-x takes one character (such as , ; or a tab), not '{sep}'"),
             });
         }
@@ -421,7 +421,7 @@ fn plan(global: &Global, device: &crate::device::Device, a: &mut Args) -> Result
         diag(&format!("warning: {w}"));
     }
     if let Some(problem) = a.command.first().and_then(|p| not_runnable(p)) {
-        return Err(Error::BadAssignment { problem });
+        return Err(Error::BadOption { problem });
     }
     Ok(Planned {
         req,

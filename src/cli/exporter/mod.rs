@@ -271,7 +271,7 @@ fn http_loop(r: &mut Running, sig: &Signals, web: web::Web) -> Result<()> {
         .listen
         .clone()
         .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
-    let parsed: std::net::SocketAddr = addr.parse().map_err(|_| Error::BadAssignment {
+    let parsed: std::net::SocketAddr = addr.parse().map_err(|_| Error::BadOption {
         problem: format!("--listen takes ADDRESS:PORT such as {DEFAULT_LISTEN}, not '{addr}'"),
     })?;
     if !parsed.ip().is_loopback() {

@@ -19,7 +19,7 @@ pub use list::ListReport;
 pub use metrics::{metric_table, MetricRow, MetricsReport};
 pub use read::{ReadReport, SnapshotReport};
 pub use stat::{Ending, StatFormat, StatWriter};
-pub use write::{ControlReport, ProgramReport, WriteRecord};
+pub use write::{ControlReport, ProgramReport};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -82,12 +82,14 @@ impl<T: Report + Serialize> Report for OneOrMany<T> {
     }
 }
 
+#[cfg(test)]
 fn schema<T: JsonSchema>() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default()
 }
 
 /// The JSON Schema of every command's `--json` output, by command name; checked in
-/// under docs/schema/ as `<name>.schema.json`.
+/// under docs/schema/ as `<name>.schema.json` (a unit test keeps them current).
+#[cfg(test)]
 pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
     vec![
         ("info", schema::<InfoReport>()),
@@ -101,4 +103,18 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("metrics", schema::<MetricsReport>()),
         ("list", schema::<ListReport>()),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    /// docs/schema/ matches the report types; `BFPERF_BLESS=1 cargo test --lib
+    /// generated_` writes it anew.
+    #[test]
+    fn generated_schemas_are_current() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schema");
+        for (name, schema) in super::schemas() {
+            let text = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+            crate::cli::manual::check_generated(&dir.join(format!("{name}.schema.json")), &text);
+        }
+    }
 }

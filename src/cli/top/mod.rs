@@ -235,7 +235,7 @@ pub fn run(global: &Global, args: TopOptions) -> Result<()> {
     let (perf, block_events) = (work.perf, work.specs);
     let writable = !args.read_only && (global.sim.is_some() || may_write(&device));
     if !writable && !block_events.is_empty() {
-        return Err(Error::BadAssignment {
+        return Err(Error::BadOption {
             problem: "-e programs counters, which needs the right to write the device (root); without it top shows what is already programmed".into(),
         });
     }
