@@ -34,6 +34,10 @@ done
 [ -s /etc/bfperf/exporter.toml ] || fail "/etc/bfperf/exporter.toml is missing"
 dpkg-query -W -f='${Conffiles}\n' bfperf | grep -q '/etc/bfperf/exporter.toml' \
   || fail "/etc/bfperf/exporter.toml is not a conffile"
+dpkg-query -W -f='${Conffiles}\n' bfperf | grep -q '/etc/default/bfperf-exporter' \
+  || fail "/etc/default/bfperf-exporter is not a conffile"
+grep -q '^EnvironmentFile=-/etc/default/bfperf-exporter' /usr/lib/systemd/system/bfperf-exporter.service \
+  || fail "the unit reads no /etc/default/bfperf-exporter"
 grep -q '^ExecStart=/usr/bin/bfperf exporter' /usr/lib/systemd/system/bfperf-exporter.service \
   || fail "the unit does not run /usr/bin/bfperf"
 if command -v systemd-analyze >/dev/null; then

@@ -1295,3 +1295,68 @@ fn password_guessing_neither_reveals_users_nor_locks_out_a_scraper() {
     );
     eprintln!("{on_time} of {total} scrapes within 1 s, slowest {slowest:?}; {guessed} wrong guesses; known user {known:?}, unknown {unknown:?}");
 }
+
+/// `listen` and `web_config_file` in the config serve as the flags would (the web
+/// config relative to the config's directory); a flag wins over the config; a bad
+/// address is refused before the device is touched.
+#[test]
+fn the_config_says_where_and_how_to_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let hash = bcrypt::hash("s3cret", 4).unwrap();
+    std::fs::write(
+        dir.path().join("web.yml"),
+        format!("basic_auth_users:\n  alice: {hash}\n"),
+    )
+    .unwrap();
+    let port = free_port();
+    let cfg = config(
+        dir.path(),
+        &format!(
+            "events = [\"tile2/MEMORY_READS/\"]\nlisten = \"127.0.0.1:{port}\"\nweb_config_file = \"web.yml\"\n"
+        ),
+    );
+    let c = Copy::of("bf2");
+    let run = |extra: &[&str]| {
+        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg("--sysfs-root")
+            .arg(c.root())
+            .arg("--lock-file")
+            .arg(dir.path().join("lock"))
+            .args(["exporter", "--config"])
+            .arg(&cfg)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let e = Running(run(&[]));
+    wait_port(port);
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    assert_eq!(curl_status(&url, &[]), "401");
+    assert_eq!(curl_status(&url, &["-u", "alice:s3cret"]), "200");
+    drop(e);
+    // --listen wins over the config.
+    let other = free_port();
+    let e = Running(run(&["--listen", &format!("127.0.0.1:{other}")]));
+    wait_port(other);
+    assert_eq!(
+        curl_status(
+            &format!("http://127.0.0.1:{other}/metrics"),
+            &["-u", "alice:s3cret"]
+        ),
+        "200"
+    );
+    drop(e);
+    // A bad address in the config: refused, nothing written.
+    let before = c.contents();
+    std::fs::write(&cfg, "listen = \"localhost\"\n").unwrap();
+    let out = run(&[]).wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("listen in the config") && err.contains("'localhost'"),
+        "{err}"
+    );
+    assert_eq!(before, c.contents());
+}

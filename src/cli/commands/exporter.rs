@@ -15,11 +15,12 @@ use crate::cli::exporter::{self, ExporterOptions};
     after_help = "Examples:\n  systemctl enable --now bfperf-exporter\n  bfperf exporter --listen 0.0.0.0:9839 --web.config.file /etc/bfperf/web.yml\n  bfperf exporter --textfile /var/lib/node_exporter/textfile/bfperf.prom"
 )]
 pub struct Args {
-    /// The config (TOML): events and metrics to export, as stat -e and -M take them
+    /// The config (TOML): events and metrics to export, as stat -e and -M take them,
+    /// and where and how to serve (listen, web_config_file; the flags win)
     /// [default: /etc/bfperf/exporter.toml; without it, the generation's default set]
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Where to serve /metrics [default: 127.0.0.1:9839]; any other address is your explicit choice
+    /// Where to serve /metrics [default: listen in the config, or 127.0.0.1:9839]; any other address is your explicit choice
     #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile")]
     listen: Option<String>,
     /// TLS and basic authentication, in Prometheus' exporter-toolkit format (YAML:

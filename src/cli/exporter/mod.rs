@@ -46,9 +46,21 @@ struct ConfigFile {
     strict: bool,
     /// The PCIe link for utilisation metrics (`gen4x16`).
     pcie_link: Option<String>,
+    /// Where to serve /metrics (`--listen` overrides it).
+    listen: Option<String>,
+    /// TLS and basic auth, relative to this file's directory (`--web.config.file`
+    /// overrides it).
+    web_config_file: Option<PathBuf>,
 }
 
-fn read_config(path: Option<&Path>, global: &Global) -> Result<ExportConfig> {
+/// Where and how the config file says to serve; the command line's flags win.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Serving {
+    listen: Option<String>,
+    web_config: Option<PathBuf>,
+}
+
+fn read_config(path: Option<&Path>, global: &Global) -> Result<(ExportConfig, Serving)> {
     let (path, explicit) = match path {
         Some(p) => (p.to_path_buf(), true),
         None => (PathBuf::from(DEFAULT_CONFIG), false),
@@ -74,14 +86,20 @@ fn read_config(path: Option<&Path>, global: &Global) -> Result<ExportConfig> {
     if g.pcie_link.is_none() {
         g.pcie_link = file.pcie_link.clone();
     }
-    Ok(ExportConfig {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let serving = Serving {
+        listen: file.listen,
+        web_config: file.web_config_file.map(|w| dir.join(w)),
+    };
+    let config = ExportConfig {
         events: file.events,
         metrics: file.metrics,
         params: metric_params(&g)?,
         journal: g.sim.is_none(),
         metric_gauges: file.metric_gauges,
         strict: file.strict,
-    })
+    };
+    Ok((config, serving))
 }
 
 struct Signals {
@@ -106,7 +124,10 @@ fn signals() -> Signals {
 /// device refuses a write) is undone, and the old configuration starts again.
 fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter<'d>> {
     let (device, global) = (r.device, r.global);
-    let checked = read_config(r.args.config.as_deref(), global).and_then(|c| {
+    let checked = read_config(r.args.config.as_deref(), global).and_then(|(c, serving)| {
+        if serving != r.serving {
+            diag("listen and web_config_file take effect when the exporter restarts; the rest of the configuration is reloaded");
+        }
         let set = load_metrics(global, &[device.generation()])?;
         for s in export::check(device, &c, &set)?.skipped {
             diag(&format!("warning: skipped {s} (strict = true refuses it)"));
@@ -148,7 +169,8 @@ fn log_events(e: &mut Exporter) {
 /// What `bfperf exporter` was asked for.
 #[derive(Debug, Clone)]
 pub struct ExporterOptions {
-    /// The config (TOML): events and metrics to export, as stat -e and -M take them
+    /// The config (TOML): events and metrics to export, as stat -e and -M take them,
+    /// and where and how to serve (listen, web_config_file; the flags win)
     /// [default: /etc/bfperf/exporter.toml; without it, the generation's default set]
     pub config: Option<PathBuf>,
     /// Where to serve /metrics [default: 127.0.0.1:9839]; any other address is your explicit choice
@@ -165,12 +187,19 @@ pub struct ExporterOptions {
 /// Runs the exporter until SIGTERM or SIGINT; restores the device then.
 pub fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     let device = open_device(global)?;
-    let config = read_config(args.config.as_deref(), global)?;
+    let (config, serving) = read_config(args.config.as_deref(), global)?;
+    let mut args = args;
+    // The command line's flags win over the config file.
+    args.listen = args.listen.or(serving.listen.clone());
+    args.web_config = args.web_config.or(serving.web_config.clone());
     let set = load_metrics(global, &[device.generation()])?;
     for s in export::check(&device, &config, &set)?.skipped {
         diag(&format!("warning: skipped {s} (strict = true refuses it)"));
     }
     // Checked before the device is touched, like everything else.
+    if args.textfile.is_none() {
+        listen_addr(&args)?;
+    }
     let web = match &args.web_config {
         Some(path) => web::Web::load(path)?,
         None => web::Web::open(),
@@ -188,6 +217,7 @@ pub fn run(global: &Global, args: ExporterOptions) -> Result<()> {
             monotonic_ns,
         )?),
         config: (config, set),
+        serving,
         last_sweep: Instant::now(),
         last_probe: Instant::now(),
     };
@@ -226,6 +256,8 @@ struct Running<'d, 'a> {
     exporter: Option<Exporter<'d>>,
     /// The configuration running (a failed reload starts it again).
     config: (ExportConfig, crate::metrics::MetricSet),
+    /// Where the config file said to serve when the exporter started.
+    serving: Serving,
     last_sweep: Instant,
     last_probe: Instant,
 }
@@ -265,15 +297,22 @@ impl<'d> Running<'d, '_> {
     }
 }
 
-fn http_loop(r: &mut Running, sig: &Signals, web: web::Web) -> Result<()> {
-    let addr = r
-        .args
+/// The address to serve on, as given (flag or config) or the default, checked.
+fn listen_addr(args: &ExporterOptions) -> Result<(String, std::net::SocketAddr)> {
+    let addr = args
         .listen
         .clone()
         .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
-    let parsed: std::net::SocketAddr = addr.parse().map_err(|_| Error::BadOption {
-        problem: format!("--listen takes ADDRESS:PORT such as {DEFAULT_LISTEN}, not '{addr}'"),
+    let parsed = addr.parse().map_err(|_| Error::BadOption {
+        problem: format!(
+            "--listen (or listen in the config) takes ADDRESS:PORT such as {DEFAULT_LISTEN}, not '{addr}'"
+        ),
     })?;
+    Ok((addr, parsed))
+}
+
+fn http_loop(r: &mut Running, sig: &Signals, web: web::Web) -> Result<()> {
+    let (addr, parsed) = listen_addr(r.args)?;
     if !parsed.ip().is_loopback() {
         diag(&format!(
             "listening on {addr}, beyond this machine, as --listen asks"
