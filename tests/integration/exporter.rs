@@ -1267,6 +1267,11 @@ fn password_guessing_neither_reveals_users_nor_locks_out_a_scraper() {
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     let mut scraper = connect_from_another_client(port);
+    // Under user-mode emulation every process (the attackers too) runs ~10x slower.
+    let within = match emulated() {
+        true => Duration::from_secs(5),
+        false => Duration::from_secs(1),
+    };
     let (mut on_time, total) = (0, 100);
     let mut slowest = Duration::ZERO;
     for _ in 0..total {
@@ -1278,7 +1283,7 @@ fn password_guessing_neither_reveals_users_nor_locks_out_a_scraper() {
         }
         let took = t.elapsed();
         slowest = slowest.max(took);
-        if answer.is_some_and(|(status, _)| status == 200) && took <= Duration::from_secs(1) {
+        if answer.is_some_and(|(status, _)| status == 200) && took <= within {
             on_time += 1;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -1291,9 +1296,9 @@ fn password_guessing_neither_reveals_users_nor_locks_out_a_scraper() {
     assert!(guessed > 20, "the attack made only {guessed} guesses");
     assert!(
         on_time * 100 >= total * 99,
-        "{on_time} of {total} scrapes within 1 s (slowest {slowest:?}) beside {guessed} wrong guesses"
+        "{on_time} of {total} scrapes within {within:?} (slowest {slowest:?}) beside {guessed} wrong guesses"
     );
-    eprintln!("{on_time} of {total} scrapes within 1 s, slowest {slowest:?}; {guessed} wrong guesses; known user {known:?}, unknown {unknown:?}");
+    eprintln!("{on_time} of {total} scrapes within {within:?}, slowest {slowest:?}; {guessed} wrong guesses; known user {known:?}, unknown {unknown:?}");
 }
 
 /// `listen` and `web_config_file` in the config serve as the flags would (the web
