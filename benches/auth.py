@@ -17,17 +17,13 @@ Needs libcrypt (libxcrypt) with bcrypt, as Debian and Ubuntu ship it.
 import base64
 import ctypes
 import os
-import shutil
 import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.environ.get("BFPERF", os.path.join(ROOT, "target/release/bfperf"))
+from exporter_harness import exporter, rss_kib
 PORT = 19852
 ATTACKERS = 80
 SCRAPER = "127.0.0.2"  # another loopback address: another client
@@ -40,14 +36,6 @@ def bcrypt_hash(password, cost=10):
     lib.crypt_gensalt.restype = ctypes.c_char_p
     salt = lib.crypt_gensalt(b"$2b$", cost, None, 0)
     return lib.crypt(password.encode(), salt).decode()
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def connect(source="127.0.0.1"):
@@ -109,88 +97,65 @@ def attacker(n, stop, counts):
 
 
 def main():
-    if not os.access(BIN, os.X_OK):
-        subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
-    base = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    work = tempfile.mkdtemp(prefix="bfperf-auth.", dir=base)
-    proc = None
-    try:
-        root = os.path.join(work, "root")
-        shutil.copytree(os.path.join(ROOT, "fixtures/bf2"), root, symlinks=True)
-        state = os.path.join(work, "state")
-        os.mkdir(state, 0o700)
-        with open(os.path.join(work, "exporter.toml"), "w") as f:
-            f.write('events = ["tile/MEMORY_READS,MEMORY_WRITES/"]\n')
-        with open(os.path.join(work, "web.yml"), "w") as f:
-            f.write(f"basic_auth_users:\n  alice: {bcrypt_hash('s3cret')}\n")
-        env = dict(os.environ, BFPERF_STATE_DIR=state)
-        proc = subprocess.Popen(
-            [BIN, "--sysfs-root", root, "exporter", "--config", os.path.join(work, "exporter.toml"),
-             "--listen", f"127.0.0.1:{PORT}", "--web.config.file", os.path.join(work, "web.yml")],
-            env=env, stderr=subprocess.DEVNULL)
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", PORT), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        known, unknown = [], []
-        for i in range(30):
-            known.append(refusal_ms(f"alice:wrong{i}"))
-            unknown.append(refusal_ms(f"mallory{i}:wrong{i}"))
-        print("| refused | median of 30 |")
-        print("|---|---|")
-        print(f"| a user that exists, wrong password | {statistics.median(known):.1f} ms |")
-        print(f"| a user that does not exist | {statistics.median(unknown):.1f} ms |")
-        print()
+    web = f"basic_auth_users:\n  alice: {bcrypt_hash('s3cret')}\n"
+    with exporter(PORT, ["tile/MEMORY_READS,MEMORY_WRITES/"], {"web.yml": web},
+                  ["--web.config.file", "{work}/web.yml"]) as proc:
+        return measure(proc)
 
-        stop = threading.Event()
-        counts = [dict() for _ in range(ATTACKERS)]
-        threads = [threading.Thread(target=attacker, args=(n, stop, counts), daemon=True)
-                   for n in range(ATTACKERS)]
-        for t in threads:
-            t.start()
-        time.sleep(1)
-        # The scraper comes from another address, as Prometheus would; its first
-        # request (the password never checked before) is counted too.
-        times, on_time, total = [], 0, 0
-        scraper = connect(SCRAPER)
-        end = time.monotonic() + SECONDS
-        while time.monotonic() < end:
-            t0 = time.perf_counter()
+
+def measure(proc):
+    known, unknown = [], []
+    for i in range(30):
+        known.append(refusal_ms(f"alice:wrong{i}"))
+        unknown.append(refusal_ms(f"mallory{i}:wrong{i}"))
+    print("| refused | median of 30 |")
+    print("|---|---|")
+    print(f"| a user that exists, wrong password | {statistics.median(known):.1f} ms |")
+    print(f"| a user that does not exist | {statistics.median(unknown):.1f} ms |")
+    print()
+
+    stop = threading.Event()
+    counts = [dict() for _ in range(ATTACKERS)]
+    threads = [threading.Thread(target=attacker, args=(n, stop, counts), daemon=True)
+               for n in range(ATTACKERS)]
+    for t in threads:
+        t.start()
+    time.sleep(1)
+    # The scraper comes from another address, as Prometheus would; its first
+    # request (the password never checked before) is counted too.
+    times, on_time, total = [], 0, 0
+    scraper = connect(SCRAPER)
+    end = time.monotonic() + SECONDS
+    while time.monotonic() < end:
+        t0 = time.perf_counter()
+        status = get(scraper, "alice:s3cret")
+        if status is None:
+            scraper.close()
+            scraper = connect(SCRAPER)
             status = get(scraper, "alice:s3cret")
-            if status is None:
-                scraper.close()
-                scraper = connect(SCRAPER)
-                status = get(scraper, "alice:s3cret")
-            ms = (time.perf_counter() - t0) * 1e3
-            total += 1
-            times.append(ms)
-            if status == 200 and ms <= 1000:
-                on_time += 1
-            time.sleep(0.2)
-        rss = rss_kib(proc.pid)
-        stop.set()
-        for t in threads:
-            t.join(timeout=30)
-        print(f"| {ATTACKERS} keep-alive connections guessing, {SECONDS} s | |")
-        print("|---|---|")
-        print(f"| scrapes with the right password within 1 s | {on_time} of {total} |")
-        print(f"| their latency p50 / worst | {statistics.median(times):.2f} / {max(times):.1f} ms |")
-        checked = sum(c.get(401, 0) for c in counts)
-        busy = sum(c.get(429, 0) for c in counts)
-        print(f"| wrong guesses checked (401) | {checked} ({checked / SECONDS:.0f}/s) |")
-        print(f"| guesses answered 429 without a check (address has 2 pending) | {busy} |")
-        print(f"| exporter RSS | {rss / 1024:.1f} MiB |")
-        if proc.poll() is not None:
-            print(f"exporter exited with {proc.returncode}", file=sys.stderr)
-            return 1
-        return 0
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        ms = (time.perf_counter() - t0) * 1e3
+        total += 1
+        times.append(ms)
+        if status == 200 and ms <= 1000:
+            on_time += 1
+        time.sleep(0.2)
+    rss = rss_kib(proc.pid)
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    print(f"| {ATTACKERS} keep-alive connections guessing, {SECONDS} s | |")
+    print("|---|---|")
+    print(f"| scrapes with the right password within 1 s | {on_time} of {total} |")
+    print(f"| their latency p50 / worst | {statistics.median(times):.2f} / {max(times):.1f} ms |")
+    checked = sum(c.get(401, 0) for c in counts)
+    busy = sum(c.get(429, 0) for c in counts)
+    print(f"| wrong guesses checked (401) | {checked} ({checked / SECONDS:.0f}/s) |")
+    print(f"| guesses answered 429 without a check (address has 2 pending) | {busy} |")
+    print(f"| exporter RSS | {rss / 1024:.1f} MiB |")
+    if proc.poll() is not None:
+        print(f"exporter exited with {proc.returncode}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -9,25 +9,13 @@ Run from the repository: python3 benches/hostile.py   (builds target/release/bfp
 """
 import os
 import resource
-import shutil
 import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.environ.get("BFPERF", os.path.join(ROOT, "target/release/bfperf"))
+from exporter_harness import exporter, rss_kib
 PORT = 19851
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def sockets(pid):
@@ -127,57 +115,32 @@ def release(held):
 def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 20000), hard))
-    if not os.access(BIN, os.X_OK):
-        subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
-    base = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    work = tempfile.mkdtemp(prefix="bfperf-hostile.", dir=base)
-    proc = None
-    try:
-        root = os.path.join(work, "root")
-        shutil.copytree(os.path.join(ROOT, "fixtures/bf2"), root, symlinks=True)
-        state = os.path.join(work, "state")
-        os.mkdir(state, 0o700)
-        with open(os.path.join(work, "exporter.toml"), "w") as f:
-            f.write('events = ["tile/MEMORY_READS,MEMORY_WRITES/", "l3cachehalf*/HITS_BANK0,MISSES_BANK0/"]\n')
-        env = dict(os.environ, BFPERF_STATE_DIR=state)
-        proc = subprocess.Popen(
-            [BIN, "--sysfs-root", root, "exporter", "--config", os.path.join(work, "exporter.toml"),
-             "--listen", f"127.0.0.1:{PORT}"],
-            env=env, stderr=subprocess.DEVNULL)
-        for _ in range(100):
-            if proc.poll() is not None:
-                print("the exporter did not start", file=sys.stderr)
-                return 1
-            try:
-                socket.create_connection(("127.0.0.1", PORT), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        pid = proc.pid
-        print("| while held | connections kept | RSS | scrape p50 / worst of 20 |")
-        print("|---|---|---|---|")
-        report("nothing (baseline)", pid)
-        attacks = [
-            ("5,000 half-open connections", lambda: half_open(5000)),
-            ("1,000 slowloris connections (a header line each per 100 ms, 2 s)", lambda: slowloris(1000, 20)),
-            ("2,000 pipelined requests on one connection, unread", lambda: pipelined(2000)),
-            ("a 1 MiB header", big_header),
-            ("a 1e11 Content-Length", content_length),
-        ]
-        for name, attack in attacks:
-            held = attack()
-            report(name, pid)
-            release(held)
-            report("  after releasing it", pid)
-        if proc.poll() is not None:
-            print(f"exporter exited with {proc.returncode}", file=sys.stderr)
-            return 1
-        return 0
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait()
-        shutil.rmtree(work, ignore_errors=True)
+    events = ["tile/MEMORY_READS,MEMORY_WRITES/", "l3cachehalf*/HITS_BANK0,MISSES_BANK0/"]
+    with exporter(PORT, events) as proc:
+        return measure(proc)
+
+
+def measure(proc):
+    pid = proc.pid
+    print("| while held | connections kept | RSS | scrape p50 / worst of 20 |")
+    print("|---|---|---|---|")
+    report("nothing (baseline)", pid)
+    attacks = [
+        ("5,000 half-open connections", lambda: half_open(5000)),
+        ("1,000 slowloris connections (a header line each per 100 ms, 2 s)", lambda: slowloris(1000, 20)),
+        ("2,000 pipelined requests on one connection, unread", lambda: pipelined(2000)),
+        ("a 1 MiB header", big_header),
+        ("a 1e11 Content-Length", content_length),
+    ]
+    for name, attack in attacks:
+        held = attack()
+        report(name, pid)
+        release(held)
+        report("  after releasing it", pid)
+    if proc.poll() is not None:
+        print(f"exporter exited with {proc.returncode}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -40,22 +40,6 @@ fn refuse(path: &Path, problem: impl Into<String>) -> Error {
     }
 }
 
-fn kind_name(ft: &fs::FileType) -> &'static str {
-    if ft.is_dir() {
-        "a directory"
-    } else if ft.is_block_device() {
-        "a block device"
-    } else if ft.is_char_device() {
-        "a device node"
-    } else if ft.is_fifo() {
-        "a FIFO"
-    } else if ft.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
-    }
-}
-
 /// What `-o PATH` names, once links are followed.
 enum Resolved {
     /// A regular file to replace, or a new one.
@@ -198,7 +182,7 @@ fn resolve(path: &Path) -> Result<Resolved> {
             &real,
             format!(
                 "it is {}; bfperf writes regular files (replaced), character devices, FIFOs and sockets (written in place)",
-                kind_name(&ft)
+                crate::sysfs::kind_name(&ft)
             ),
         ));
     }

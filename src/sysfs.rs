@@ -347,15 +347,18 @@ impl RealFs {
 /// longer is not a driver file.
 pub const MAX_ATTRIBUTE: usize = 64 * 1024;
 
-fn kind_name(kind: fs::FileType) -> &'static str {
-    if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_char_device() || kind.is_block_device() {
+/// What a file that is not a regular file is, for people.
+pub(crate) fn kind_name(kind: &fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_char_device() {
         "a device node"
+    } else if kind.is_fifo() {
+        "a FIFO"
     } else if kind.is_socket() {
         "a socket"
-    } else if kind.is_dir() {
-        "a directory"
     } else {
         "not a regular file"
     }
@@ -366,7 +369,7 @@ fn not_regular(kind: fs::FileType) -> io::Error {
         io::ErrorKind::InvalidInput,
         format!(
             "it is {}, not a sysfs attribute (bfperf reads and writes regular files only)",
-            kind_name(kind)
+            kind_name(&kind)
         ),
     )
 }
@@ -596,7 +599,7 @@ fn open_regular(path: &Path, what: &'static str) -> crate::Result<fs::File> {
             io::ErrorKind::InvalidInput,
             format!(
                 "it is {}, not a regular file (bfperf reads such files only when they are regular files, so that none can hang it or flood its memory)",
-                kind_name(kind)
+                kind_name(&kind)
             ),
         )));
     }

@@ -485,6 +485,30 @@ impl<'w> StatWriter<'w> {
         self.w.flush()
     }
 
+    /// A run's total of one count.
+    fn total_line<'c>(&self, r: &Run, c: &'c Count) -> Line<'c> {
+        Line {
+            record: "total",
+            run: Some(r.run),
+            time_s: Some(r.elapsed_s),
+            timestamp: self.timestamp(Some(r.elapsed_s)),
+            count: c,
+            stddev_pct: None,
+        }
+    }
+
+    /// A count's mean over runs, with its spread.
+    fn mean_line<'c>(&self, c: &'c Count, stddev_pct: Option<f64>) -> Line<'c> {
+        Line {
+            record: "mean",
+            run: None,
+            time_s: None,
+            timestamp: self.timestamp(None),
+            count: c,
+            stddev_pct,
+        }
+    }
+
     /// Each run's totals and metrics, the mean over runs (with -r), the end record.
     fn summary_ndjson(
         &mut self,
@@ -496,28 +520,16 @@ impl<'w> StatWriter<'w> {
     ) -> io::Result<()> {
         for (i, (r, counts)) in runs.iter().zip(per_run).enumerate() {
             for c in counts {
-                self.ndjson(&Line {
-                    record: "total",
-                    run: Some(r.run),
-                    time_s: Some(r.elapsed_s),
-                    timestamp: self.timestamp(Some(r.elapsed_s)),
-                    count: c,
-                    stddev_pct: None,
-                })?;
+                let line = self.total_line(r, c);
+                self.ndjson(&line)?;
             }
             if let Some(m) = metrics.get(i) {
                 self.metrics("total", Some(r.run), Some(r.elapsed_s), m)?;
             }
         }
         for (c, sd) in mean.iter().filter(|_| runs.len() > 1) {
-            self.ndjson(&Line {
-                record: "mean",
-                run: None,
-                time_s: None,
-                timestamp: self.timestamp(None),
-                count: c,
-                stddev_pct: *sd,
-            })?;
+            let line = self.mean_line(c, *sd);
+            self.ndjson(&line)?;
         }
         #[derive(Serialize)]
         struct End<'a> {
@@ -545,23 +557,10 @@ impl<'w> StatWriter<'w> {
     ) -> io::Result<()> {
         let mut lines = Vec::new();
         for (r, counts) in runs.iter().zip(per_run) {
-            lines.extend(counts.iter().map(|c| Line {
-                record: "total",
-                run: Some(r.run),
-                time_s: Some(r.elapsed_s),
-                timestamp: self.timestamp(Some(r.elapsed_s)),
-                count: c,
-                stddev_pct: None,
-            }));
+            lines.extend(counts.iter().map(|c| self.total_line(r, c)));
         }
-        lines.extend(mean.iter().filter(|_| runs.len() > 1).map(|(c, sd)| Line {
-            record: "mean",
-            run: None,
-            time_s: None,
-            timestamp: self.timestamp(None),
-            count: c,
-            stddev_pct: *sd,
-        }));
+        let means = mean.iter().filter(|_| runs.len() > 1);
+        lines.extend(means.map(|(c, sd)| self.mean_line(c, *sd)));
         self.csv_rows(&lines)?;
         for (r, m) in runs.iter().zip(metrics) {
             self.csv_metrics("total", Some(r.run), Some(r.elapsed_s), m)?;
