@@ -39,6 +39,18 @@ impl BlockPlan<'_> {
             .filter(|s| self.items[s.item] == Item::Cycles)
             .fold(0, |m, s| m | (1 << s.counter))
     }
+
+    /// What `count_clock` holds while `group` counts: the bits of counters the
+    /// measurement does not use as they were (`saved_mask`), its own as the group
+    /// wants them. Written when the group is programmed, and expected when read back.
+    pub fn count_clock_while(&self, group: usize, saved_mask: u32) -> u32 {
+        let ours = self
+            .groups
+            .iter()
+            .flatten()
+            .fold(0u32, |m, s| m | (1 << s.counter));
+        (saved_mask & !ours) | self.clock_mask(group)
+    }
 }
 
 /// Sets that share an item are one set: it is counted once, in one turn.

@@ -255,17 +255,6 @@ impl<'d> BlockState<'d> {
     }
 }
 
-/// What an all-at-once block's `count_clock` should read while `group` counts: the
-/// bits of counters not ours as they were, ours as the group wants them.
-fn expected_clock_mask(p: &BlockPlan, group: usize, saved_mask: u32) -> u32 {
-    let ours = p
-        .groups
-        .iter()
-        .flatten()
-        .fold(0u32, |m, s| m | (1 << s.counter));
-    (saved_mask & !ours) | p.clock_mask(group)
-}
-
 /// A failure to read or write as the reason a count is invalid.
 fn fault_of(e: &Error) -> Foreign {
     Foreign::Fault {
@@ -283,10 +272,9 @@ pub struct Sampler<'d> {
     log: Vec<Detection>,
 }
 
-/// Adds the count between two readings, wrapped at the counter's width, over a turn
-/// of `dt` that stands for `span` (longer when other groups had the turns between).
-/// A 64-bit value that went backwards was reset: counted from 0, `false` returned.
-/// Adds what a counter gained from `last` to `v` over `dt` (its turn covering `span`).
+/// Adds what a counter gained from `last` to `v`, wrapped at the counter's width, over
+/// a turn of `dt` that stands for `span` (longer when other groups had the turns
+/// between).
 /// A 64-bit value that went backwards was reset by someone else: nothing of that
 /// window is known, so nothing is added (false).
 fn accumulate(acc: &mut Acc, last: u64, v: u64, width_mask: u64, dt: u64, span: u64) -> bool {
@@ -349,8 +337,7 @@ fn block_state<'d>(
     let b = p.block;
     let slots = b.counters.iter().max().map_or(0, |m| *m as usize + 1);
     let counters = per_counter(device, p, false, layout::counter)?;
-    // Read back where values cannot reveal a change: on every tick of all-at-once
-    // and multiplexed blocks, on the first tick of the others.
+    // Read back at every tick: values do not always reveal another event.
     let events = per_counter(device, p, true, layout::event)?;
     let all_at_once = b.mechanism == Mechanism::AllAtOnce;
     let optional = |has: bool, rel: String| has.then(|| reader(device, rel)).transpose();
@@ -516,9 +503,7 @@ impl<'d> Sampler<'d> {
     /// A check between ticks, at `now`: reads what would show another program's
     /// write without changing anything; a block where something is off is ticked at
     /// once (marking it and programming it again). Blocks whose tick only reads
-    /// (per-counter blocks that do not take turns) are ticked, their events read back
-    /// first: another event programmed over a counter is found within a probe even
-    /// when its count does not fall.
+    /// (per-counter blocks that do not take turns) are ticked.
     pub fn probe(&mut self, now: u64) {
         for i in 0..self.plans.len() {
             if self.states[i].stale.is_some() {
@@ -527,14 +512,8 @@ impl<'d> Sampler<'d> {
             let off = match self.plans[i].block.mechanism {
                 // A cleared register shows at the next tick: it went backwards.
                 Mechanism::Registers => Ok(false),
-                // Its values show another event only when they happen to fall: the
-                // events are read back too, and the tick reads them again.
-                Mechanism::PerCounter if !self.plans[i].multiplexed() => {
-                    if !matches!(self.changed_events(i), Ok(None)) {
-                        self.states[i].fresh = true;
-                    }
-                    Ok(true)
-                }
+                // Its tick only reads (events included): it is the check.
+                Mechanism::PerCounter if !self.plans[i].multiplexed() => Ok(true),
                 Mechanism::PerCounter => self.probe_per_counter(i),
                 Mechanism::AllAtOnce => self.probe_all_at_once(i),
             };
@@ -571,7 +550,7 @@ impl<'d> Sampler<'d> {
                 }
             }
             if let Some(r) = st.clock_state.as_mut() {
-                if r.value()? as u32 != expected_clock_mask(p, st.group, st.saved_mask) {
+                if r.value()? as u32 != p.count_clock_while(st.group, st.saved_mask) {
                     return Ok(true);
                 }
             }
@@ -699,13 +678,10 @@ impl<'d> Sampler<'d> {
     }
 
     fn tick_per_counter(&mut self, i: usize, dt: u64) -> Result<Option<(Vec<usize>, Foreign)>> {
-        // A counter that keeps counting shows a reset by going backwards, from its
-        // second tick on; before that, and when turns restart it, read events back.
-        let mut found = if self.states[i].fresh || self.plans[i].multiplexed() {
-            self.changed_events(i)?
-        } else {
-            None
-        };
+        // Events are read back at every tick: another event programmed over a
+        // counter makes its count fall only sometimes. A counter that goes
+        // backwards was reset.
+        let mut found = self.changed_events(i)?;
         self.states[i].fresh = false;
         let (p, st) = (&self.plans[i], &mut self.states[i]);
         let now = st.last_ns;
@@ -721,12 +697,6 @@ impl<'d> Sampler<'d> {
             let acc = &mut st.accs[s.item];
             if !accumulate(acc, last, v, st.width_mask, dt, span) && found.is_none() {
                 found = Some((vec![s.item], Foreign::Reset { counter: s.counter }));
-            }
-        }
-        // A reset: say so more precisely when another event is programmed now.
-        if matches!(found, Some((_, Foreign::Reset { .. }))) {
-            if let Some(changed) = self.changed_events(i)? {
-                found = Some(changed);
             }
         }
         let (p, st) = (&self.plans[i], &mut self.states[i]);
@@ -757,7 +727,7 @@ impl<'d> Sampler<'d> {
             }
             if let Some(r) = st.clock_state.as_mut() {
                 let mask = r.value()? as u32;
-                if mask != expected_clock_mask(p, st.group, st.saved_mask) && found.is_none() {
+                if mask != p.count_clock_while(st.group, st.saved_mask) && found.is_none() {
                     found = Some((
                         group_items(p, st.group),
                         Foreign::CountClock { found: mask },

@@ -84,12 +84,7 @@ fn group_plan(plan: &BlockPlan, g: usize, saved_mask: u32) -> Plan {
         }
     }
     if b.has_count_clock {
-        let ours = plan
-            .groups
-            .iter()
-            .flatten()
-            .fold(0u32, |m, s| m | (1 << s.counter));
-        let mask = (saved_mask & !ours) | plan.clock_mask(g);
+        let mask = plan.count_clock_while(g, saved_mask);
         writes.push(
             layout::count_clock(&b.name),
             format!("0x{mask:x}"),
