@@ -192,7 +192,7 @@ pub struct WriterLock {
 
 /// This process's command line on one line (a control character in an argument,
 /// a newline above all, becomes a space), capped so the record stays readable whole.
-fn this_command() -> String {
+pub(crate) fn this_command() -> String {
     let line = std::env::args().collect::<Vec<_>>().join(" ");
     line.chars()
         .map(|c| if c.is_control() { ' ' } else { c })

@@ -73,7 +73,7 @@ pub fn write(device: &Device, saved: &[Saved]) -> Result<Journal> {
         device: device.canonical_location(),
         identity: device.identity(),
         pid: std::process::id(),
-        command: std::env::args().collect::<Vec<_>>().join(" "),
+        command: crate::lock::this_command(),
         saved: saved.to_vec(),
     };
     let text = serde_json::to_vec_pretty(&record).map_err(|e| Error::BadConfig {

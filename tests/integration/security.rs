@@ -607,6 +607,17 @@ fn a_pending_journal_refuses_one_shot_writes_until_restored_or_discarded() {
         .assert()
         .success()
         .stderr(predicate::str::contains("journal is pending"));
+    // A refused command discards nothing, the journal included.
+    cmd()
+        .args(["program", "llt0", "0", "NO_SUCH_EVENT", "--discard-journal"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("NO_SUCH_EVENT"));
+    assert!(
+        journal_in(state.path()).is_some(),
+        "a refused command discarded the journal"
+    );
+    assert_eq!(m.config("llt0"), left);
     // Discarded: the write goes ahead, and a later measurement keeps it.
     cmd()
         .args([

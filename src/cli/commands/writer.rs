@@ -1,8 +1,8 @@
 //! The one sequence of every command that writes the device (`program`, `start`,
-//! `stop`, `clear`): take the writer lock (not for a dry run), refuse while a killed
-//! measurement's journal is pending (it would undo this write later), plan every
-//! block the selector chooses (any refusal refuses the whole command, before the
-//! first write), apply the plans in order, and report what was written.
+//! `stop`, `clear`): take the writer lock (not for a dry run), plan every block the
+//! selector chooses (any refusal refuses the whole command, before the first
+//! write), refuse while a killed measurement's journal is pending (it would undo
+//! this write later), apply the plans in order, and report what was written.
 
 use crate::cli::args::{Global, WriteOpts};
 use crate::cli::exit::{diag, Failure};
@@ -63,10 +63,11 @@ pub fn write_blocks<P: Planned>(
     let _lock = (!w.dry_run)
         .then(|| lock_device(global, &device))
         .transpose()?;
+    let plans = plan_blocks(&device, selector, plan)?;
+    // After the input is checked: a refused command discards no journal either.
     if global.sim.is_none() {
         pending_journal(&device, &w)?;
     }
-    let plans = plan_blocks(&device, selector, plan)?;
     let mut reports: Vec<P::Report> = Vec::new();
     for p in plans {
         let done = if w.dry_run {
