@@ -13,7 +13,7 @@ use crate::block::{BlockKind, Mechanism};
 use crate::device::Device;
 use crate::error::Result;
 use crate::kinds::Role;
-use crate::measure::defaults::{DEFAULT, DEFAULT_EVENTS};
+use crate::measure::defaults::{default_set, DEFAULT};
 use crate::measure::journal;
 use crate::measure::plan::BlockPlan;
 use crate::measure::sampler::{Acc, Sampler};
@@ -96,16 +96,12 @@ pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<
         specs: register_specs(device),
         ..Checked::default()
     };
-    let gen = device.generation();
-    let defaults = DEFAULT_EVENTS
-        .iter()
-        .filter(|(g, _)| *g == gen)
-        .flat_map(|(_, specs)| specs.iter().map(|s| s.to_string()));
+    let (defaults, _) = default_set(device.generation());
     let events: Vec<String> = config
         .events
         .iter()
         .flat_map(|e| match e.trim() == DEFAULT {
-            true => defaults.clone().collect(),
+            true => defaults.clone(),
             false => vec![e.clone()],
         })
         .collect();

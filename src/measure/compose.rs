@@ -1,6 +1,8 @@
-//! `-e` and `-M` turned into a measurement's work, one way for `stat`, `top` and the
-//! exporter: the blocks' specs, the perf events counted beside them (each resolved
-//! now, before anything is written), and what the chosen metrics need.
+//! `-e` and `-M` turned into a measurement's work, one way for `stat` and `top`: the
+//! blocks' specs, the perf events counted beside them (each resolved now, before
+//! anything is written), and what the chosen metrics need. (The exporter's config,
+//! which skips entry by entry and counts no perf events, is checked by
+//! `export::check` from the same default sets.)
 
 use crate::device::Device;
 use crate::error::{Error, Result};

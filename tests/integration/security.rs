@@ -11,6 +11,15 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use predicates::prelude::*;
 
+/// bfperf on a mount, keeping its lock and journal in `state` (not the test's lock
+/// file).
+fn with_state(m: &Mount, state: &Path) -> assert_cmd::Command {
+    let mut c = m.cmd();
+    c.env_remove("BFPERF_LOCK_FILE")
+        .env("BFPERF_STATE_DIR", state);
+    c
+}
+
 fn state_dir() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     fs::set_permissions(d.path(), fs::Permissions::from_mode(0o700)).unwrap();
@@ -253,9 +262,7 @@ fn a_killed_writer_is_undone_by_restore_or_by_the_next_writer() {
         "the kill left the device programmed"
     );
     let restore = |says: &str| {
-        m.cmd()
-            .env_remove("BFPERF_LOCK_FILE")
-            .env("BFPERF_STATE_DIR", state.path())
+        with_state(&m, state.path())
             .arg("restore")
             .assert()
             .success()
@@ -289,9 +296,7 @@ fn a_killed_writer_is_undone_by_restore_or_by_the_next_writer() {
         ],
     );
     assert_ne!(whole_config(&m), original);
-    m.cmd()
-        .env_remove("BFPERF_LOCK_FILE")
-        .env("BFPERF_STATE_DIR", state.path())
+    with_state(&m, state.path())
         .args([
             "stat",
             "-e",
@@ -570,12 +575,7 @@ fn a_pending_journal_refuses_one_shot_writes_until_restored_or_discarded() {
         return;
     };
     let state = state_dir();
-    let cmd = || {
-        let mut c = m.cmd();
-        c.env_remove("BFPERF_LOCK_FILE")
-            .env("BFPERF_STATE_DIR", state.path());
-        c
-    };
+    let cmd = || with_state(&m, state.path());
     let original = m.config("llt0");
     killed_mid_measurement(
         &m,
@@ -704,9 +704,7 @@ fn a_journal_that_points_outside_the_device_is_refused() {
                 "100ms",
             ],
         ] {
-            m.cmd()
-                .env_remove("BFPERF_LOCK_FILE")
-                .env("BFPERF_STATE_DIR", state.path())
+            with_state(&m, state.path())
                 .args(args)
                 .assert()
                 .code(1)
@@ -720,17 +718,13 @@ fn a_journal_that_points_outside_the_device_is_refused() {
     let mut record: serde_json::Value = serde_json::from_str(&good).unwrap();
     record["saved"][0]["events"][0][0] = 99.into();
     fs::write(&journal, record.to_string()).unwrap();
-    m.cmd()
-        .env_remove("BFPERF_LOCK_FILE")
-        .env("BFPERF_STATE_DIR", state.path())
+    with_state(&m, state.path())
         .arg("restore")
         .assert()
         .code(1)
         .stderr(predicate::str::contains("counter 99"));
     fs::write(&journal, good).unwrap();
-    m.cmd()
-        .env_remove("BFPERF_LOCK_FILE")
-        .env("BFPERF_STATE_DIR", state.path())
+    with_state(&m, state.path())
         .arg("restore")
         .assert()
         .success()
