@@ -8,21 +8,15 @@ use std::process::Command as Process;
 /// The candidates the binary's hidden `__complete` gives for `line[index]`, as the
 /// shell scripts ask for them.
 fn complete(line: &[&str], index: usize) -> Vec<String> {
-    let out = bfperf()
-        .args(["__complete", "--index", &index.to_string(), "--"])
-        .args(line)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect()
+    let index = index.to_string();
+    stdout_of(
+        bfperf()
+            .args(["__complete", "--index", &index, "--"])
+            .args(line),
+    )
+    .lines()
+    .map(str::to_string)
+    .collect()
 }
 
 /// Completes the last word of `bfperf --sysfs-root fixtures/GEN WORDS...`.
