@@ -45,16 +45,11 @@ pub struct PerfEvent {
 
 /// perf's own spelling of a generic event name (`cpu-cycles` → `cycles`), if it is one.
 pub fn generic_name(name: &str) -> Option<&'static str> {
-    GENERIC
-        .iter()
-        .find(|(names, ..)| names.iter().any(|n| n.eq_ignore_ascii_case(name)))
-        .map(|(names, ..)| names[0])
+    crate::spec::perf_terms::generic(name).map(|(names, ..)| names[0])
 }
 
 fn generic(name: &str) -> Option<PerfEvent> {
-    let (names, type_, config, unit, _) = GENERIC
-        .iter()
-        .find(|(names, ..)| names.iter().any(|n| n.eq_ignore_ascii_case(name)))?;
+    let (names, type_, config, unit, _) = crate::spec::perf_terms::generic(name)?;
     Some(PerfEvent {
         name: names[0].to_string(),
         pmu: generic_pmu(*type_).to_string(),
@@ -68,8 +63,7 @@ fn generic(name: &str) -> Option<PerfEvent> {
 
 /// perf's raw event of the CPU's PMU: `r` and the event number in hex (`r11`, `r80C0`).
 fn raw(name: &str) -> Option<PerfEvent> {
-    let hex = name.strip_prefix('r')?;
-    let config = u64::from_str_radix(hex, 16).ok()?;
+    let config = crate::spec::perf_terms::raw_config(name)?;
     Some(PerfEvent {
         name: name.to_string(),
         pmu: "raw".into(),

@@ -198,18 +198,17 @@ pub fn modifiers(spec: &str) -> (&str, Levels) {
 pub fn is_plain_event(name: &str) -> bool {
     let (body, _) = modifiers(name);
     let body = body.split(':').next().unwrap_or(body);
-    is_generic(body) || is_raw(body)
+    generic(body).is_some() || raw_config(body).is_some()
 }
 
-/// Whether `name` is one of perf's generic event names.
-fn is_generic(name: &str) -> bool {
+/// The generic event a name (any case, any of its names) stands for.
+pub fn generic(name: &str) -> Option<&'static Generic> {
     GENERIC
         .iter()
-        .any(|(names, ..)| names.iter().any(|n| n.eq_ignore_ascii_case(name)))
+        .find(|(names, ..)| names.iter().any(|n| n.eq_ignore_ascii_case(name)))
 }
 
-/// Whether `name` is perf's raw form: `r` and an event number in hex (`r11`, `r80C0`).
-pub fn is_raw(name: &str) -> bool {
-    name.strip_prefix('r')
-        .is_some_and(|hex| u64::from_str_radix(hex, 16).is_ok())
+/// The event number of perf's raw form: `r` and the number in hex (`r11`, `r80C0`).
+pub fn raw_config(name: &str) -> Option<u64> {
+    u64::from_str_radix(name.strip_prefix('r')?, 16).ok()
 }
