@@ -12,7 +12,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use bfperf::block::Mechanism;
-use bfperf::measure::{plan, sampler::Sampler};
+use bfperf::measure::{place, Sampler};
 use bfperf::spec;
 use bfperf::Device;
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -114,7 +114,7 @@ fn bench(c: &mut Criterion) {
     let device = Device::open_dir(&dir).unwrap();
     let specs = every_value(&device);
     let resolved = spec::resolve(&device, &specs).unwrap();
-    let plans = plan::place(resolved.blocks, true).unwrap();
+    let plans = place(resolved.blocks, true).unwrap();
     let values: usize = plans.iter().map(|p| p.items.len()).sum();
     let mut sampler = Sampler::open(&device, plans, &HashMap::new()).unwrap();
     sampler.start(0).unwrap();

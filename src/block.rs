@@ -79,7 +79,7 @@ impl Generation {
 
 /// The kind of a block, chosen like the driver does: by substring of the name, in the
 /// driver's order (so `tilenet0` is a tilenet, not a tile). The facts of each kind are
-/// in [`crate::kinds::KINDS`].
+/// in the kinds table ([`crate::kinds::def`]).
 #[derive(
     Debug,
     Clone,

@@ -297,7 +297,7 @@ impl Error {
 
 /// Turns an io error on a device file into a message for people.
 /// `op` is "reading", "writing" or "listing"; `rel` is the path relative to the device.
-pub fn io_error(op: &str, rel: &str, data: Option<&[u8]>, source: io::Error) -> Error {
+pub(crate) fn io_error(op: &str, rel: &str, data: Option<&[u8]>, source: io::Error) -> Error {
     let shown = if rel.is_empty() {
         "the device directory"
     } else {
@@ -327,7 +327,7 @@ pub fn io_error(op: &str, rel: &str, data: Option<&[u8]>, source: io::Error) -> 
 }
 
 /// Adds an explanation to an Io error's message (keeps the source).
-pub fn with_hint(err: Error, hint: &str) -> Error {
+pub(crate) fn with_hint(err: Error, hint: &str) -> Error {
     match err {
         Error::Io { message, source } => Error::Io {
             message: format!("{message}: {hint}"),
@@ -338,7 +338,7 @@ pub fn with_hint(err: Error, hint: &str) -> Error {
 }
 
 /// Adds a second failure to an error's message (a restore that failed after it).
-pub fn with_context(err: Error, more: &str) -> Error {
+pub(crate) fn with_context(err: Error, more: &str) -> Error {
     match err {
         Error::Io { message, source } => Error::Io {
             message: format!("{message}; then: {more}"),

@@ -3,7 +3,7 @@
 //! how a counter is stopped, and what its registers are. Operations, completion,
 //! snapshots, diffs and the simulator read these facts; none of them spells a kind.
 //!
-//! Adding a kind: a variant of [`BlockKind`], one [`KindDef`] in [`KINDS`] (at the place
+//! Adding a kind: a variant of [`BlockKind`], one [`KindDef`] in `KINDS` (at the place
 //! the driver tests its name) and its event table in `catalog/tables.rs`.
 
 use crate::block::{Block, BlockKind, Generation, Mechanism};
@@ -12,7 +12,7 @@ use crate::catalog::EventDef;
 
 /// The event number written to stop a counter whose table has no DISABLE event (the
 /// vendor's documented way; kernels that validate numbers refuse it).
-pub const STOP_EVENT: u32 = 0xff;
+pub(crate) const STOP_EVENT: u32 = 0xff;
 
 /// A fact that differs between BlueField-1/-2 and BlueField-3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,7 +219,7 @@ const fn registers_kind(
 
 /// Every kind, in the order the driver tests block names (`tilenet` before `tile`,
 /// `llt_miss` before `llt`).
-pub static KINDS: &[KindDef] = &[
+pub(crate) static KINDS: &[KindDef] = &[
     counter_kind(
         BlockKind::Tilenet,
         "tilenet",
@@ -390,7 +390,7 @@ pub static KINDS: &[KindDef] = &[
 
 /// What bfperf assumes of a block whose name matches no kind: counters of 64 bits,
 /// no event table; it is still listed, read and programmed by number (--force).
-pub static UNKNOWN: KindDef = counter_kind(
+pub(crate) static UNKNOWN: KindDef = counter_kind(
     BlockKind::Unknown,
     "unknown",
     "a block this bfperf does not know",
@@ -398,7 +398,7 @@ pub static UNKNOWN: KindDef = counter_kind(
 );
 
 /// The kernel's perf_event PMUs, counted beside the blocks; never a block's kind.
-pub static PERF: KindDef = counter_kind(
+pub(crate) static PERF: KindDef = counter_kind(
     BlockKind::Perf,
     "perf",
     "a perf_event PMU of the kernel (Arm cores, software events)",
@@ -425,7 +425,7 @@ pub fn of_block_name(name: &str) -> &'static KindDef {
 const REGISTER_UNITS: &[(&str, &str)] = &[("_BYTE_CNT", "bytes"), ("_PKT_CNT", "packets")];
 
 /// The unit a register counts in (`count` where its name does not say).
-pub fn register_unit(name: &str) -> &'static str {
+pub(crate) fn register_unit(name: &str) -> &'static str {
     REGISTER_UNITS
         .iter()
         .find(|(suffix, _)| name.ends_with(suffix))

@@ -2,9 +2,13 @@
 //! the `mlxbf-pmc` driver's hwmon device, for people and programs.
 //!
 //! Layers, from the bottom: [`sysfs`] (file access relative to the device, real or
-//! simulated), the domain ([`block`], [`catalog`], [`device`]), the operations
-//! ([`ops`]). The command line (`cli`, feature `cli`) is the binary's and not
-//! part of the library's API.
+//! simulated), the domain ([`block`], [`kinds`], [`catalog`], [`device`]), then the
+//! subsystems: one-shot operations ([`ops`]: read, program, start/stop/clear,
+//! snapshot and diff, list), the event grammar ([`spec`]), measurement over a window
+//! with multiplexing and restore ([`measure`]), metrics ([`metrics`]), the kernel's
+//! perf_event counters ([`perf`]) and the Prometheus exposition ([`export`]). The
+//! command line (`cli`, feature `cli`) is the binary's: only its entry point is
+//! public, and it is not part of the library's API.
 //!
 //! Features: `sim` (the in-process simulator), `cli` (the command line: clap,
 //! tables), `sim-mount` (the simulator over FUSE) and `exporter` (its HTTP server and
@@ -36,6 +40,12 @@
 //! ```
 
 #![deny(missing_docs)]
+// What the library keeps to itself is `pub(crate)`, and the compiler checks it.
+#![warn(unreachable_pub)]
+// Some crate-private pieces of the subsystems (the writer lock, the recording rules,
+// repeat statistics, the metric translator) serve only the command line; without it
+// they are unused, not dead.
+#![cfg_attr(not(feature = "cli"), allow(dead_code))]
 
 pub mod block;
 pub mod catalog;
@@ -46,11 +56,11 @@ pub mod device;
 pub mod error;
 pub mod export;
 pub mod kinds;
-pub mod lock;
+pub(crate) mod lock;
 pub mod measure;
 pub mod metrics;
 pub mod ops;
-pub mod outfile;
+pub(crate) mod outfile;
 pub mod perf;
 #[cfg(feature = "sim")]
 pub mod sim;

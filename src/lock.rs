@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// Where root keeps bfperf's locks (and journals).
-pub const ROOT_STATE_DIR: &str = "/run/bfperf";
+pub(crate) const ROOT_STATE_DIR: &str = "/run/bfperf";
 
 /// The most of a holder record that is read.
 const HOLDER_MAX: u64 = 4096;
@@ -91,7 +91,7 @@ fn private_dir(dir: &Path, mode: u32, uid: u32) -> Result<PathBuf> {
 /// or `/tmp/bfperf-UID` (0700) — a user's locks guard only the devices that user can
 /// write (simulators). Whichever it is, it must belong to the caller and be writable
 /// by no one else.
-pub fn state_dir() -> Result<PathBuf> {
+pub(crate) fn state_dir() -> Result<PathBuf> {
     let uid = euid();
     if let Some(dir) = std::env::var_os("BFPERF_STATE_DIR").filter(|d| !d.is_empty()) {
         return private_dir(Path::new(&dir), 0o700, uid);
@@ -114,7 +114,7 @@ pub fn state_dir() -> Result<PathBuf> {
 
 /// A stable file name for a device: FNV-1a of its identity
 /// ([`Device::identity`](crate::device::Device::identity)).
-pub fn device_key(identity: &str) -> String {
+pub(crate) fn device_key(identity: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in identity.bytes() {
         h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
@@ -123,13 +123,13 @@ pub fn device_key(identity: &str) -> String {
 }
 
 /// The default lock file of a device, by its identity.
-pub fn default_path(identity: &str) -> Result<PathBuf> {
+pub(crate) fn default_path(identity: &str) -> Result<PathBuf> {
     Ok(state_dir()?.join(format!("{}.lock", device_key(identity))))
 }
 
 /// Opens (or creates, 0600) a file bfperf keeps state in: never through a link, never
 /// truncated on open; it must then be a regular file of the caller's with one link.
-pub fn open_state_file(path: &Path, what: &'static str) -> Result<fs::File> {
+pub(crate) fn open_state_file(path: &Path, what: &'static str) -> Result<fs::File> {
     let file = fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -186,7 +186,7 @@ pub fn open_state_file(path: &Path, what: &'static str) -> Result<fs::File> {
 
 /// A held writer lock; released when dropped (or when the process ends, however).
 #[derive(Debug)]
-pub struct WriterLock {
+pub(crate) struct WriterLock {
     file: fs::File,
 }
 
@@ -203,7 +203,7 @@ pub(crate) fn this_command() -> String {
 impl WriterLock {
     /// Takes the lock at `path`. If another process holds it: waits with `wait`,
     /// otherwise fails naming the holder.
-    pub fn acquire(path: &Path, wait: bool) -> Result<WriterLock> {
+    pub(crate) fn acquire(path: &Path, wait: bool) -> Result<WriterLock> {
         let file_err = |what: &'static str| {
             let path = path.to_path_buf();
             move |source| Error::File { what, path, source }

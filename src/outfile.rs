@@ -259,7 +259,7 @@ impl Drop for HoldSignals {
 
 /// An open output: a temporary file that becomes the target on [`Sink::finish`], or
 /// a stream written in place.
-pub enum Sink {
+pub(crate) enum Sink {
     /// A regular file, replaced atomically on finish.
     Atomic {
         /// The temporary file in the target's directory.
@@ -272,7 +272,7 @@ pub enum Sink {
 }
 
 /// Opens `path` for output by the rule above. Nothing is replaced until `finish`.
-pub fn open(path: &Path) -> Result<Sink> {
+pub(crate) fn open(path: &Path) -> Result<Sink> {
     let target = match resolve(path)? {
         Resolved::Regular(t) => t,
         Resolved::Stream(p, ft) => return open_stream(&p, ft),
@@ -400,7 +400,7 @@ impl Write for Sink {
 impl Sink {
     /// Puts the output in place: fsync and rename a temporary file; nothing more for
     /// a stream. Dropping a sink instead removes its temporary file.
-    pub fn finish(self) -> Result<()> {
+    pub(crate) fn finish(self) -> Result<()> {
         match self {
             Sink::Stream(_) => Ok(()),
             Sink::Atomic { tmp, target } => {
@@ -422,7 +422,10 @@ impl Sink {
 
 /// Writes what `fill` writes to `path` by the rule above, holding SIGINT, SIGTERM and
 /// SIGHUP until a temporary file is renamed or removed.
-pub fn replace(path: &Path, fill: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+pub(crate) fn replace(
+    path: &Path,
+    fill: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
     // Declared first, dropped last: signals wait until the temporary file is gone.
     let _hold = HoldSignals::new();
     let mut sink = open(path)?;

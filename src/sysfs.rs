@@ -205,7 +205,7 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
 
 /// The running kernel's page size (`sysconf(_SC_PAGESIZE)`): 4 KiB on x86_64; 4, 16
 /// or 64 KiB on arm64, as the kernel was built.
-pub fn kernel_page_size() -> usize {
+pub(crate) fn kernel_page_size() -> usize {
     // SAFETY: sysconf reads a constant of the process; it has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(n)
@@ -215,13 +215,13 @@ pub fn kernel_page_size() -> usize {
 }
 
 /// The smallest page size a kernel has (and the simulator's default).
-pub const MIN_PAGE_SIZE: usize = 4096;
+pub(crate) const MIN_PAGE_SIZE: usize = 4096;
 /// The largest page size accepted (arm64 and ppc64 go up to 64 KiB; hexagon 256 KiB).
-pub const MAX_PAGE_SIZE: usize = 256 * 1024;
+pub(crate) const MAX_PAGE_SIZE: usize = 256 * 1024;
 
 /// A page size as people write it: `4k`, `16K`, `64KiB`, or bytes (`65536`); a power of
 /// two from 4 KiB to 256 KiB.
-pub fn parse_page_size(text: &str) -> Result<usize, String> {
+pub(crate) fn parse_page_size(text: &str) -> Result<usize, String> {
     let t = text.trim();
     let lower = t.to_ascii_lowercase();
     let (digits, scale) = match lower
@@ -243,58 +243,58 @@ pub fn parse_page_size(text: &str) -> Result<usize, String> {
 }
 
 /// File names of the driver's interface.
-pub mod layout {
+pub(crate) mod layout {
     /// The hwmon class directory under a sysfs root.
-    pub const HWMON_CLASS: &str = "class/hwmon";
+    pub(crate) const HWMON_CLASS: &str = "class/hwmon";
     /// The file naming a hwmon device, and the name of ours.
-    pub const NAME: &str = "name";
+    pub(crate) const NAME: &str = "name";
     /// The name of the driver's hwmon device.
-    pub const DEVICE_NAME: &str = "bfperf";
+    pub(crate) const DEVICE_NAME: &str = "bfperf";
     /// The link to the platform device (ACPI HID tells the generation).
-    pub const DEVICE_LINK: &str = "device";
+    pub(crate) const DEVICE_LINK: &str = "device";
     /// The platform device's modalias (the ACPI HID, which tells the generation).
-    pub const DEVICE_MODALIAS: &str = "device/modalias";
+    pub(crate) const DEVICE_MODALIAS: &str = "device/modalias";
     /// Entries of the device directory that are not blocks.
-    pub const NON_BLOCKS: &[&str] = &["power", "device", "subsystem", "of_node", "driver"];
+    pub(crate) const NON_BLOCKS: &[&str] = &["power", "device", "subsystem", "of_node", "driver"];
 
     /// A block's list of events (`0x45: NAME` lines).
-    pub const EVENT_LIST: &str = "event_list";
+    pub(crate) const EVENT_LIST: &str = "event_list";
     /// An all-at-once block's start/stop switch.
-    pub const ENABLE: &str = "enable";
+    pub(crate) const ENABLE: &str = "enable";
     /// The bit mask of a BF3 block's counters that count clock cycles.
-    pub const COUNT_CLOCK: &str = "count_clock";
+    pub(crate) const COUNT_CLOCK: &str = "count_clock";
 
     /// A counter's event file.
-    pub fn event(block: &str, counter: u32) -> String {
+    pub(crate) fn event(block: &str, counter: u32) -> String {
         format!("{block}/event{counter}")
     }
     /// A counter's value file.
-    pub fn counter(block: &str, counter: u32) -> String {
+    pub(crate) fn counter(block: &str, counter: u32) -> String {
         format!("{block}/counter{counter}")
     }
     /// A block's event list.
-    pub fn event_list(block: &str) -> String {
+    pub(crate) fn event_list(block: &str) -> String {
         format!("{block}/{EVENT_LIST}")
     }
     /// A block's enable file.
-    pub fn enable(block: &str) -> String {
+    pub(crate) fn enable(block: &str) -> String {
         format!("{block}/{ENABLE}")
     }
     /// A block's count_clock file.
-    pub fn count_clock(block: &str) -> String {
+    pub(crate) fn count_clock(block: &str) -> String {
         format!("{block}/{COUNT_CLOCK}")
     }
     /// A statistics register's file.
-    pub fn register(block: &str, name: &str) -> String {
+    pub(crate) fn register(block: &str, name: &str) -> String {
         format!("{block}/{name}")
     }
 
     /// `counter<N>` → N, `event<N>` → N.
-    pub fn counter_index(file: &str) -> Option<u32> {
+    pub(crate) fn counter_index(file: &str) -> Option<u32> {
         index_of(file, "counter")
     }
     /// `event<N>` → N.
-    pub fn event_index(file: &str) -> Option<u32> {
+    pub(crate) fn event_index(file: &str) -> Option<u32> {
         index_of(file, "event")
     }
     fn index_of(file: &str, prefix: &str) -> Option<u32> {
@@ -345,7 +345,7 @@ impl RealFs {
 
 /// The most bfperf reads of one attribute: sysfs serves at most a page, so anything
 /// longer is not a driver file.
-pub const MAX_ATTRIBUTE: usize = 64 * 1024;
+pub(crate) const MAX_ATTRIBUTE: usize = 64 * 1024;
 
 /// What a file that is not a regular file is, for people.
 pub(crate) fn kind_name(kind: &fs::FileType) -> &'static str {
@@ -398,18 +398,18 @@ fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::Fi
 }
 
 /// Which CPUs are online, under a sysfs root.
-pub fn cpus_online(sysfs_root: &Path) -> PathBuf {
+pub(crate) fn cpus_online(sysfs_root: &Path) -> PathBuf {
     sysfs_root.join("devices/system/cpu/online")
 }
 
 /// Where the kernel lists its perf_event PMUs, under a sysfs root.
-pub fn event_source_devices(sysfs_root: &Path) -> PathBuf {
+pub(crate) fn event_source_devices(sysfs_root: &Path) -> PathBuf {
     sysfs_root.join("bus/event_source/devices")
 }
 
 /// Reads an attribute file: at most [`MAX_ATTRIBUTE`] bytes, a regular file only, so
 /// that no device content can exhaust memory or block bfperf.
-pub fn read_attribute(path: &Path) -> io::Result<String> {
+pub(crate) fn read_attribute(path: &Path) -> io::Result<String> {
     let mut file = open_attribute(path, false, false)?;
     // Open, fstat, one read, close: a sysfs attribute is at most a page, and a read
     // of a regular file that returns less than asked for has reached its end.
@@ -538,10 +538,10 @@ impl Sysfs for RealFs {
 }
 
 /// The most a configuration file (exporter config, workload, metric file) may hold.
-pub const MAX_CONFIG: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_CONFIG: u64 = 64 * 1024 * 1024;
 
 /// Reads a configuration file a user named as UTF-8 text: see [`read_regular`].
-pub fn read_config(path: &Path) -> crate::Result<String> {
+pub(crate) fn read_config(path: &Path) -> crate::Result<String> {
     let bytes = read_regular(path, "cannot read the configuration file", MAX_CONFIG)?;
     String::from_utf8(bytes).map_err(|_| crate::Error::File {
         what: "cannot read the configuration file",
@@ -552,7 +552,7 @@ pub fn read_config(path: &Path) -> crate::Result<String> {
 
 /// Checks that a file a user named can be read as configuration (see
 /// [`read_regular`]) without reading it.
-pub fn check_config(path: &Path, what: &'static str) -> crate::Result<()> {
+pub(crate) fn check_config(path: &Path, what: &'static str) -> crate::Result<()> {
     open_regular(path, what).map(drop)
 }
 
@@ -560,7 +560,7 @@ pub fn check_config(path: &Path, what: &'static str) -> crate::Result<()> {
 /// blocking (a FIFO cannot hang bfperf), a regular file only (a link the user gave is
 /// followed; a device such as /dev/zero, a FIFO, a socket or a directory is refused),
 /// at most `max` bytes. The error names the file, what it was for and what it is.
-pub fn read_regular(path: &Path, what: &'static str, max: u64) -> crate::Result<Vec<u8>> {
+pub(crate) fn read_regular(path: &Path, what: &'static str, max: u64) -> crate::Result<Vec<u8>> {
     let file = open_regular(path, what)?;
     let fail = |source: io::Error| crate::Error::File {
         what,

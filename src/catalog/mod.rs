@@ -31,9 +31,9 @@ impl EventDef {
 
 const RESERVED: &str = "Reserved for internal use";
 /// What people are shown for an event the vendor does not describe.
-pub const NO_DESCRIPTION: &str = "no vendor description";
+pub(crate) const NO_DESCRIPTION: &str = "no vendor description";
 /// The event that stops a counter on kernels that have it.
-pub const DISABLE: &str = "DISABLE";
+pub(crate) const DISABLE: &str = "DISABLE";
 /// The length of the driver's per-line buffer: a list this close to a page was cut.
 const EVENT_INFO_LEN: usize = 100;
 
@@ -44,7 +44,7 @@ pub fn builtin(kind: BlockKind, gen: Generation) -> &'static [EventDef] {
 
 /// An event name some kernels list at a number the hardware counts as another event.
 #[derive(Debug, Clone, Copy)]
-pub struct KnownDuplicate {
+pub(crate) struct KnownDuplicate {
     /// The kind whose table lists it.
     pub kind: BlockKind,
     /// The name.
@@ -56,7 +56,7 @@ pub struct KnownDuplicate {
 }
 
 /// The driver's duplicated entries, from its history.
-pub static KNOWN_DUPLICATES: &[KnownDuplicate] = &[
+pub(crate) static KNOWN_DUPLICATES: &[KnownDuplicate] = &[
     KnownDuplicate {
         kind: BlockKind::Llt,
         name: "GDC_BANK0_G_RSE_PIPE_CACHE_DATA1",
@@ -109,13 +109,13 @@ pub struct Catalog {
 
 /// Parses one `0x45: NAME` line (upstream) or `45: NAME` line (out-of-tree driver, hex
 /// without prefix). Trailing spaces of the name are trimmed.
-pub fn parse_event_line(line: &str) -> Option<(u32, String)> {
+pub(crate) fn parse_event_line(line: &str) -> Option<(u32, String)> {
     let (number, name) = split_event_line(line)?;
     Some((number, name.to_string()))
 }
 
 /// `0x45: NAME` as its number and name, without allocating (sampling reads it).
-pub fn split_event_line(line: &str) -> Option<(u32, &str)> {
+pub(crate) fn split_event_line(line: &str) -> Option<(u32, &str)> {
     let (num, name) = line.split_once(':')?;
     let num = num.trim();
     let digits = num
@@ -131,7 +131,7 @@ pub fn split_event_line(line: &str) -> Option<(u32, &str)> {
 }
 
 /// Parses a whole `event_list`; lines that do not parse are skipped.
-pub fn parse_event_list(text: &str) -> Vec<(u32, String)> {
+pub(crate) fn parse_event_list(text: &str) -> Vec<(u32, String)> {
     text.lines().filter_map(parse_event_line).collect()
 }
 
@@ -371,7 +371,7 @@ fn aliases(input: &str) -> Vec<String> {
 
 /// Edit distance counting an exchange of two neighbours as one edit (optimal string
 /// alignment), for suggestions.
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
@@ -410,7 +410,7 @@ fn words_match(input: &str, candidate: &str) -> bool {
 }
 
 /// Up to five candidates close to `input`: small edit distance, or containing it.
-pub fn suggest<'a>(input: &str, candidates: impl Iterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn suggest<'a>(input: &str, candidates: impl Iterator<Item = &'a str>) -> Vec<String> {
     let lower = input.to_ascii_lowercase();
     let limit = (lower.len() / 3).max(2);
     let mut scored: Vec<(usize, String)> = candidates
@@ -438,7 +438,7 @@ pub fn suggest<'a>(input: &str, candidates: impl Iterator<Item = &'a str>) -> Ve
 }
 
 /// "BLOCK has no register 'X'; did you mean Y?" (or the list of its registers).
-pub fn no_register(block: &str, registers: &[String], typed: &str) -> String {
+pub(crate) fn no_register(block: &str, registers: &[String], typed: &str) -> String {
     let sugg = suggest(typed, registers.iter().map(String::as_str));
     let hint = if sugg.is_empty() {
         format!("; it has {}", registers.join(", "))
@@ -449,7 +449,7 @@ pub fn no_register(block: &str, registers: &[String], typed: &str) -> String {
 }
 
 /// Formats suggestions as "; did you mean X, Y?" (empty when there are none).
-pub fn did_you_mean(suggestions: &[String]) -> String {
+pub(crate) fn did_you_mean(suggestions: &[String]) -> String {
     match suggestions {
         [] => String::new(),
         [one] => format!("; did you mean {one}?"),

@@ -7,7 +7,7 @@
 
 use crate::catalog::EventDef;
 
-pub static SMGEN: &[EventDef] = &[
+pub(crate) static SMGEN: &[EventDef] = &[
     EventDef::new(0x0, "AW_REQ", Some("Reserved for internal use")),
     EventDef::new(0x1, "AW_BEATS", Some("Reserved for internal use")),
     EventDef::new(0x2, "AW_TRANS", Some("Reserved for internal use")),
@@ -27,7 +27,7 @@ pub static SMGEN: &[EventDef] = &[
     EventDef::new(0x11, "RETRYQ_CRED", Some("Reserved for internal use")),
 ];
 
-pub static TRIO_BF1: &[EventDef] = &[
+pub(crate) static TRIO_BF1: &[EventDef] = &[
     EventDef::new(0x0, "DISABLE", Some("Stops the counter (no event)")),
     EventDef::new(
         0xa0,
@@ -115,7 +115,7 @@ pub static TRIO_BF1: &[EventDef] = &[
     ),
 ];
 
-pub static TRIO_BF2: &[EventDef] = &[
+pub(crate) static TRIO_BF2: &[EventDef] = &[
     EventDef::new(0x0, "DISABLE", Some("Stops the counter (no event)")),
     EventDef::new(
         0xa0,
@@ -212,7 +212,7 @@ pub static TRIO_BF2: &[EventDef] = &[
     EventDef::new(0xbc, "TRIO_RING_RX_FLIT_CH3", None),
 ];
 
-pub static HNF: &[EventDef] = &[
+pub(crate) static HNF: &[EventDef] = &[
     EventDef::new(0x0, "DISABLE", Some("Stops the counter (no event)")),
     EventDef::new(0x45, "HNF_REQUESTS", Some("Number of REQs that were processed in HNF")),
     EventDef::new(0x46, "HNF_REJECTS", Some("Reserved for internal use")),
@@ -271,7 +271,7 @@ pub static HNF: &[EventDef] = &[
     EventDef::new(0x85, "RXDAT_RN", Some("Reserved for internal use")),
 ];
 
-pub static HNFNET: &[EventDef] = &[
+pub(crate) static HNFNET: &[EventDef] = &[
     EventDef::new(0x0, "DISABLE", Some("Stops the counter (no event)")),
     EventDef::new(0x12, "CDN_REQ", Some("The number of CDN requests")),
     EventDef::new(0x13, "DDN_REQ", Some("The number of DDN requests")),
@@ -518,7 +518,7 @@ pub static HNFNET: &[EventDef] = &[
     ),
 ];
 
-pub static L3C: &[EventDef] = &[
+pub(crate) static L3C: &[EventDef] = &[
     EventDef::new(0x0, "DISABLE", Some("Reserved for internal use")),
     EventDef::new(0x1, "CYCLES", Some("Timestamp counter")),
     EventDef::new(
@@ -649,7 +649,7 @@ pub static L3C: &[EventDef] = &[
     EventDef::new(0x2b, "ANY_REJECT_BANK1", Some("Reserved for internal use")),
 ];
 
-pub static PCIE: &[EventDef] = &[
+pub(crate) static PCIE: &[EventDef] = &[
     EventDef::new(0x0, "IN_P_PKT_CNT", Some("Incoming posted packets")),
     EventDef::new(0x10, "IN_NP_PKT_CNT", Some("Incoming non-posted packets")),
     EventDef::new(0x18, "IN_C_PKT_CNT", Some("Incoming completion packets")),
@@ -664,7 +664,7 @@ pub static PCIE: &[EventDef] = &[
     EventDef::new(0x60, "OUT_C_BYTE_CNT", Some("Outgoing completion bytes")),
 ];
 
-pub static ECC: &[EventDef] = &[
+pub(crate) static ECC: &[EventDef] = &[
     EventDef::new(0x0, "DISABLE", Some("Stops the counter (no event)")),
     EventDef::new(0x100, "ECC_SINGLE_ERROR_CNT", None),
     EventDef::new(0x104, "ECC_DOUBLE_ERROR_CNT", None),
@@ -677,7 +677,7 @@ pub static ECC: &[EventDef] = &[
     EventDef::new(0x348, "DRAM_ECC_ERROR", None),
 ];
 
-pub static MSS_BF1: &[EventDef] = &[
+pub(crate) static MSS_BF1: &[EventDef] = &[
     EventDef::new(0x0, "DISABLE", Some("Stops the counter (no event)")),
     EventDef::new(0xc0, "RXREQ_MSS", None),
     EventDef::new(0xc1, "RXDAT_MSS", None),
@@ -685,7 +685,7 @@ pub static MSS_BF1: &[EventDef] = &[
     EventDef::new(0xc3, "TXDAT_MSS", None),
 ];
 
-pub static MSS_BF3: &[EventDef] = &[
+pub(crate) static MSS_BF3: &[EventDef] = &[
     EventDef::new(0x0, "SKYLIB_CDN_TX_FLITS", None),
     EventDef::new(0x1, "SKYLIB_DDN_TX_FLITS", Some("DDR reads: flits the memory subsystem sends onto the data network, one 64-byte line each")),
     EventDef::new(0x2, "SKYLIB_NDN_TX_FLITS", None),
@@ -843,7 +843,7 @@ pub static MSS_BF3: &[EventDef] = &[
     EventDef::new(0x9a, "HISTOGRAM_HISTOGRAM_BIN9", None),
 ];
 
-pub static LLT: &[EventDef] = &[
+pub(crate) static LLT: &[EventDef] = &[
     EventDef::new(0x0, "HNF0_CYCLES", None),
     EventDef::new(0x1, "HNF0_REQS_RECEIVED", None),
     EventDef::new(0x2, "HNF0_REQS_PROCESSED", None),
@@ -1035,7 +1035,7 @@ pub static LLT: &[EventDef] = &[
     EventDef::new(0xab, "HISTOGRAM_HISTOGRAM_BIN9", None),
 ];
 
-pub static LLT_MISS: &[EventDef] = &[
+pub(crate) static LLT_MISS: &[EventDef] = &[
     EventDef::new(0x0, "GDC_MISS_MACHINE_RD_REQ", Some("Reads that missed this last-level cache tile and went to memory; one 64-byte line each")),
     EventDef::new(0x1, "GDC_MISS_MACHINE_WR_REQ", Some("Writes that missed this last-level cache tile and went to memory; one 64-byte line each")),
     EventDef::new(0x2, "GDC_MISS_MACHINE_SNP_REQ", None),
@@ -1146,7 +1146,7 @@ pub static LLT_MISS: &[EventDef] = &[
     EventDef::new(0x4b, "HISTOGRAM_HISTOGRAM_BIN9", None),
 ];
 
-pub static CLOCK_MEASURE: &[EventDef] = &[
+pub(crate) static CLOCK_MEASURE: &[EventDef] = &[
     EventDef::new(
         0x0,
         "FMON_CLK_LAST_COUNT_PLL_D1_INST0",
@@ -1290,7 +1290,7 @@ pub static CLOCK_MEASURE: &[EventDef] = &[
 ];
 
 // BlueField-3 GGA (Global Generic Accelerator), from the April 2025 driver patch.
-pub static GGA: &[EventDef] = &[
+pub(crate) static GGA: &[EventDef] = &[
     EventDef::new(0x0, "GGA_PERF_DESC_WQE_STRB", None),
     EventDef::new(0x5, "GGA_PERF_DESC_CQE_STRB", None),
     EventDef::new(0x8, "GGA_PERF_DESC_TPT_REQUEST_STRB", None),
@@ -1328,7 +1328,7 @@ pub static GGA: &[EventDef] = &[
 ];
 
 // BlueField-3 APT (Arm Processor Tile).
-pub static APT: &[EventDef] = &[
+pub(crate) static APT: &[EventDef] = &[
     EventDef::new(0x0, "APT_DATA_0", None),
     EventDef::new(0x1, "APT_DATA_1", None),
     EventDef::new(0x2, "APT_DATA_2", None),
@@ -1354,7 +1354,7 @@ pub static APT: &[EventDef] = &[
 ];
 
 // BlueField-3 EMI (External Memory Interface).
-pub static EMI: &[EventDef] = &[
+pub(crate) static EMI: &[EventDef] = &[
     EventDef::new(0x0, "MCH_WR_IN_MCH_REQ_IN_STRB", None),
     EventDef::new(0xa, "MCH_RD_IN_MCH_REQ_IN_STRB", None),
     EventDef::new(0x14, "MCH_RD_RESP_DATA_MCH_RESP_OUT_STRB", None),
@@ -1364,7 +1364,7 @@ pub static EMI: &[EventDef] = &[
 ];
 
 // BlueField-3 PRNF (PCIe Request Node).
-pub static PRNF: &[EventDef] = &[
+pub(crate) static PRNF: &[EventDef] = &[
     EventDef::new(0x0, "PRNF_DMA_RD_TLP_REQ", None),
     EventDef::new(0x1, "PRNF_DMA_RD_ICMC_BYPASS_REQ", None),
     EventDef::new(0x8, "PRNF_DMA_RD_TLP_SENT_TO_CHI", None),
@@ -1385,7 +1385,7 @@ pub static PRNF: &[EventDef] = &[
 ];
 
 // BlueField-3 MSN (Memory Stasher and Navigator).
-pub static MSN: &[EventDef] = &[
+pub(crate) static MSN: &[EventDef] = &[
     EventDef::new(0x2e, "MSN_CORE_MMA_WQE_DONE_PUSH_STRB", None),
     EventDef::new(0x74, "MSN_CORE_MSN2MMA_WQE_STRB", None),
     EventDef::new(0xa4, "MSN_CORE_WQE_TOP_TILE_WQE_STRB", None),

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use crate::cli::output::Format;
 
 #[derive(Debug, Args, Clone, Default)]
-pub struct Global {
+pub(crate) struct Global {
     /// The sysfs root in which to find the device (under class/hwmon)
     #[arg(
         long,
@@ -68,7 +68,7 @@ pub struct Global {
 }
 
 /// `5s`, `500ms`, `2m`, `1.5s`, `3` (seconds).
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+pub(super) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -91,7 +91,7 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 }
 
 #[derive(Debug, Args, Clone)]
-pub struct SimOpts {
+pub(crate) struct SimOpts {
     /// BlueField generation
     #[arg(long = "gen", default_value = "2", value_parser = ["1", "2", "3"])]
     pub generation: String,
@@ -116,7 +116,7 @@ impl Default for SimOpts {
 
 /// The output format switch of every command that prints data.
 #[derive(Debug, Args, Clone, Copy, Default)]
-pub struct FormatOpts {
+pub(super) struct FormatOpts {
     /// Output format
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with_all = ["json", "csv"])]
     pub format: Option<Format>,
@@ -130,7 +130,7 @@ pub struct FormatOpts {
 
 impl FormatOpts {
     /// The chosen format, or `default` when none was given.
-    pub fn or(self, default: Format) -> Format {
+    pub(super) fn or(self, default: Format) -> Format {
         match (self.format, self.json, self.csv) {
             (Some(f), _, _) => f,
             (None, true, _) => Format::Json,
@@ -141,7 +141,7 @@ impl FormatOpts {
 }
 
 #[derive(Debug, Args, Clone, Copy, Default)]
-pub struct WriteOpts {
+pub(super) struct WriteOpts {
     /// Print each write (file and exact bytes) instead of doing it
     #[arg(long)]
     pub dry_run: bool,
@@ -155,7 +155,7 @@ pub struct WriteOpts {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum Shell {
+pub(crate) enum Shell {
     Bash,
     Zsh,
     Fish,

@@ -15,7 +15,7 @@ use crate::kinds::Role;
 
 /// One completion: the word, and a short description for shells that show one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     pub value: String,
     pub description: String,
 }
@@ -39,7 +39,7 @@ impl Candidate {
     }
 
     /// The line the scripts read: `value`, or `value<TAB>description`.
-    pub fn line(&self, descriptions: bool) -> String {
+    pub(crate) fn line(&self, descriptions: bool) -> String {
         if descriptions && !self.description.is_empty() {
             format!("{}\t{}", self.value, self.description)
         } else {
@@ -152,7 +152,7 @@ fn starts_with_ci(candidate: &str, prefix: &str) -> bool {
 /// The candidates, with their descriptions, for `words[index]` of a command line of
 /// `root` (`words[0]` is the program name; the word may be missing, as when the
 /// cursor follows a space).
-pub fn described(root: &clap::Command, words: &[String], index: usize) -> Vec<Candidate> {
+pub(crate) fn described(root: &clap::Command, words: &[String], index: usize) -> Vec<Candidate> {
     let index = index.min(words.len());
     let before: Vec<String> = words
         .get(1..index)
@@ -436,7 +436,7 @@ fn selectors(device: &Device, command: &str, given: &[String]) -> Vec<Candidate>
 
 /// The completion script of a shell. Each script asks `bfperf __complete` for the
 /// candidates; where there are none, the shell completes file names.
-pub fn script(shell: Shell) -> String {
+pub(crate) fn script(shell: Shell) -> String {
     match shell {
         Shell::Bash => BASH.to_string(),
         Shell::Zsh => ZSH.to_string(),

@@ -8,7 +8,7 @@ use crate::error::Error;
 /// The process's exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i32)]
-pub enum ExitCode {
+pub(crate) enum ExitCode {
     /// Done; also when standard output was closed early (`| head`).
     Success = 0,
     /// An error: the device, the input, the driver or the output; the message says which.
@@ -19,7 +19,7 @@ pub enum ExitCode {
 
 /// Why a run failed.
 #[derive(Debug)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The work failed; nothing more to print than the error.
     Error(Error),
     /// The report could not be written to its output; `writes` lists what was written
@@ -37,13 +37,13 @@ impl From<Error> for Failure {
 }
 
 /// A line on standard error, escaped; a closed stderr is ignored, never a panic.
-pub fn diag(line: &str) {
+pub(crate) fn diag(line: &str) {
     let _ = writeln!(io::stderr().lock(), "bfperf: {}", escape(line));
 }
 
 /// Reports a failure on stderr and returns the exit code. A broken pipe is a quiet
 /// success (the reader had enough), as in other Unix tools.
-pub fn report(failure: Failure) -> ExitCode {
+pub(crate) fn report(failure: Failure) -> ExitCode {
     match failure {
         Failure::Error(e) => {
             diag(&format!("error: {e}"));

@@ -93,7 +93,7 @@ const FILES: &[&str] = &[
 ];
 
 /// Every man page: (file name, roff text).
-pub fn pages() -> Vec<(String, String)> {
+pub(super) fn pages() -> Vec<(String, String)> {
     let mut root = Cli::command();
     root.build();
     let subs: Vec<clap::Command> = root

@@ -35,7 +35,7 @@ enum Job<'a> {
 
 /// What `bfperf plot` was asked for.
 #[derive(Debug, Clone)]
-pub struct PlotOptions {
+pub(super) struct PlotOptions {
     /// `bfperf stat -I MS --json` outputs (NDJSON); several are drawn on the same charts
     pub runs: Vec<std::path::PathBuf>,
     /// The chart file: .svg or .png
@@ -45,7 +45,7 @@ pub struct PlotOptions {
 }
 
 /// Draws the runs' charts into the output file.
-pub fn run(a: PlotOptions) -> Result<()> {
+pub(super) fn run(a: PlotOptions) -> Result<()> {
     extension(&a.output)?;
     let files: Vec<&Path> = a.runs.iter().map(|p| p.as_path()).collect();
     let (title, charts) = series::charts(&files, a.per_block)?;
@@ -61,7 +61,7 @@ pub fn run(a: PlotOptions) -> Result<()> {
 }
 
 /// Draws a bar per value of a diff: its rate per second.
-pub fn diff_bars(diff: &Diff, out: &Path) -> Result<()> {
+pub(super) fn diff_bars(diff: &Diff, out: &Path) -> Result<()> {
     extension(out)?;
     let bars: Vec<(String, f64)> = diff
         .values

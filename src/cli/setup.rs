@@ -14,7 +14,7 @@ use crate::metrics;
 use crate::sim;
 
 /// Opens the device the global options name, and says on stderr what was skipped.
-pub fn open_device(global: &Global) -> Result<Device> {
+pub(super) fn open_device(global: &Global) -> Result<Device> {
     let device = match (&global.sim, &global.device) {
         (Some(spec), _) => {
             let c = sim_choice(spec, &args::SimOpts::default(), global)?;
@@ -42,7 +42,10 @@ pub fn open_device(global: &Global) -> Result<Device> {
 
 /// Takes the writer lock of the device (writing commands hold it while they run).
 /// An in-process simulator (`--sim`) belongs to this process alone: no lock.
-pub fn lock_device(global: &Global, device: &Device) -> Result<Option<crate::lock::WriterLock>> {
+pub(super) fn lock_device(
+    global: &Global,
+    device: &Device,
+) -> Result<Option<crate::lock::WriterLock>> {
     if global.sim.is_some() {
         return Ok(None);
     }
@@ -55,7 +58,7 @@ pub fn lock_device(global: &Global, device: &Device) -> Result<Option<crate::loc
 
 /// The metrics of these generations: built-ins and the user's files (a broken file
 /// is warned about, never fatal).
-pub fn load_metrics(global: &Global, gens: &[Generation]) -> Result<metrics::MetricSet> {
+pub(super) fn load_metrics(global: &Global, gens: &[Generation]) -> Result<metrics::MetricSet> {
     let files = metrics::user_files(&global.metric_files)?;
     let set = metrics::MetricSet::load(gens, &files);
     for w in &set.warnings {
@@ -65,7 +68,7 @@ pub fn load_metrics(global: &Global, gens: &[Generation]) -> Result<metrics::Met
 }
 
 /// The command line's values for metric formulas.
-pub fn metric_params(global: &Global) -> Result<std::collections::HashMap<String, f64>> {
+pub(super) fn metric_params(global: &Global) -> Result<std::collections::HashMap<String, f64>> {
     let mut params = std::collections::HashMap::new();
     if let Some(link) = &global.pcie_link {
         let bps = metrics::pcie_link_bytes_per_s(link).ok_or_else(|| Error::BadOption {
@@ -79,7 +82,7 @@ pub fn metric_params(global: &Global) -> Result<std::collections::HashMap<String
 }
 
 /// Renders a report into a file, by the output file rule (`ops::outfile`).
-pub fn write_file(
+pub(super) fn write_file(
     path: &Path,
     format: Format,
     report: &dyn Report,
@@ -90,7 +93,7 @@ pub fn write_file(
 }
 
 /// What `sim mount|export` were asked for, validated.
-pub struct SimChoice {
+pub(super) struct SimChoice {
     /// The generation.
     pub gen: Generation,
     /// The kernel it behaves like.
@@ -124,7 +127,7 @@ fn sim_choice(spec: &str, o: &args::SimOpts, global: &Global) -> Result<SimChoic
     )
 }
 
-pub fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
+pub(super) fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
     let gen = match o.generation.as_str() {
         "1" => Generation::Bf1,
         "3" => Generation::Bf3,
@@ -180,6 +183,6 @@ pub fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
 
 /// A command of a feature this binary was built without.
 #[allow(dead_code)]
-pub fn not_built(feature: &'static str) -> Error {
+pub(super) fn not_built(feature: &'static str) -> Error {
     Error::NotBuilt { feature }
 }

@@ -1,8 +1,8 @@
 //! Finding the bfperf hwmon device and mapping its blocks.
 
-pub mod plan;
-pub mod resolve;
-pub mod values;
+pub(crate) mod plan;
+pub(crate) mod resolve;
+pub(crate) mod values;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -411,7 +411,7 @@ fn detect_generation<'a>(fs: &dyn Sysfs, names: impl Iterator<Item = &'a str>) -
 }
 
 /// Sorts `tile10` after `tile2`.
-pub fn natural_key(name: &str) -> (String, u64, String) {
+pub(crate) fn natural_key(name: &str) -> (String, u64, String) {
     let split = name
         .char_indices()
         .find(|(_, c)| c.is_ascii_digit())

@@ -1,10 +1,12 @@
-//! Writes planned before they are made: printed by `--dry-run`, applied in order
-//! otherwise, with the driver's refusals explained.
+//! Every write bfperf makes to the device: planned before it is made, printed by
+//! `--dry-run`, applied in order otherwise, with the driver's refusals explained.
+//! A [`Switch`] is the same for the one file a measurement writes every tick (an
+//! all-at-once block's `enable`), kept open.
 
 use serde::Serialize;
 
 use crate::error::{errno, io_error, with_hint, Error, Result};
-use crate::sysfs::Sysfs;
+use crate::sysfs::{ControlFile, Sysfs};
 
 /// One write: the file (relative to the device) and the exact bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -120,6 +122,42 @@ impl Plan {
             err = with_hint(err, &format!("(already written: {})", list.join(", ")));
         }
         err
+    }
+}
+
+/// A file written again and again with one of two values (an all-at-once block's
+/// `enable`, switched off and on around every read): opened once, written with one
+/// `pwrite` each time, and explained as [`Plan::apply`] explains a write.
+pub(crate) struct Switch<'d> {
+    rel: String,
+    file: Box<dyn ControlFile + 'd>,
+    on_einval: &'static str,
+}
+
+impl<'d> Switch<'d> {
+    /// Opens `rel` for switching; nothing is written.
+    pub(crate) fn open(fs: &'d dyn Sysfs, rel: String, on_einval: &'static str) -> Result<Self> {
+        let file = fs
+            .open_control(&rel)
+            .map_err(|e| io_error("opening", &rel, None, e))?;
+        Ok(Switch {
+            rel,
+            file,
+            on_einval,
+        })
+    }
+
+    /// Writes `1` or `0`.
+    pub(crate) fn set(&mut self, on: bool) -> Result<()> {
+        let data: &[u8] = if on { b"1" } else { b"0" };
+        self.file.write_now(data).map_err(|e| {
+            let einval = e.raw_os_error() == Some(errno::EINVAL);
+            let err = io_error("writing", &self.rel, Some(data), e);
+            match einval {
+                true => with_hint(err, self.on_einval),
+                false => err,
+            }
+        })
     }
 }
 

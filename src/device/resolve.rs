@@ -71,10 +71,10 @@ pub fn parse_assignments(specs: &[String], count_clock: bool) -> Result<Vec<Assi
 }
 
 /// How many counters the kernel's `count_clock` bitmask (a u32) can name.
-pub const COUNT_CLOCK_BITS: u32 = 32;
+pub(crate) const COUNT_CLOCK_BITS: u32 = 32;
 
 /// A block's counter numbers as a range, for messages.
-pub fn counter_range(block: &Block) -> String {
+pub(crate) fn counter_range(block: &Block) -> String {
     match (block.counters.first(), block.counters.last()) {
         (Some(a), Some(b)) => format!("{a}-{b}"),
         _ => "none".to_string(),
@@ -82,7 +82,7 @@ pub fn counter_range(block: &Block) -> String {
 }
 
 /// A counter index typed by a user, checked against the block's files.
-pub fn parse_counter(block: &Block, text: &str) -> Result<u32> {
+pub(crate) fn parse_counter(block: &Block, text: &str) -> Result<u32> {
     let range = counter_range(block);
     let bad = |problem: String| Error::BadCounter {
         block: block.name.clone(),
@@ -108,7 +108,7 @@ fn max_event(block: &Block) -> u32 {
 
 /// An event resolved against a block's catalog.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// The event number.
     pub number: u32,
     /// None for a number outside the table (with --force).
@@ -118,7 +118,7 @@ pub struct Resolved {
 }
 
 /// Resolves an event typed by a user (name, `0x45`, `69`, `0105`) in a block's catalog.
-pub fn resolve_event(
+pub(crate) fn resolve_event(
     block: &Block,
     catalog: &Catalog,
     input: &str,
@@ -191,7 +191,7 @@ pub fn resolve_event(
 
 /// Parses a number the way the kernel's `kstrtouint(.., 0)` does: `0x` hex, a leading
 /// `0` octal, decimal otherwise. `0105` is 0x45, as `echo 0105 > event3` would write.
-pub fn parse_kernel_number(text: &str) -> Option<u64> {
+pub(crate) fn parse_kernel_number(text: &str) -> Option<u64> {
     if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         return u64::from_str_radix(hex, 16).ok();
     }

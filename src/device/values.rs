@@ -6,7 +6,7 @@ use crate::error::{errno, io_error, Error, Result};
 use crate::sysfs::{layout, Sysfs};
 
 /// Parses a value the driver printed (`0x1a2b`, or decimal from other drivers).
-pub fn parse_value(text: &str) -> Option<u64> {
+pub(crate) fn parse_value(text: &str) -> Option<u64> {
     let t = text.trim();
     match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
@@ -19,7 +19,7 @@ fn read_text(fs: &dyn Sysfs, rel: &str) -> Result<String> {
 }
 
 /// Reads a file holding one number (`counter<N>`, a register, `enable`, `count_clock`).
-pub fn read_number(fs: &dyn Sysfs, rel: &str) -> Result<u64> {
+pub(crate) fn read_number(fs: &dyn Sysfs, rel: &str) -> Result<u64> {
     let text = read_text(fs, rel)?;
     parse_value(&text).ok_or_else(|| Error::BadContent {
         file: rel.to_string(),
@@ -34,7 +34,7 @@ const UNNAMED: &str = "(null)";
 /// Reads `event<N>`: the number and, when the file says it, the name. None when nothing
 /// nameable is programmed (the driver answers EINVAL, or "No event being monitored").
 /// A bare number (a plain-file copy of the tree after a write) has no name.
-pub fn read_event(
+pub(crate) fn read_event(
     fs: &dyn Sysfs,
     block: &str,
     index: u32,
@@ -58,7 +58,7 @@ pub fn read_event(
 }
 
 /// The number an `event<N>` file's text names; None when it names nothing.
-pub fn event_number(text: &str) -> Option<u32> {
+pub(crate) fn event_number(text: &str) -> Option<u32> {
     let t = text.trim();
     match crate::catalog::split_event_line(t) {
         Some((n, _)) => Some(n),
@@ -67,7 +67,7 @@ pub fn event_number(text: &str) -> Option<u32> {
 }
 
 /// Monotonic nanoseconds (CLOCK_MONOTONIC), comparable between processes on one boot.
-pub fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -2,10 +2,10 @@
 //! start, re-asserted when someone else re-programs them, restored at the end), keeps
 //! 64-bit running totals that never go backwards (across 32-bit wraps and window
 //! resets), and writes the exposition directly in the OpenMetrics text format or
-//! Prometheus' text format 0.0.4 (no registry is rebuilt per scrape). [`prom`] names
+//! Prometheus' text format 0.0.4 (no registry is rebuilt per scrape). `prom` names
 //! metrics in base units and writes PromQL recording rules.
 
-pub mod prom;
+pub(crate) mod prom;
 
 use std::collections::HashMap;
 
@@ -268,7 +268,7 @@ impl<'d> Exporter<'d> {
         Ok(())
     }
 
-    /// A check between sweeps (every [`crate::measure::PROBE`]): another program's
+    /// A check between sweeps (every 100 ms): another program's
     /// write is found within it, and the window it spoiled is left out of the
     /// counts, so that `rate()` over it stays right.
     pub fn probe(&mut self, now: u64) {
@@ -604,7 +604,7 @@ fn counter_of(p: &BlockPlan, item: usize) -> String {
 }
 
 /// `0x45: NAME` (upstream) or `45: NAME` (NVIDIA's out-of-tree driver).
-pub fn event_list_format(device: &Device) -> &'static str {
+pub(crate) fn event_list_format(device: &Device) -> &'static str {
     for b in device
         .blocks()
         .iter()

@@ -38,7 +38,7 @@ const BASE_UNITS: &[(&str, &str, f64)] = &[
 
 /// A metric's name in Prometheus (`l3_hit_ratio`, `pcie_in_bandwidth_bytes_per_second`)
 /// and the factor from its formula's (unscaled) value to the base unit.
-pub fn base_name(m: &Metric) -> (String, f64) {
+pub(crate) fn base_name(m: &Metric) -> (String, f64) {
     let (suffix, to_base) = BASE_UNITS
         .iter()
         .find(|(u, _, _)| *u == m.unit)
@@ -69,7 +69,7 @@ enum Level {
 
 /// Where a rule is evaluated: per block or per kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// Per block.
     Block,
     /// Per kind, its blocks summed first.
@@ -93,7 +93,7 @@ impl Scope {
 }
 
 /// The recording rule name of a metric at a scope: `block:bfperf_l3_hit_ratio:rate1m`.
-pub fn rule_name(m: &Metric, scope: Scope, window: &str) -> String {
+pub(crate) fn rule_name(m: &Metric, scope: Scope, window: &str) -> String {
     format!("{}:bfperf_{}:rate{window}", scope.prefix(), base_name(m).0)
 }
 
@@ -496,7 +496,7 @@ impl Translator<'_> {
 /// A Prometheus rules file (YAML) recording `chosen` per block and per kind, rates
 /// over `window` (`1m`). Metrics that cannot be recorded are listed in comments
 /// with the reason.
-pub fn rules(set: &MetricSet, chosen: &[&Metric], window: &str) -> String {
+pub(crate) fn rules(set: &MetricSet, chosen: &[&Metric], window: &str) -> String {
     let mut done: HashMap<(String, Scope), f64> = HashMap::new();
     let mut body = String::new();
     let mut skipped = String::new();

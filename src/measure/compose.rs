@@ -11,7 +11,7 @@ use crate::perf::{PerfEvent, Pmu};
 
 /// What a measurement counts.
 #[derive(Debug, Clone, Default)]
-pub struct Work {
+pub(crate) struct Work {
     /// The blocks' specs: the `-e` specs that are not perf events, and the block
     /// events the metrics need.
     pub specs: Vec<String>,
@@ -22,14 +22,14 @@ pub struct Work {
 impl Work {
     /// Splits `-e` specs into perf events (perf's generic names, `PMU/.../` of a PMU
     /// the kernel lists) and the blocks' specs.
-    pub fn from_events(pmus: &[Pmu], events: &[String]) -> Result<Work> {
+    pub(crate) fn from_events(pmus: &[Pmu], events: &[String]) -> Result<Work> {
         let (perf, specs) = crate::perf::split(pmus, events)?;
         Ok(Work { specs, perf })
     }
 
     /// Adds what `metrics` need: their block events as specs, and their perf events
     /// (one the kernel cannot count is the metric's error, naming its file).
-    pub fn add_metrics(&mut self, pmus: &[Pmu], metrics: &[&Metric]) -> Result<()> {
+    pub(crate) fn add_metrics(&mut self, pmus: &[Pmu], metrics: &[&Metric]) -> Result<()> {
         self.specs.extend(metrics::specs_for(metrics));
         for m in metrics {
             for e in metrics::perf_events_for(&[m]) {
@@ -48,7 +48,7 @@ impl Work {
 
     /// Whether perf's "insn per cycle" goes with it: cycles and instructions are both
     /// counted and no metric asked for by name already is it.
-    pub fn wants_ipc(&self, metrics: &[String]) -> bool {
+    pub(crate) fn wants_ipc(&self, metrics: &[String]) -> bool {
         let has = |n: &str| self.perf.iter().any(|e| e.name == n);
         has("cycles")
             && has("instructions")
@@ -61,7 +61,7 @@ impl Work {
 
 /// The default set as this device can count it: the generation's event specs (those
 /// the device lacks left out) and its metrics.
-pub fn default_set(device: &Device) -> (Vec<String>, Vec<String>) {
+pub(crate) fn default_set(device: &Device) -> (Vec<String>, Vec<String>) {
     let (events, metrics) = super::defaults::default_set(device.generation());
     let events = events
         .into_iter()

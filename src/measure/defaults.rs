@@ -8,7 +8,7 @@ use crate::block::Generation;
 /// the L3 and memory traffic on BlueField-1/-2, DDR and LLC traffic and their
 /// cycles on BlueField-3 (registers and PLL frequencies are always exported). A
 /// config asks for it with `events = ["default"]`; no config means it.
-pub const DEFAULT_EVENTS: &[(Generation, &[&str])] = &[
+pub(crate) const DEFAULT_EVENTS: &[(Generation, &[&str])] = &[
     (Generation::Bf1, BF12_DEFAULT),
     (Generation::Bf2, BF12_DEFAULT),
     (
@@ -32,7 +32,7 @@ const BF12_DEFAULT: &[&str] = &[
 
 /// The metrics the default set computes, per generation (those the generation's
 /// metric files define; the default events and the registers are their inputs).
-pub const DEFAULT_METRICS: &[(Generation, &[&str])] = &[
+pub(crate) const DEFAULT_METRICS: &[(Generation, &[&str])] = &[
     (
         Generation::Bf1,
         &["pcie_in_bandwidth", "pcie_out_bandwidth", "l3_hit_ratio"],
@@ -60,7 +60,7 @@ pub const DEFAULT_METRICS: &[(Generation, &[&str])] = &[
 ];
 
 /// A generation's default set: its event specs and the metrics computed from them.
-pub fn default_set(gen: Generation) -> (Vec<String>, Vec<String>) {
+pub(crate) fn default_set(gen: Generation) -> (Vec<String>, Vec<String>) {
     let of = |table: &[(Generation, &[&str])]| -> Vec<String> {
         table
             .iter()
@@ -72,4 +72,4 @@ pub fn default_set(gen: Generation) -> (Vec<String>, Vec<String>) {
 }
 
 /// The word that stands for [`DEFAULT_EVENTS`] in a config's `events`.
-pub const DEFAULT: &str = "default";
+pub(crate) const DEFAULT: &str = "default";

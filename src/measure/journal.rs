@@ -30,7 +30,7 @@ const MAX_JOURNAL: u64 = 4 * 1024 * 1024;
 
 /// What a journal records.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Record {
+pub(crate) struct Record {
     /// The device's canonical path (for people).
     pub device: String,
     /// What the device is ([`Device::identity`]); empty in journals of older
@@ -47,12 +47,12 @@ pub struct Record {
 
 /// A journal on disk, removed when its writer has restored the device.
 #[derive(Debug)]
-pub struct Journal {
+pub(crate) struct Journal {
     path: PathBuf,
 }
 
 /// The journal file of a device.
-pub fn path_for(device: &Device) -> Result<PathBuf> {
+pub(crate) fn path_for(device: &Device) -> Result<PathBuf> {
     Ok(state_dir()?.join(format!("{}.journal", device_key(&device.identity()))))
 }
 
@@ -66,7 +66,7 @@ fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> 
 
 /// Records `saved` for `device`: a temporary file written and fsync'd, renamed over
 /// the journal, and the directory fsync'd.
-pub fn write(device: &Device, saved: &[Saved]) -> Result<Journal> {
+pub(crate) fn write(device: &Device, saved: &[Saved]) -> Result<Journal> {
     let path = path_for(device)?;
     let tmp = path.with_extension("journal.tmp");
     let record = Record {
@@ -96,19 +96,19 @@ pub fn write(device: &Device, saved: &[Saved]) -> Result<Journal> {
 
 impl Journal {
     /// The device is as it was: the journal goes.
-    pub fn remove(self) -> Result<()> {
+    pub(crate) fn remove(self) -> Result<()> {
         fs::remove_file(&self.path).map_err(io("cannot remove the journal", &self.path))
     }
 
     /// The journal file.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }
 
 /// Puts the device back as `saved` recorded it; then the journal goes. When the
 /// device refuses, the journal stays for `bfperf restore`, and the error says so.
-pub fn put_back(device: &Device, saved: &[Saved], journal: Option<Journal>) -> Result<()> {
+pub(crate) fn put_back(device: &Device, saved: &[Saved], journal: Option<Journal>) -> Result<()> {
     match (session::restore(device, saved), journal) {
         (Ok(()), Some(j)) => j.remove(),
         (Ok(()), None) => Ok(()),
@@ -125,7 +125,7 @@ pub fn put_back(device: &Device, saved: &[Saved], journal: Option<Journal>) -> R
 
 /// The journal a dead writer left for `device`, if any. Call with the device's
 /// writer lock held (a live writer's journal is its own business).
-pub fn leftover(device: &Device) -> Result<Option<(PathBuf, Record)>> {
+pub(crate) fn leftover(device: &Device) -> Result<Option<(PathBuf, Record)>> {
     let path = path_for(device)?;
     match fs::symlink_metadata(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -200,7 +200,7 @@ fn check_blocks(device: &Device, record: &Record) -> std::result::Result<(), Str
 /// The error a one-shot write gets while `device` has a journal pending (its
 /// writer died), or None. With the lock held. With `discard`, the journal is
 /// removed instead, and the line saying so returned as a note.
-pub fn pending_refusal(device: &Device, discard: bool) -> Result<Option<String>> {
+pub(crate) fn pending_refusal(device: &Device, discard: bool) -> Result<Option<String>> {
     let Some((path, record)) = leftover(device)? else {
         return Ok(None);
     };
@@ -229,7 +229,7 @@ fn blocks_of(record: &Record) -> String {
 
 /// What a restore from a leftover journal did.
 #[derive(Debug, Clone)]
-pub struct Restored {
+pub(crate) struct Restored {
     /// The journal it came from.
     pub path: PathBuf,
     /// What it recorded, now written back.
@@ -238,7 +238,7 @@ pub struct Restored {
 
 impl Restored {
     /// One line for people.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "put back {} as they were before pid {} ({}) was stopped without restoring them (journal {})",
             blocks_of(&self.record),
@@ -250,7 +250,7 @@ impl Restored {
 }
 
 /// Puts the device back from a leftover journal and removes it. With the lock held.
-pub fn restore_leftover(device: &Device) -> Result<Option<Restored>> {
+pub(crate) fn restore_leftover(device: &Device) -> Result<Option<Restored>> {
     let Some((path, record)) = leftover(device)? else {
         return Ok(None);
     };

@@ -2,16 +2,16 @@
 //! during a command or a period, across many blocks, at intervals, and leave the
 //! device as it was.
 //!
-//! The flow: resolve the specs ([`crate::spec`]), place them on counters ([`plan`]),
+//! The flow: resolve the specs ([`crate::spec`]), place them on counters ([`place`]),
 //! record the configuration (`session::save`) in a journal, program and start,
-//! sample every tick ([`sampler`]), check for foreign re-programming, restore.
+//! sample every tick ([`Sampler`]), check for foreign re-programming, restore.
 
-pub mod compose;
-pub mod defaults;
-pub mod journal;
-pub mod plan;
-pub mod repeat;
-pub mod sampler;
+pub(crate) mod compose;
+pub(crate) mod defaults;
+pub(crate) mod journal;
+pub(crate) mod plan;
+pub(crate) mod repeat;
+pub(crate) mod sampler;
 pub mod series;
 pub(crate) mod session;
 
@@ -26,8 +26,9 @@ use crate::block::BlockKind;
 use crate::device::Device;
 use crate::error::Result;
 use crate::spec::Item;
-use plan::BlockPlan;
-use sampler::{Acc, Sampler};
+pub use plan::{place, BlockPlan};
+use sampler::Acc;
+pub use sampler::Sampler;
 
 /// How often multiplexed groups take turns: short enough that every group counts
 /// several times in a second, so a short measurement still covers them all.
@@ -117,7 +118,7 @@ pub struct Timing {
 /// within it, and only a write within the first check of a counter's window can go
 /// unseen. A check of every value of a BlueField-2 (90 values) takes 25 µs on tmpfs
 /// (`cargo bench --bench stat`): 0.03 % of a core at one check per 100 ms.
-pub const PROBE: Duration = Duration::from_millis(100);
+pub(crate) const PROBE: Duration = Duration::from_millis(100);
 
 impl Default for Timing {
     fn default() -> Timing {
@@ -252,7 +253,7 @@ pub fn metric_inputs(counts: &[Count], span_s: f64) -> crate::metrics::Inputs {
 }
 
 /// Counts of every item of every block over a span of `span_ns` (0: unscaled).
-pub fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Vec<Count> {
+pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Vec<Count> {
     let mut out = Vec::new();
     for (p, accs) in plans.iter().zip(accs) {
         for (ii, (item, acc)) in p.items.iter().zip(accs).enumerate() {
@@ -559,7 +560,7 @@ impl<'d> Measurement<'d> {
 }
 
 /// perf counts of an interval: the cumulative counts now less those at its start.
-pub fn perf_since(now: &[Count], before: &[Count]) -> Vec<Count> {
+pub(crate) fn perf_since(now: &[Count], before: &[Count]) -> Vec<Count> {
     now.iter()
         .zip(before)
         .map(|(n, b)| {
@@ -590,7 +591,7 @@ pub struct StatRequest {
     /// Let more events than counters take turns (unless `--no-multiplex`).
     pub multiplex: bool,
     /// Record the prior programming in the device's journal before the first write
-    /// (beside the writer lock, see [`crate::lock`]); a leftover journal is restored
+    /// (beside the writer lock); a leftover journal is restored
     /// first.
     pub journal: bool,
     /// perf_event events counted in the same window (system-wide, per CPU).
@@ -647,7 +648,7 @@ pub fn prepare<'d>(
 
 /// The frequency of a PLL as `clock_measure` reports it, in Hz (MHz = last count /
 /// reference window × 156.25).
-pub fn pll_hz(device: &Device, pll: &str) -> Option<u64> {
+pub(crate) fn pll_hz(device: &Device, pll: &str) -> Option<u64> {
     let block = device
         .blocks()
         .iter()
@@ -667,7 +668,7 @@ pub fn pll_hz(device: &Device, pll: &str) -> Option<u64> {
 /// The longest tick that keeps every all-at-once counter from wrapping within a
 /// window: half the time its clock takes to fill its width (a counter counts at most
 /// one event per cycle). Blocks whose clock is unknown keep `tick`.
-pub fn safe_tick(device: &Device, plans: &[BlockPlan], tick: Duration) -> Duration {
+pub(crate) fn safe_tick(device: &Device, plans: &[BlockPlan], tick: Duration) -> Duration {
     plans
         .iter()
         .filter(|p| {

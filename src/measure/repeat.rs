@@ -5,7 +5,7 @@ use super::Count;
 use crate::metrics::MetricValue;
 
 /// Mean and relative standard deviation (%) of a value over runs (`-r`).
-pub fn spread(values: &[u64]) -> (f64, Option<f64>) {
+pub(crate) fn spread(values: &[u64]) -> (f64, Option<f64>) {
     let n = values.len() as f64;
     let mean = values.iter().map(|&v| v as f64).sum::<f64>() / n.max(1.0);
     if values.len() < 2 || mean == 0.0 {
@@ -20,7 +20,7 @@ pub fn spread(values: &[u64]) -> (f64, Option<f64>) {
 }
 
 /// The mean of each count over runs, with the spread of the mean in percent.
-pub fn mean_counts(per_run: &[Vec<Count>]) -> Vec<(Count, Option<f64>)> {
+pub(crate) fn mean_counts(per_run: &[Vec<Count>]) -> Vec<(Count, Option<f64>)> {
     let Some(first) = per_run.first() else {
         return Vec::new();
     };
@@ -61,7 +61,7 @@ pub fn mean_counts(per_run: &[Vec<Count>]) -> Vec<(Count, Option<f64>)> {
 }
 
 /// Each metric's mean over runs.
-pub fn mean_metrics(per_run: &[Vec<MetricValue>]) -> Vec<MetricValue> {
+pub(crate) fn mean_metrics(per_run: &[Vec<MetricValue>]) -> Vec<MetricValue> {
     let Some(first) = per_run.first() else {
         return Vec::new();
     };

@@ -19,6 +19,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::block::Mechanism;
+use crate::device::plan::Switch;
 use crate::device::values::event_number;
 use crate::device::values::parse_value;
 use crate::device::Device;
@@ -26,7 +27,7 @@ use crate::error::{io_error, Error, Result};
 use crate::kinds::Role;
 use crate::measure::plan::BlockPlan;
 use crate::measure::session::program_group;
-use crate::sysfs::{layout, ControlFile, ValueFile};
+use crate::sysfs::{layout, ValueFile};
 
 /// What another program did to something the measurement owns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -192,21 +193,6 @@ impl Reader<'_> {
     }
 }
 
-/// An `enable` file kept open, switched twice a tick.
-struct Switch<'d> {
-    rel: String,
-    file: Box<dyn ControlFile + 'd>,
-}
-
-impl Switch<'_> {
-    fn set(&mut self, on: bool) -> Result<()> {
-        let data: &[u8] = if on { b"1" } else { b"0" };
-        self.file
-            .write_now(data)
-            .map_err(|e| io_error("writing", &self.rel, Some(data), e))
-    }
-}
-
 struct BlockState<'d> {
     group: usize,
     accs: Vec<Acc>,
@@ -254,6 +240,10 @@ impl<'d> BlockState<'d> {
         }
     }
 }
+
+/// What the driver refusing an `enable` write while sampling means.
+const ENABLE_EINVAL: &str =
+    "the kernel refused to switch the block's counting; its counts for this interval are left out";
 
 /// A failure to read or write as the reason a count is invalid.
 fn fault_of(e: &Error) -> Foreign {
@@ -360,14 +350,11 @@ fn block_state<'d>(
         .map(|i| b.def().role(i.label()) == Role::Level)
         .collect();
     let enable = match all_at_once {
-        true => {
-            let rel = layout::enable(&b.name);
-            let file = device
-                .fs()
-                .open_control(&rel)
-                .map_err(|e| io_error("opening", &rel, None, e))?;
-            Some(Switch { rel, file })
-        }
+        true => Some(Switch::open(
+            device.fs(),
+            layout::enable(&b.name),
+            ENABLE_EINVAL,
+        )?),
         false => None,
     };
     Ok(BlockState {

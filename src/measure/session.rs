@@ -28,7 +28,7 @@ pub struct Saved {
 }
 
 /// Records everything the measurement will change.
-pub fn save(device: &Device, plans: &[BlockPlan]) -> Result<Vec<Saved>> {
+pub(crate) fn save(device: &Device, plans: &[BlockPlan]) -> Result<Vec<Saved>> {
     let fs = device.fs();
     let mut out = Vec::new();
     for p in plans
@@ -65,7 +65,12 @@ pub fn save(device: &Device, plans: &[BlockPlan]) -> Result<Vec<Saved>> {
 
 /// Programs group `g` of a counter block (not its `enable`), through a [`Plan`]
 /// like every write to the device.
-pub fn program_group(device: &Device, plan: &BlockPlan, g: usize, saved_mask: u32) -> Result<()> {
+pub(crate) fn program_group(
+    device: &Device,
+    plan: &BlockPlan,
+    g: usize,
+    saved_mask: u32,
+) -> Result<()> {
     group_plan(plan, g, saved_mask).apply(device.fs()).map(drop)
 }
 
@@ -96,7 +101,7 @@ fn group_plan(plan: &BlockPlan, g: usize, saved_mask: u32) -> Plan {
 
 /// Counters of the current group that no longer count what the measurement
 /// programmed: someone else wrote them.
-pub fn foreign_changes(device: &Device, plan: &BlockPlan, g: usize) -> Result<Vec<usize>> {
+pub(crate) fn foreign_changes(device: &Device, plan: &BlockPlan, g: usize) -> Result<Vec<usize>> {
     let mut changed = Vec::new();
     for s in &plan.groups[g] {
         if let Item::Event { number, .. } = plan.items[s.item] {
@@ -112,7 +117,7 @@ pub fn foreign_changes(device: &Device, plan: &BlockPlan, g: usize) -> Result<Ve
 /// Puts every block back as it was: events, count_clock, then enable (which, on an
 /// all-at-once block, restarts its counters from 0). Tries every write, through one
 /// [`Plan`]; fails with all the refusals at once.
-pub fn restore(device: &Device, saved: &[Saved]) -> Result<()> {
+pub(crate) fn restore(device: &Device, saved: &[Saved]) -> Result<()> {
     let mut writes = Plan::default();
     for s in saved {
         for (c, ev) in &s.events {

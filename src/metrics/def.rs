@@ -81,7 +81,7 @@ impl MetricDef {
 }
 
 /// The built-in definitions, by generation file.
-pub const BUILTIN: &[(&str, &str)] = &[
+pub(super) const BUILTIN: &[(&str, &str)] = &[
     ("metrics/bf1.json", include_str!("../../metrics/bf1.json")),
     ("metrics/bf2.json", include_str!("../../metrics/bf2.json")),
     ("metrics/bf3.json", include_str!("../../metrics/bf3.json")),
@@ -89,7 +89,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
 ];
 
 /// Where users keep their metric files, searched in this order after `--metrics`.
-pub fn user_dirs() -> Vec<PathBuf> {
+pub(super) fn user_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(home) = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)

@@ -1,9 +1,9 @@
 //! Metrics: counts turned into rates, ratios and bandwidths by formulas kept as data
-//! ([`def`]). A set is loaded for a generation (built-ins, then user files), checked
+//! ([`MetricDef`]). A set is loaded for a generation (built-ins, then user files), checked
 //! (kind, syntax, every name, no cycles) and evaluated per block and for the sum of a
 //! kind's blocks (events summed first, then the formula).
 
-pub mod def;
+mod def;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
@@ -39,11 +39,11 @@ pub enum Var {
 }
 
 /// Names a formula may use that come from the command line.
-pub const PARAMS: &[&str] = &["pcie_link_bytes_per_s"];
+pub(crate) const PARAMS: &[&str] = &["pcie_link_bytes_per_s"];
 
 /// The deepest chain of metrics referring to metrics that is evaluated; deeper
 /// ones are refused with their chain (perf's own metrics nest a few levels).
-pub const MAX_DEPTH: usize = 256;
+pub(crate) const MAX_DEPTH: usize = 256;
 
 /// What a formula needs to be compiled: the generations and every metric's kind.
 #[derive(Debug, Default)]
@@ -700,7 +700,7 @@ fn chain_text<'a>(names: impl Iterator<Item = &'a String>) -> String {
 
 /// The events each kind must count for these metrics: `KIND/EVENT,.../` specs, one
 /// per metric and kind, so that multiplexing keeps a metric's events in one turn.
-/// Their perf events are in [`perf_events_for`].
+/// Their perf events are counted beside them.
 pub fn specs_for(metrics: &[&Metric]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for m in metrics {
@@ -729,7 +729,7 @@ pub fn specs_for(metrics: &[&Metric]) -> Vec<String> {
 }
 
 /// The perf events these metrics name (`instructions`, `PMU/EVENT/`), each once.
-pub fn perf_events_for(metrics: &[&Metric]) -> Vec<String> {
+pub(crate) fn perf_events_for(metrics: &[&Metric]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for m in metrics {
         for v in m.vars() {
@@ -744,17 +744,17 @@ pub fn perf_events_for(metrics: &[&Metric]) -> Vec<String> {
 }
 
 /// Whether a metric needs perf events (which only `stat` counts).
-pub fn uses_perf(m: &Metric) -> bool {
+pub(crate) fn uses_perf(m: &Metric) -> bool {
     !perf_events_for(&[m]).is_empty()
 }
 
 /// Where perf counts are kept among a formula's inputs: one pseudo-block, since a
 /// perf event is counted system-wide, summed over CPUs.
-pub const PERF_SCOPE: &str = "perf";
+pub(crate) const PERF_SCOPE: &str = "perf";
 
 /// Counters per block a metric needs (its own kind's events and cycles; registers
 /// need none).
-pub fn counters_needed(m: &Metric, gen: Generation) -> usize {
+pub(crate) fn counters_needed(m: &Metric, gen: Generation) -> usize {
     if m.kind.def().mechanism.get(gen) == Mechanism::Registers {
         return 0;
     }
@@ -1070,7 +1070,7 @@ pub fn pcie_link_bytes_per_s(link: &str) -> Option<f64> {
 /// The user metric files given on the command line, checked to be regular files
 /// that can be opened (a missing one, a FIFO, a device or a directory is an error
 /// that says which).
-pub fn user_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+pub(crate) fn user_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     for p in paths {
         crate::sysfs::check_config(p, "cannot read the metric file")?;
     }

@@ -1,7 +1,7 @@
 //! One-shot operations on a device: reading values, programming counters, starting,
 //! stopping and clearing, snapshots and their differences, the catalog listed. Each
 //! write to the device, here or by a measurement, goes through a
-//! [`Plan`](crate::device::plan::Plan) built from
+//! plan built from
 //! validated input, so a rejected command writes nothing.
 
 pub mod control;

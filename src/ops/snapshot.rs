@@ -181,8 +181,10 @@ pub fn take(device: &Device, selectors: &[String]) -> Result<Snapshot> {
     })
 }
 
-/// Writes a snapshot to `path` as JSON, by the output file rule (see
-/// [`crate::outfile`]).
+/// Writes a snapshot to `path` as JSON, by bfperf's rule for output files: a regular
+/// file is replaced atomically (its mode and owner kept), links are followed as the
+/// kernel's `fs.protected_symlinks` allows, a pipe or character device is written in
+/// place.
 pub fn write_atomic(snapshot: &Snapshot, path: &Path) -> Result<()> {
     crate::outfile::replace(path, &mut |w| {
         serde_json::to_writer_pretty(&mut *w, snapshot)?;
@@ -319,7 +321,7 @@ fn check_widths(snap: &Snapshot) -> std::result::Result<(), String> {
 }
 
 /// The host's name.
-pub fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes into buf.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
@@ -331,7 +333,7 @@ pub fn hostname() -> String {
 }
 
 /// RFC 3339 UTC with nanoseconds, e.g. `2026-11-21T18:03:00.123456789Z`.
-pub fn rfc3339(t: SystemTime) -> String {
+pub(crate) fn rfc3339(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));

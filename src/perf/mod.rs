@@ -3,21 +3,20 @@
 //! (`armv8_pmuv3_0/l2d_cache_refill/`, `PMU/event=0x11/`), and their counting,
 //! system-wide per CPU, in the same window as the hwmon counters.
 
-pub mod counter;
-pub mod pmu;
-pub mod process;
+mod counter;
+mod pmu;
+mod process;
 
 use crate::error::{Error, Result};
 pub use counter::{online_cpus, Counters, Reading, Target};
 pub use pmu::{discover, Configs, Pmu};
 pub use process::spawn_counted;
 
-pub use crate::spec::perf_terms::{
-    modifiers, Generic, Levels, GENERIC, TYPE_HARDWARE, TYPE_RAW, TYPE_SOFTWARE,
-};
+pub use crate::spec::perf_terms::Levels;
+pub(crate) use crate::spec::perf_terms::{modifiers, GENERIC, TYPE_HARDWARE, TYPE_RAW};
 
 /// The PMU name perf gives a generic event's type.
-pub fn generic_pmu(type_: u32) -> &'static str {
+pub(crate) fn generic_pmu(type_: u32) -> &'static str {
     match type_ {
         TYPE_HARDWARE => "hardware",
         _ => "software",
@@ -44,7 +43,7 @@ pub struct PerfEvent {
 }
 
 /// perf's own spelling of a generic event name (`cpu-cycles` → `cycles`), if it is one.
-pub fn generic_name(name: &str) -> Option<&'static str> {
+pub(crate) fn generic_name(name: &str) -> Option<&'static str> {
     crate::spec::perf_terms::generic(name).map(|(names, ..)| names[0])
 }
 
@@ -103,7 +102,7 @@ pub fn split(pmus: &[Pmu], specs: &[String]) -> Result<(Vec<PerfEvent>, Vec<Stri
 
 /// A perf event a metric names (`instructions`, `PMU/EVENT/`), which must resolve:
 /// a PMU this machine lacks is named, with the PMUs it has.
-pub fn required(pmus: &[Pmu], spec: &str) -> Result<PerfEvent> {
+pub(crate) fn required(pmus: &[Pmu], spec: &str) -> Result<PerfEvent> {
     if let Some(e) = resolve(pmus, spec)? {
         return Ok(e);
     }
@@ -177,6 +176,7 @@ fn pmu_event(pmus: &[Pmu], spec: &str, body: &str) -> Result<Option<PerfEvent>> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::perf_terms::TYPE_SOFTWARE;
 
     fn pmu() -> Pmu {
         let mut formats = std::collections::BTreeMap::new();

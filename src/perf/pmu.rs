@@ -44,7 +44,7 @@ fn bad(pmu: &str, problem: impl std::fmt::Display) -> Error {
 }
 
 /// Parses a format file: `config:0-7,32-35`, `config1:0`, `config2:3-5`.
-pub fn parse_format(text: &str) -> Option<Field> {
+pub(super) fn parse_format(text: &str) -> Option<Field> {
     let (word, bits) = text.trim().split_once(':')?;
     let word = match word {
         "config" => 0,
@@ -71,7 +71,7 @@ pub fn parse_format(text: &str) -> Option<Field> {
 }
 
 /// Parses a CPU list: `0-3,8,10-11`.
-pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
+pub(super) fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
     let mut out = Vec::new();
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
@@ -89,7 +89,7 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
 }
 
 /// Parses terms: `event=0x11,umask=0x2,edge` (a term without a value is 1).
-pub fn parse_terms(text: &str) -> Option<Vec<(String, u64)>> {
+pub(super) fn parse_terms(text: &str) -> Option<Vec<(String, u64)>> {
     text.trim()
         .split(',')
         .filter(|t| !t.trim().is_empty())

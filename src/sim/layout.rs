@@ -6,7 +6,7 @@ use crate::block::{BlockKind, Generation};
 use crate::sim::kernel::KernelDef;
 
 #[derive(Debug, Clone, Copy)]
-pub struct Spec {
+pub(super) struct Spec {
     pub name: &'static str,
     pub counters: usize,
 }
@@ -108,7 +108,11 @@ const BF3_2025: &[Spec] = &[
 
 /// The blocks of a generation on a kernel. `counters` overrides the counter count of
 /// every block of a kind (firmware decides it on a real DPU).
-pub fn blocks(gen: Generation, kernel: &KernelDef, counters: &[(BlockKind, usize)]) -> Vec<Spec> {
+pub(super) fn blocks(
+    gen: Generation,
+    kernel: &KernelDef,
+    counters: &[(BlockKind, usize)],
+) -> Vec<Spec> {
     let mut v: Vec<Spec> = match gen {
         Generation::Bf1 => BF1.to_vec(),
         Generation::Bf3 => {

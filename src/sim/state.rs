@@ -105,7 +105,7 @@ const LAST_COUNT: &str = "FMON_CLK_LAST_COUNT_";
 const WINDOW: &str = "REFERENCE_WINDOW_WIDTH_";
 
 impl SimBlock {
-    pub fn name_of(&self, number: u32) -> Option<&'static str> {
+    pub(super) fn name_of(&self, number: u32) -> Option<&'static str> {
         self.table
             .iter()
             .find(|d| d.number == number)
@@ -122,14 +122,14 @@ impl SimBlock {
     }
 
     /// How event `number` counts in this block (never on which counter).
-    pub fn event_drive(&self, number: u32) -> Drive {
+    pub(super) fn event_drive(&self, number: u32) -> Drive {
         match self.table.iter().position(|d| d.number == number) {
             Some(i) if self.table[i].name != DISABLE => self.drives[i],
             _ => Drive::Still,
         }
     }
 
-    pub fn counter_value(&self, i: usize, now: u64) -> u64 {
+    pub(super) fn counter_value(&self, i: usize, now: u64) -> u64 {
         let c = &self.counters[i];
         let mut v = c.acc;
         if c.running {
@@ -139,20 +139,20 @@ impl SimBlock {
     }
 
     /// Folds the running count into `acc`, so that the rate or state can change now.
-    pub fn fold(&mut self, i: usize, now: u64) {
+    pub(super) fn fold(&mut self, i: usize, now: u64) {
         let v = self.counter_value(i, now);
         let c = &mut self.counters[i];
         c.acc = v;
         c.since = now;
     }
 
-    pub fn fold_all(&mut self, now: u64) {
+    pub(super) fn fold_all(&mut self, now: u64) {
         for i in 0..self.counters.len() {
             self.fold(i, now);
         }
     }
 
-    pub fn register_value(&self, r: &SimRegister, now: u64) -> u64 {
+    pub(super) fn register_value(&self, r: &SimRegister, now: u64) -> u64 {
         let v = r
             .acc
             .wrapping_add(self.workload.count(&r.drive, r.since, now));

@@ -4,7 +4,7 @@
 //! a glob over names (`pcie/*_BYTE_CNT/`). Every part is checked before anything is
 //! written; an error names the spec and the part that is wrong.
 
-pub mod perf_terms;
+pub(crate) mod perf_terms;
 
 use crate::block::{Block, Mechanism};
 use crate::catalog::{Catalog, DISABLE};
@@ -93,7 +93,7 @@ fn bad(spec: &str, problem: impl std::fmt::Display) -> Error {
 }
 
 /// Splits `BLOCKS/EVENTS/` (the trailing `/` may be left out).
-pub fn split(spec: &str) -> Result<(&str, Vec<&str>)> {
+pub(crate) fn split(spec: &str) -> Result<(&str, Vec<&str>)> {
     let s = spec.trim();
     let body = s.strip_suffix('/').unwrap_or(s);
     let Some((blocks, events)) = body.split_once('/') else {
@@ -248,7 +248,7 @@ const UNOPENED: &str = "a '}' closes no group: a group is {KIND/A,B/} or {KIND/A
 /// `HNF_REQUESTS,MEMORY_READS` two bare names, and `KIND/event=0x4c/` the event
 /// numbered 0x4c. A comma inside `BLOCKS/.../` belongs to the spec. A malformed spec
 /// is reported whole; unbalanced or nested braces are refused.
-pub fn expand(text: &str) -> Result<Vec<Term>> {
+pub(crate) fn expand(text: &str) -> Result<Vec<Term>> {
     let text = text.trim();
     let mut out = Vec::new();
     let mut cur = String::new();
@@ -394,7 +394,7 @@ fn bare(device: &Device, spec: &str) -> Result<String> {
 
 /// Resolves every spec against the device. Several specs may name one block: its
 /// items are merged, each once. Each `-e` may hold several specs in perf's grammar
-/// ([`expand`]); a selector of several blocks counts an event on those that have it,
+/// (terms, `{}` groups, globs); a selector of several blocks counts an event on those that have it,
 /// and fails only when none does.
 pub fn resolve<'d>(device: &'d Device, specs: &[String]) -> Result<Resolved<'d>> {
     if specs.is_empty() {

@@ -3,11 +3,11 @@
 //! them to tell a perf event from a block selector; [`crate::perf`] opens them.
 
 /// perf_event_attr.type of perf's generic hardware events.
-pub const TYPE_HARDWARE: u32 = 0;
+pub(crate) const TYPE_HARDWARE: u32 = 0;
 /// perf_event_attr.type of the kernel's software events.
-pub const TYPE_SOFTWARE: u32 = 1;
+pub(crate) const TYPE_SOFTWARE: u32 = 1;
 /// perf_event_attr.type of a raw event of the CPU's own PMU (perf's `rNNN`).
-pub const TYPE_RAW: u32 = 4;
+pub(crate) const TYPE_RAW: u32 = 4;
 
 /// perf's event modifiers: which privilege levels are counted (`:u` user space only,
 /// `:k` the kernel only; none: both, as far as perf_event_paranoid allows).
@@ -35,7 +35,7 @@ impl Levels {
 
 /// One of perf's generic events: its names (perf's own first), type, config, unit,
 /// and what it counts.
-pub type Generic = (
+pub(crate) type Generic = (
     &'static [&'static str],
     u32,
     u64,
@@ -46,7 +46,7 @@ pub type Generic = (
 /// perf's generic event names. The kernel's ABI (`PERF_COUNT_HW_*`,
 /// `PERF_COUNT_SW_*`); clocks count nanoseconds. On Arm cores the hardware events
 /// map to the architecture's events (cycles: CPU_CYCLES, instructions: INST_RETIRED).
-pub const GENERIC: &[Generic] = &[
+pub(crate) const GENERIC: &[Generic] = &[
     (
         &["cycles", "cpu-cycles"],
         TYPE_HARDWARE,
@@ -178,7 +178,7 @@ pub const GENERIC: &[Generic] = &[
 
 /// A spec and its modifiers: `cycles:u` → (`cycles`, user only); `PMU/EVENT/k` and
 /// `PMU/EVENT/:k` likewise. A suffix that is not modifiers stays in the spec.
-pub fn modifiers(spec: &str) -> (&str, Levels) {
+pub(crate) fn modifiers(spec: &str) -> (&str, Levels) {
     let spec = spec.trim();
     let split = match spec.rfind('/') {
         Some(slash) if spec.matches('/').count() >= 2 => {
@@ -195,20 +195,20 @@ pub fn modifiers(spec: &str) -> (&str, Levels) {
 
 /// Whether `name` is one of perf's generic or raw events, with or without modifiers
 /// (`cycles`, `task-clock:u`, `r11`).
-pub fn is_plain_event(name: &str) -> bool {
+pub(crate) fn is_plain_event(name: &str) -> bool {
     let (body, _) = modifiers(name);
     let body = body.split(':').next().unwrap_or(body);
     generic(body).is_some() || raw_config(body).is_some()
 }
 
 /// The generic event a name (any case, any of its names) stands for.
-pub fn generic(name: &str) -> Option<&'static Generic> {
+pub(crate) fn generic(name: &str) -> Option<&'static Generic> {
     GENERIC
         .iter()
         .find(|(names, ..)| names.iter().any(|n| n.eq_ignore_ascii_case(name)))
 }
 
 /// The event number of perf's raw form: `r` and the number in hex (`r11`, `r80C0`).
-pub fn raw_config(name: &str) -> Option<u64> {
+pub(crate) fn raw_config(name: &str) -> Option<u64> {
     u64::from_str_radix(name.strip_prefix('r')?, 16).ok()
 }

@@ -14,13 +14,13 @@ use crate::error::Result;
 /// List the blocks: kind, mechanism, counters, enable state, events known
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "Examples:\n  bfperf blocks\n  bfperf blocks --csv")]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     format: FormatOpts,
 }
 
 /// Prints the blocks.
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<(), Failure> {
     out.emit(a.format.or(Format::Table), &blocks(&open_device(global)?)?)
 }
 

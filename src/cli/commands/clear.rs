@@ -13,7 +13,7 @@ use crate::ops::control;
 #[command(
     after_help = "Examples:\n  bfperf clear tile2\n  bfperf clear tile2 3\n  bfperf clear pcie0 IN_P_PKT_CNT"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// The block, or blocks: a kind, a glob or a comma list
     block: String,
     /// A counter number or register name (default: all of the block's counters, or its count registers)
@@ -27,7 +27,7 @@ pub struct Args {
 }
 
 /// Clears every block chosen.
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     write_blocks(global, out, &a.block, a.write, |device, b| {
         control::plan_clear(device, b, a.target.as_deref(), a.force)
     })

@@ -13,19 +13,19 @@ use crate::cli::Out;
 #[command(
     after_help = "Examples:\n  bfperf completions bash > /etc/bash_completion.d/bfperf\n  bfperf completions zsh > \"${fpath[1]}/_bfperf\"\n  bfperf completions fish > ~/.config/fish/completions/bfperf.fish"
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[arg(value_enum)]
     shell: Shell,
 }
 
 /// Prints the script.
-pub fn exec(a: Args, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec(a: Args, out: &mut Out) -> Result<(), Failure> {
     out.raw(&complete::script(a.shell))
 }
 
 /// Completion candidates for the words of a command line (used by the scripts)
 #[derive(Debug, ClapArgs)]
-pub struct CompleteArgs {
+pub(crate) struct CompleteArgs {
     /// Index of the word being completed
     #[arg(long)]
     index: usize,
@@ -38,7 +38,7 @@ pub struct CompleteArgs {
 }
 
 /// Prints the candidates, one per line.
-pub fn exec_complete(a: CompleteArgs, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec_complete(a: CompleteArgs, out: &mut Out) -> Result<(), Failure> {
     let mut text = String::new();
     let root = <crate::cli::commands::Cli as clap::CommandFactory>::command();
     for c in complete::described(&root, &a.words, a.index) {

@@ -18,7 +18,7 @@ use crate::ops::{diff, snapshot};
 #[command(
     after_help = "Examples:\n  bfperf diff before.json after.json\n  bfperf diff before.json after.json --plot rates.svg\n  bfperf diff a.json b.json --strict --json"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// The older snapshot
     old: PathBuf,
     /// The newer snapshot
@@ -34,7 +34,7 @@ pub struct Args {
 }
 
 /// Compares the snapshots; draws the chart if asked.
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     let old = snapshot::load(&a.old)?;
     let new = snapshot::load(&a.new)?;
     let names = (a.old.display().to_string(), a.new.display().to_string());

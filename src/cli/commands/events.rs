@@ -17,7 +17,7 @@ use crate::metrics::MetricSet;
 #[command(
     after_help = "Examples:\n  bfperf events tile2\n  bfperf events tile2 read\n  bfperf events 'llt*' GDC_BANK0\n  bfperf events all --json"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// The block (tile2), or blocks: a kind (tile), a glob ('llt*'), a list or all
     block: String,
     /// Show only events whose name or description contains this (any case)
@@ -27,7 +27,7 @@ pub struct Args {
 }
 
 /// Prints the events.
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<(), Failure> {
     let device = open_device(global)?;
     let format = a.format.or(Format::Table);
     if device.block(&a.block).is_err() {

@@ -14,7 +14,7 @@ use crate::cli::exporter::{self, ExporterOptions};
 #[command(
     after_help = "Examples:\n  systemctl enable --now bfperf-exporter\n  bfperf exporter --listen 0.0.0.0:9839 --web.config.file /etc/bfperf/web.yml\n  bfperf exporter --textfile /var/lib/node_exporter/textfile/bfperf.prom"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// The config (TOML): events and metrics to export, as stat -e and -M take them,
     /// and where and how to serve (listen, web_config_file; the flags win)
     /// [default: /etc/bfperf/exporter.toml; without it, the generation's default set]
@@ -54,7 +54,7 @@ impl From<Args> for ExporterOptions {
 
 /// Serves (or writes the textfile) until SIGTERM or SIGINT.
 #[cfg(feature = "exporter")]
-pub fn exec(global: &Global, a: Args) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args) -> Result<(), Failure> {
     Ok(exporter::run(global, a.into())?)
 }
 

@@ -15,13 +15,13 @@ use crate::device::Device;
 /// Show the device: where it is, its generation, its blocks by kind
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "Examples:\n  bfperf info\n  bfperf --sim bf3 info --json")]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     format: FormatOpts,
 }
 
 /// Prints the device's summary.
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     out.emit(a.format.or(Format::Table), &info(&open_device(global)?))
 }
 

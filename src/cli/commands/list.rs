@@ -15,7 +15,7 @@ use crate::cli::Out;
 #[command(
     after_help = "Examples:\n  bfperf list\n  bfperf list memory\n  bfperf list 'GDC_*_RD_REQ' --details\n  bfperf list ddr --json\n  bfperf list perf   (the Arm cores' and the kernel's perf events, and the PMUs)"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Only what matches one of these (a glob or a substring, any case) in its
     /// name, description or group; a kind's name (tile, llt, perf) selects that kind
     patterns: Vec<String>,
@@ -27,7 +27,7 @@ pub struct Args {
 }
 
 /// Prints what matches.
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     let device = open_device(global)?;
     let set = load_metrics(global, &[device.generation()])?;
     let pmus = crate::perf::discover(&global.sysfs_root);

@@ -17,7 +17,7 @@ use crate::metrics;
 #[command(
     after_help = "Examples:\n  bfperf metrics ddr\n  bfperf metrics l3 --json\n  bfperf metrics --all --format prometheus-rules > /etc/prometheus/rules/bfperf.yml\n  bfperf metrics --format prometheus-rules -M ddr,llc --window 2m"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Only metrics whose name, group or description contains this (any case)
     pattern: Option<String>,
     /// Every generation's metrics, not only this device's (no device needed)
@@ -44,7 +44,7 @@ pub struct Args {
 
 /// `bfperf metrics --format`: the usual formats and Prometheus recording rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum MetricsFormat {
+pub(super) enum MetricsFormat {
     /// Aligned columns for people
     Table,
     /// One JSON document; schema in docs/schema/
@@ -75,7 +75,7 @@ fn parse_range(text: &str) -> Result<String, String> {
 }
 
 /// Prints the metrics, or the rules.
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     let gens = if a.all {
         vec![Generation::Bf1, Generation::Bf2, Generation::Bf3]
     } else {

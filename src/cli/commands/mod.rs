@@ -25,7 +25,7 @@ mod restore;
 mod sim;
 mod snapshot;
 mod start;
-pub mod stat;
+pub(super) mod stat;
 mod stop;
 mod top;
 mod writer;
@@ -45,7 +45,7 @@ mod writer;
     after_help = "Examples:\n  bfperf info\n  bfperf stat -M ddr,llc --duration 10s\n  bfperf stat -e 'tile/MEMORY_READS,MEMORY_WRITES/' -I 1000 -- ./workload\n  bfperf exporter\n  bfperf program tile2 3 HNF_REQUESTS && bfperf read tile2\n  bfperf --sim bf3 stat -M ddr --duration 2s   (no DPU needed)"
 )]
 /// The whole command line.
-pub struct Cli {
+pub(crate) struct Cli {
     /// The options every command takes.
     #[command(flatten)]
     pub global: Global,
@@ -58,7 +58,7 @@ pub struct Cli {
 /// comment of its `Args`.
 #[derive(Debug, Subcommand)]
 #[allow(missing_docs)]
-pub enum Command {
+pub(crate) enum Command {
     Info(info::Args),
     Blocks(blocks::Args),
     List(list::Args),
@@ -84,7 +84,7 @@ pub enum Command {
 }
 
 /// Runs a parsed command line, writing its report to `out`. Returns the exit code.
-pub fn exec(cli: Cli, out: &mut Out) -> Result<i32, Failure> {
+pub(super) fn exec(cli: Cli, out: &mut Out) -> Result<i32, Failure> {
     let g = &cli.global;
     match cli.command {
         Command::Stat(a) => return stat::exec(g, a, out),

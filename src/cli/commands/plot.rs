@@ -10,7 +10,7 @@ use crate::cli::plot::{self, PlotOptions};
 #[command(
     after_help = "Examples:\n  bfperf stat -M ddr,llc -A -I 250 --json --duration 1m > run.ndjson\n  bfperf plot run.ndjson --per-block -o run.svg\n  bfperf plot before.ndjson after.ndjson -o compare.png"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// `bfperf stat -I MS --json` outputs (NDJSON); several are drawn on the same charts
     #[arg(value_name = "RUN.ndjson", required = true)]
     runs: Vec<std::path::PathBuf>,
@@ -33,6 +33,6 @@ impl From<Args> for PlotOptions {
 }
 
 /// Draws the charts.
-pub fn exec(a: Args) -> Result<(), Failure> {
+pub(super) fn exec(a: Args) -> Result<(), Failure> {
     Ok(plot::run(a.into())?)
 }

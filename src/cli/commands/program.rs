@@ -13,7 +13,7 @@ use crate::ops::program;
 #[command(
     after_help = "Examples:\n  bfperf program tile2 3 HNF_REQUESTS\n  bfperf program 'tile*' 0=MEMORY_READS 1=MEMORY_WRITES\n  bfperf program l3cachehalf0 0=HITS_BANK0 1=MISSES_BANK0 --start\n  bfperf program llt0 0=GDC_BANK0_RD_REQ --dry-run"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// The block, or blocks: a kind (tile), a glob ('tile*') or a comma list
     block: String,
     /// COUNTER EVENT, or COUNTER=EVENT pairs; EVENT by name, 0x45 or 69
@@ -37,7 +37,7 @@ pub struct Args {
 }
 
 /// Validates the assignments, then programs every block chosen.
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     let parsed = program::parse_assignments(&a.assignments, a.count_clock)?;
     let opts = program::ProgramOptions {
         force: a.force,

@@ -15,7 +15,7 @@ use crate::ops::{read, snapshot};
 #[command(
     after_help = "Examples:\n  bfperf read tile2\n  bfperf read pcie --json\n  bfperf read all"
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[arg(value_name = "SELECTOR")]
     selectors: Vec<String>,
     #[command(flatten)]
@@ -23,7 +23,7 @@ pub struct Args {
 }
 
 /// Reads the chosen blocks once.
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     let device = open_device(global)?;
     let blocks = device.select(&a.selectors)?;
     let r = read::read_blocks(&device, &blocks)?;

@@ -24,10 +24,10 @@ use crate::cli::Out;
         a block or counter this device does not have is refused whole; nothing is written from it.",
     after_help = "Examples:\n  bfperf restore   (after `kill -9` of a stat or exporter)"
 )]
-pub struct Args {}
+pub(crate) struct Args {}
 
 /// Restores a leftover journal, or says there is none.
-pub fn exec(global: &Global, _a: Args, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, _a: Args, out: &mut Out) -> Result<(), Failure> {
     let device = open_device(global)?;
     let _lock = lock_device(global, &device)?;
     let text = match crate::measure::journal::restore_leftover(&device)? {

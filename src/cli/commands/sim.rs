@@ -15,7 +15,7 @@ use crate::sim;
 #[command(
     after_help = "Examples:\n  bfperf sim mount --gen 3 /tmp/dpu &\n  bfperf --sysfs-root /tmp/dpu stat -M ddr --duration 2s\n  bfperf sim export --gen 2 --fixture fixtures/bf2"
 )]
-pub enum SimCommand {
+pub(crate) enum SimCommand {
     /// Serve a simulated device as a FUSE filesystem laid out like /sys, until interrupted
     Mount {
         /// An empty directory; the device appears at DIR/class/hwmon/hwmon3
@@ -36,7 +36,7 @@ pub enum SimCommand {
 }
 
 /// Serves or exports the simulated device.
-pub fn exec(global: &Global, cmd: SimCommand) -> Result<()> {
+pub(super) fn exec(global: &Global, cmd: SimCommand) -> Result<()> {
     match cmd {
         SimCommand::Mount { dir, sim: o } => {
             let c = parse_sim_opts(&o, global)?;

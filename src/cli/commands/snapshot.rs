@@ -17,7 +17,7 @@ use crate::ops::snapshot;
 #[command(
     after_help = "Examples:\n  bfperf snapshot -o before.json && sleep 10 && bfperf snapshot -o after.json\n  bfperf diff before.json after.json\n  bfperf snapshot all -o >(gzip > all.json.gz)"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Blocks, kinds, or `all` (default: every pcie block)
     #[arg(value_name = "SELECTOR")]
     selectors: Vec<String>,
@@ -33,7 +33,7 @@ pub struct Args {
 }
 
 /// Takes the snapshot and writes it.
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     let device = open_device(global)?;
     let report = SnapshotReport(snapshot::take(&device, &a.selectors)?);
     let format = a.format.or(Format::Json);

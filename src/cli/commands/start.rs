@@ -11,7 +11,7 @@ use crate::ops::control;
 /// Start the counters of an L3-cache or BF3 crspace block together (resets them to 0)
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "Examples:\n  bfperf start l3cachehalf0\n  bfperf start llt --dry-run")]
-pub struct Args {
+pub(crate) struct Args {
     /// The block, or blocks: a kind (l3cache), a glob or a comma list
     block: String,
     #[command(flatten)]
@@ -19,6 +19,6 @@ pub struct Args {
 }
 
 /// Starts every block chosen.
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     write_blocks(global, out, &a.block, a.write, control::plan_start)
 }

@@ -31,7 +31,7 @@ use crate::metrics;
 #[command(
     after_help = "Examples:\n  bfperf stat -M l3 --duration 5s\n  bfperf stat -e 'tile/MEMORY_READS/' -e 'l3cache/HITS_BANK0,MISSES_BANK0/' -- make -j8\n  bfperf stat -e 'tile/HNF_REQUESTS/,tile/MEMORY_READS/' -I 1000 -- ./workload\n  bfperf stat -e '{llt/GDC_BANK0_RD_REQ,GDC_BANK1_RD_REQ/}' --duration 10s\n  bfperf stat -M ddr -I 1000 -x, -o ddr.csv --duration 1m\n  bfperf stat -M pcie --pcie-link gen4x16 -A --json --duration 10s\n  bfperf stat -- ./workload   (no -e or -M: the generation's default set)"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// BLOCKS/EVENT[,EVENT...]/ : blocks by name, kind, glob or list; events by name,
     /// number, `cycles`, register name or glob; several per -e, comma-separated, and
     /// `{...}` groups, always counted together (repeatable). Without -e and -M: the
@@ -522,7 +522,7 @@ impl Runs {
 
 /// Runs `bfperf stat`; returns the exit code (the command's, or 128 + the signal
 /// that interrupted the measurement).
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32, Failure> {
+pub(crate) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32, Failure> {
     let (stdout, width) = (&mut *out.w, out.width);
     let format = stat_format(&a)?;
     let device = open_device(global)?;

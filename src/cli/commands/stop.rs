@@ -13,7 +13,7 @@ use crate::ops::control;
 #[command(
     after_help = "Examples:\n  bfperf stop l3cachehalf0\n  bfperf stop tile2 3\n  bfperf stop 'llt*'"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// The block, or blocks: a kind, a glob or a comma list
     block: String,
     /// Only this counter (per-counter blocks)
@@ -24,7 +24,7 @@ pub struct Args {
 }
 
 /// Stops every block chosen.
-pub fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
     write_blocks(global, out, &a.block, a.write, |device, b| {
         control::plan_stop(device, b, a.counter.as_deref())
     })

@@ -20,7 +20,7 @@ use crate::cli::top::{self, TopOptions};
         s sort, / filter blocks, +/- refresh interval, ? help.",
     after_help = "Examples:\n  bfperf top\n  bfperf top -i 500ms -M l3\n  bfperf top -e 'tile/HNF_REQUESTS/'\n  bfperf top -e cycles,instructions -M cpu   (the Arm cores beside the blocks)\n  bfperf top --read-only   (writes nothing; what a user without root gets)\n  bfperf --sim bf3 top   (no DPU needed)"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Refresh every TIME (`+`/`-` change it while running)
     #[arg(long, short = 'i', value_name = "TIME", default_value = "1s", value_parser = parse_duration)]
     interval: std::time::Duration,
@@ -48,6 +48,6 @@ impl From<Args> for TopOptions {
 }
 
 /// Runs the view until it is quit.
-pub fn exec(global: &Global, a: Args) -> Result<(), Failure> {
+pub(super) fn exec(global: &Global, a: Args) -> Result<(), Failure> {
     Ok(top::run(global, a.into())?)
 }

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::ops::{control, program};
 
 /// A block's planned writes, which can be applied and reported.
-pub trait Planned: Sized {
+pub(super) trait Planned: Sized {
     /// The report of one block.
     type Report: Report + serde::Serialize;
     /// Makes the writes; returns what was done.
@@ -52,7 +52,7 @@ impl Planned for control::ControlOutcome {
 }
 
 /// Locks, plans each block `selector` chooses with `plan`, applies, reports.
-pub fn write_blocks<P: Planned>(
+pub(super) fn write_blocks<P: Planned>(
     global: &Global,
     out: &mut Out,
     selector: &str,

@@ -32,9 +32,9 @@ use tokio::sync::oneshot;
 use crate::cli::exporter::web::{Verdict, Web};
 
 /// Connections served at once; more are closed on accept.
-pub const MAX_CONNECTIONS: usize = 64;
+pub(super) const MAX_CONNECTIONS: usize = 64;
 /// Wrong credentials a connection may send before it is closed.
-pub const MAX_FAILURES: u32 = 3;
+pub(super) const MAX_FAILURES: u32 = 3;
 /// bcrypt checks at once (each takes a core for tens of milliseconds).
 const CHECKS: usize = 2;
 /// Checks one client address may have under way or waiting; a request beyond them
@@ -48,19 +48,19 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_HEAD: usize = 16 * 1024;
 const MAX_HEADERS: usize = 64;
 /// An exposition answers every scrape that comes within this long of its sweep.
-pub const SHARED_FOR: Duration = Duration::from_millis(100);
+pub(super) const SHARED_FOR: Duration = Duration::from_millis(100);
 /// How long a scrape waits for the main thread before it is answered 503.
 const SCRAPE_WAIT: Duration = Duration::from_secs(30);
 
 const INDEX: &str = "<html><head><title>bfperf exporter</title></head><body><h1>bfperf exporter</h1><p><a href=\"/metrics\">/metrics</a>: the BlueField performance counters.</p></body></html>\n";
 
 /// A scrape waiting for the main thread: where to answer.
-pub struct Scrape {
+pub(super) struct Scrape {
     pub reply: oneshot::Sender<Arc<Exposition>>,
 }
 
 /// One sweep's exposition in both formats.
-pub struct Exposition {
+pub(super) struct Exposition {
     pub openmetrics: Bytes,
     pub text_004: Bytes,
     pub at: Instant,
@@ -69,7 +69,7 @@ pub struct Exposition {
 /// Binds `addr` now (so that an error is said before the device is touched) and
 /// serves it from a thread of its own, with TLS and authentication as `web` says;
 /// scrapes arrive on the returned channel.
-pub fn serve(addr: SocketAddr, web: Web) -> std::io::Result<mpsc::Receiver<Scrape>> {
+pub(super) fn serve(addr: SocketAddr, web: Web) -> std::io::Result<mpsc::Receiver<Scrape>> {
     let listener = std::net::TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
     let (tx, rx) = mpsc::channel();

@@ -22,9 +22,9 @@ use crate::error::{Error, Result};
 use crate::export::{self, ExportConfig, Exporter, TextFormat};
 
 /// The default config file; its absence means the default set.
-pub const DEFAULT_CONFIG: &str = "/etc/bfperf/exporter.toml";
+pub(super) const DEFAULT_CONFIG: &str = "/etc/bfperf/exporter.toml";
 /// The default address: loopback, a fixed port so that `instance` stays stable.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:9839";
+pub(super) const DEFAULT_LISTEN: &str = "127.0.0.1:9839";
 /// The longest time between two sweeps (windows must not wrap).
 const SWEEP: Duration = Duration::from_secs(1);
 
@@ -168,7 +168,7 @@ fn log_events(e: &mut Exporter) {
 
 /// What `bfperf exporter` was asked for.
 #[derive(Debug, Clone)]
-pub struct ExporterOptions {
+pub(super) struct ExporterOptions {
     /// The config (TOML): events and metrics to export, as stat -e and -M take them,
     /// and where and how to serve (listen, web_config_file; the flags win)
     /// [default: /etc/bfperf/exporter.toml; without it, the generation's default set]
@@ -185,7 +185,7 @@ pub struct ExporterOptions {
 }
 
 /// Runs the exporter until SIGTERM or SIGINT; restores the device then.
-pub fn run(global: &Global, args: ExporterOptions) -> Result<()> {
+pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     let device = open_device(global)?;
     let (config, serving) = read_config(args.config.as_deref(), global)?;
     let mut args = args;

@@ -40,7 +40,7 @@ struct WebFile {
 }
 
 /// The web configuration, ready to serve with.
-pub struct Web {
+pub(super) struct Web {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     auth: Option<Auth>,
 }
@@ -76,7 +76,7 @@ const BAD_FOR: Duration = Duration::from_secs(60);
 
 /// What a request's credentials get.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(super) enum Verdict {
     /// Let in.
     Good,
     /// Refused.
@@ -106,7 +106,7 @@ fn bad(path: &Path, problem: impl Into<String>) -> Error {
 
 impl Web {
     /// No TLS, no authentication.
-    pub fn open() -> Web {
+    pub(super) fn open() -> Web {
         Web {
             tls: None,
             auth: None,
@@ -114,7 +114,7 @@ impl Web {
     }
 
     /// Reads and checks a web config file and everything it names.
-    pub fn load(path: &Path) -> Result<Web> {
+    pub(super) fn load(path: &Path) -> Result<Web> {
         let text = crate::sysfs::read_config(path)?;
         let file: WebFile = serde_yaml_ng::from_str(&text).map_err(|e| {
             bad(
@@ -147,14 +147,14 @@ impl Web {
     }
 
     /// Whether the connection is protected: TLS, or credentials required.
-    pub fn protected(&self) -> bool {
+    pub(super) fn protected(&self) -> bool {
         self.tls.is_some() || self.auth.is_some()
     }
 
     /// What a request's `Authorization` header gets without a bcrypt check: let in
     /// when no users are configured or the header was found good lately; refused when
     /// it is missing, malformed, or was found wrong lately.
-    pub fn verdict(&self, authorization: Option<&[u8]>) -> Verdict {
+    pub(super) fn verdict(&self, authorization: Option<&[u8]>) -> Verdict {
         let Some(auth) = &self.auth else {
             return Verdict::Good;
         };
@@ -170,7 +170,7 @@ impl Web {
     /// Checks a request's `Authorization` header with bcrypt (slow: tens of ms), and
     /// remembers the verdict. An unknown user is checked against a hash of the same
     /// cost, so that both take as long.
-    pub fn check(&self, authorization: Option<&[u8]>) -> bool {
+    pub(super) fn check(&self, authorization: Option<&[u8]>) -> bool {
         let Some(auth) = &self.auth else {
             return true;
         };

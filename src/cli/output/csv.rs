@@ -7,7 +7,7 @@ use crate::cli::output::{Cell, Document, Part, Renderer, Report};
 
 /// `escape`: control characters from the device or files are shown escaped, as a
 /// terminal must never receive them (a file or a pipe gets the raw text).
-pub struct CsvRenderer {
+pub(super) struct CsvRenderer {
     pub escape: bool,
 }
 

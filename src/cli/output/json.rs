@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use crate::cli::output::{Renderer, Report};
 
-pub struct JsonRenderer;
+pub(super) struct JsonRenderer;
 
 impl Renderer for JsonRenderer {
     fn render(&self, report: &dyn Report, out: &mut dyn Write) -> io::Result<()> {

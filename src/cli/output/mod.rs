@@ -16,11 +16,11 @@ use std::io::{self, Write};
 
 use clap::ValueEnum;
 
-pub use text::{escape, group, group_f, readable};
+pub(crate) use text::{escape, group, group_f, readable};
 
 /// The output formats every data-printing command takes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// Aligned columns for people: numbers grouped, fitted to the terminal
     #[default]
     Table,
@@ -32,7 +32,7 @@ pub enum Format {
 
 /// One value of a table. Device strings are `Text` and are escaped for people.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Cell {
+pub(crate) enum Cell {
     Text(String),
     /// A count: grouped in tables, raw in CSV.
     Int(u64),
@@ -45,23 +45,23 @@ pub enum Cell {
 }
 
 impl Cell {
-    pub fn text(s: impl Into<String>) -> Cell {
+    pub(crate) fn text(s: impl Into<String>) -> Cell {
         Cell::Text(s.into())
     }
 
-    pub fn opt_text(s: Option<impl Into<String>>) -> Cell {
+    pub(crate) fn opt_text(s: Option<impl Into<String>>) -> Cell {
         s.map(|s| Cell::Text(s.into())).unwrap_or(Cell::None)
     }
 
-    pub fn opt_int(n: Option<u64>) -> Cell {
+    pub(crate) fn opt_int(n: Option<u64>) -> Cell {
         n.map(Cell::Int).unwrap_or(Cell::None)
     }
 
-    pub fn opt_hex(n: Option<u32>) -> Cell {
+    pub(crate) fn opt_hex(n: Option<u32>) -> Cell {
         n.map(Cell::Hex).unwrap_or(Cell::None)
     }
 
-    pub fn opt_float(x: Option<f64>) -> Cell {
+    pub(crate) fn opt_float(x: Option<f64>) -> Cell {
         x.filter(|x| x.is_finite())
             .map(Cell::Float)
             .unwrap_or(Cell::None)
@@ -74,27 +74,27 @@ impl Cell {
 
 /// A table: column headers and rows of cells.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Table {
+pub(crate) struct Table {
     pub header: Vec<&'static str>,
     pub rows: Vec<Vec<Cell>>,
 }
 
 impl Table {
-    pub fn new(header: &[&'static str]) -> Table {
+    pub(crate) fn new(header: &[&'static str]) -> Table {
         Table {
             header: header.to_vec(),
             rows: Vec::new(),
         }
     }
 
-    pub fn row(&mut self, cells: Vec<Cell>) {
+    pub(crate) fn row(&mut self, cells: Vec<Cell>) {
         self.rows.push(cells);
     }
 }
 
 /// A piece of a document.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Part {
+pub(crate) enum Part {
     Table(Table),
     /// `name  value` lines for people; one header row and one row in CSV.
     Fields(Vec<(&'static str, Cell)>),
@@ -104,30 +104,30 @@ pub enum Part {
 
 /// What a report shows people: its parts in order. CSV takes the first table.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Document {
+pub(crate) struct Document {
     pub parts: Vec<Part>,
 }
 
 impl Document {
-    pub fn table(&mut self, t: Table) {
+    pub(crate) fn table(&mut self, t: Table) {
         self.parts.push(Part::Table(t));
     }
 
-    pub fn fields(&mut self, f: Vec<(&'static str, Cell)>) {
+    pub(crate) fn fields(&mut self, f: Vec<(&'static str, Cell)>) {
         self.parts.push(Part::Fields(f));
     }
 
-    pub fn line(&mut self, s: impl Into<String>) {
+    pub(crate) fn line(&mut self, s: impl Into<String>) {
         self.parts.push(Part::Line(s.into()));
     }
 
-    pub fn note(&mut self, s: impl AsRef<str>) {
+    pub(crate) fn note(&mut self, s: impl AsRef<str>) {
         self.line(format!("note: {}", s.as_ref()));
     }
 }
 
 /// The result of a command, ready to be rendered in any format.
-pub trait Report {
+pub(crate) trait Report {
     /// The JSON form (the documented, schema-checked vocabulary).
     fn json(&self) -> serde_json::Value;
     /// The form for people.
@@ -145,20 +145,20 @@ pub trait Report {
 }
 
 /// Serializes any `Serialize` value as a report's JSON form.
-pub fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
     // Serializing our own plain data types cannot fail; Null is never reached.
     serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }
 
 /// A renderer of one format.
-pub trait Renderer {
+pub(crate) trait Renderer {
     fn render(&self, report: &dyn Report, out: &mut dyn Write) -> io::Result<()>;
 }
 
 /// The renderer of a format. `width` is the terminal's width, if any.
 /// The renderer of a format. `width`: the terminal's, for tables; `terminal`: the
 /// output is a terminal (CSV then escapes control characters, as tables always do).
-pub fn renderer(format: Format, width: Option<u16>, terminal: bool) -> Box<dyn Renderer> {
+pub(crate) fn renderer(format: Format, width: Option<u16>, terminal: bool) -> Box<dyn Renderer> {
     match format {
         Format::Table => Box::new(table::TableRenderer { width }),
         Format::Json => Box::new(json::JsonRenderer),
@@ -169,7 +169,7 @@ pub fn renderer(format: Format, width: Option<u16>, terminal: bool) -> Box<dyn R
 
 /// The width tables are fitted to: the terminal standard output is, else `COLUMNS`
 /// when set, else none (no wrapping in pipes and files).
-pub fn terminal_width() -> Option<u16> {
+pub(crate) fn terminal_width() -> Option<u16> {
     if let Some((terminal_size::Width(w), _)) = terminal_size::terminal_size() {
         return Some(w);
     }

@@ -9,7 +9,7 @@ use comfy_table::{presets, CellAlignment, ColumnConstraint, ContentArrangement};
 use crate::cli::output::text::{escape, group, group_f};
 use crate::cli::output::{Cell, Part, Renderer, Report, Table};
 
-pub struct TableRenderer {
+pub(super) struct TableRenderer {
     pub width: Option<u16>,
 }
 

@@ -11,7 +11,7 @@ fn unsafe_char(c: char) -> bool {
 
 /// Shows control characters as `\x1b` (or `\u{202e}`), so that a device string can
 /// never drive the terminal.
-pub fn escape(s: &str) -> Cow<'_, str> {
+pub(crate) fn escape(s: &str) -> Cow<'_, str> {
     if !s.chars().any(unsafe_char) {
         return Cow::Borrowed(s);
     }
@@ -29,7 +29,7 @@ pub fn escape(s: &str) -> Cow<'_, str> {
 }
 
 /// `1234567` → `1,234,567`.
-pub fn group(n: u64) -> String {
+pub(crate) fn group(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
@@ -42,7 +42,7 @@ pub fn group(n: u64) -> String {
 }
 
 /// A rate with grouping and two decimals.
-pub fn group_f(x: f64) -> String {
+pub(crate) fn group_f(x: f64) -> String {
     if !x.is_finite() {
         return "-".to_string();
     }
@@ -57,7 +57,7 @@ pub fn group_f(x: f64) -> String {
 /// A value with its unit as a person reads it, as perf prints rates: scaled to an
 /// SI prefix where the unit takes one (`1.11 GB/s`, `11.48 M/sec`, `2.00 GHz`);
 /// other units (`%`, ratios) as they are, with two decimals.
-pub fn readable(x: f64, unit: &str) -> (String, String) {
+pub(crate) fn readable(x: f64, unit: &str) -> (String, String) {
     const PREFIXES: [(&str, f64); 5] = [("", 1.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)];
     let (base, factor) = match unit {
         "/s" => ("/sec", 1.0),

@@ -11,7 +11,7 @@ use crate::cli::output::{to_json, Cell, Document, Report, Table};
 
 /// `bfperf info`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct InfoReport {
+pub(crate) struct InfoReport {
     /// The hwmon directory.
     pub device: String,
     pub generation: Generation,
@@ -57,7 +57,7 @@ impl Report for InfoReport {
 
 /// One block in `bfperf blocks`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct BlockRow {
+pub(crate) struct BlockRow {
     pub block: String,
     pub kind: BlockKind,
     pub mechanism: Mechanism,
@@ -73,7 +73,7 @@ pub struct BlockRow {
 
 /// `bfperf blocks`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct BlocksReport {
+pub(crate) struct BlocksReport {
     pub device: String,
     pub generation: Generation,
     pub blocks: Vec<BlockRow>,
@@ -143,7 +143,7 @@ impl Report for BlocksReport {
 
 /// `bfperf events BLOCK [PATTERN]`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct EventsReport {
+pub(crate) struct EventsReport {
     pub block: String,
     pub kind: BlockKind,
     pub mechanism: Mechanism,

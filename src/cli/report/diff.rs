@@ -6,7 +6,7 @@ use crate::ops::diff::{Diff, Flag, IntervalSource, ValueDiff};
 
 /// `bfperf diff OLD NEW`: the differences and the metrics they allow.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
-pub struct DiffReport {
+pub(crate) struct DiffReport {
     #[serde(flatten)]
     pub diff: Diff,
     /// Every metric of the snapshots' generation whose inputs both snapshots hold,

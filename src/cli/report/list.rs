@@ -8,7 +8,7 @@ use crate::ops::list::Listing;
 
 /// `bfperf list`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ListReport {
+pub(crate) struct ListReport {
     /// What was found.
     #[serde(flatten)]
     pub listing: Listing,

@@ -9,7 +9,7 @@ use crate::metrics::MetricValue;
 
 /// One metric in the list.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct MetricRow {
+pub(crate) struct MetricRow {
     pub metric: String,
     pub group: String,
     pub kind: BlockKind,
@@ -27,7 +27,7 @@ pub struct MetricRow {
 
 /// `bfperf metrics`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct MetricsReport {
+pub(crate) struct MetricsReport {
     pub metrics: Vec<MetricRow>,
     /// Metrics that could not be loaded, and why.
     pub broken: Vec<String>,
@@ -90,7 +90,7 @@ impl Report for MetricsReport {
 }
 
 /// Metric values as a table for people.
-pub fn metric_table(values: &[MetricValue]) -> Table {
+pub(crate) fn metric_table(values: &[MetricValue]) -> Table {
     let mut t = Table::new(&["METRIC", "BLOCK", "VALUE", "UNIT", "NOTE"]);
     for v in values {
         let (value, unit) = match v.value {
@@ -109,7 +109,7 @@ pub fn metric_table(values: &[MetricValue]) -> Table {
 }
 
 /// Why a metric has no value, or that it is an estimate and from how much counting.
-pub fn metric_note(v: &MetricValue) -> String {
+pub(super) fn metric_note(v: &MetricValue) -> String {
     match (&v.reason, v.value) {
         (Some(why), _) => format!("no value: {why}"),
         (None, Some(_)) if v.coverage < 1.0 => {

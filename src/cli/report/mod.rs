@@ -13,13 +13,13 @@ mod read;
 mod stat;
 mod write;
 
-pub use device::{BlockRow, BlocksReport, EventsReport, InfoReport};
-pub use diff::DiffReport;
-pub use list::ListReport;
-pub use metrics::{metric_table, MetricRow, MetricsReport};
-pub use read::{ReadReport, SnapshotReport};
-pub use stat::{Ending, StatFormat, StatWriter};
-pub use write::{ControlReport, ProgramReport};
+pub(crate) use device::{BlockRow, BlocksReport, EventsReport, InfoReport};
+pub(crate) use diff::DiffReport;
+pub(crate) use list::ListReport;
+pub(crate) use metrics::{metric_table, MetricRow, MetricsReport};
+pub(crate) use read::{ReadReport, SnapshotReport};
+pub(crate) use stat::{Ending, StatFormat, StatWriter};
+pub(crate) use write::{ControlReport, ProgramReport};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -30,13 +30,13 @@ use crate::cli::output::{Document, Report, Table};
 /// list): one object, or an array of them.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(untagged)]
-pub enum OneOrMany<T> {
+pub(crate) enum OneOrMany<T> {
     One(T),
     Many(Vec<T>),
 }
 
 impl<T: Report + Serialize> OneOrMany<T> {
-    pub fn of(mut items: Vec<T>) -> OneOrMany<T> {
+    pub(crate) fn of(mut items: Vec<T>) -> OneOrMany<T> {
         if items.len() == 1 {
             OneOrMany::One(items.remove(0))
         } else {
@@ -90,7 +90,7 @@ fn schema<T: JsonSchema>() -> serde_json::Value {
 /// The JSON Schema of every command's `--json` output, by command name; checked in
 /// under docs/schema/ as `<name>.schema.json` (a unit test keeps them current).
 #[cfg(test)]
-pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
+pub(crate) fn schemas() -> Vec<(&'static str, serde_json::Value)> {
     vec![
         ("info", schema::<InfoReport>()),
         ("blocks", schema::<BlocksReport>()),

@@ -9,7 +9,7 @@ use crate::ops::snapshot::Snapshot;
 
 /// `bfperf read`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ReadReport {
+pub(crate) struct ReadReport {
     pub device: String,
     /// Wall-clock time of the reads, RFC 3339 UTC.
     pub timestamp: String,
@@ -182,7 +182,7 @@ impl Report for ReadReport {
 }
 
 /// `bfperf snapshot`: the snapshot document itself.
-pub struct SnapshotReport(pub Snapshot);
+pub(crate) struct SnapshotReport(pub Snapshot);
 
 impl SnapshotReport {
     /// The snapshot's values as `read` shows them.

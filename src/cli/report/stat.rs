@@ -13,7 +13,7 @@ use crate::metrics::MetricValue;
 
 /// How `stat` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatFormat {
+pub(crate) enum StatFormat {
     Table,
     Ndjson,
     Csv(u8),
@@ -24,7 +24,7 @@ pub enum StatFormat {
 
 /// The end of a measurement, for the summary.
 #[derive(Debug, Clone, Serialize)]
-pub struct Ending {
+pub(crate) struct Ending {
     /// The command measured, or null for a duration.
     pub command: Option<String>,
     /// Its exit status (128 + signal when a signal ended it).
@@ -36,7 +36,7 @@ pub struct Ending {
 }
 
 /// Streams a measurement's records.
-pub struct StatWriter<'w> {
+pub(crate) struct StatWriter<'w> {
     w: &'w mut dyn Write,
     format: StatFormat,
     /// CSV text fields escaped: the output is a terminal.
@@ -128,7 +128,7 @@ fn note_text(c: &Count) -> String {
 }
 
 impl<'w> StatWriter<'w> {
-    pub fn new(
+    pub(crate) fn new(
         w: &'w mut dyn Write,
         format: StatFormat,
         aggregate: bool,
@@ -147,7 +147,7 @@ impl<'w> StatWriter<'w> {
     }
 
     /// Prints the metrics only, as perf stat --metric-only.
-    pub fn metric_only(mut self, on: bool) -> Self {
+    pub(crate) fn metric_only(mut self, on: bool) -> Self {
         self.metric_only = on;
         self
     }
@@ -160,7 +160,7 @@ impl<'w> StatWriter<'w> {
     }
 
     /// Escapes control characters in CSV text (set when writing to a terminal).
-    pub fn escaping(mut self, on: bool) -> Self {
+    pub(crate) fn escaping(mut self, on: bool) -> Self {
         self.escape = on;
         self
     }
@@ -401,7 +401,7 @@ impl<'w> StatWriter<'w> {
     }
 
     /// One interval, as it ends, with its metrics.
-    pub fn interval(&mut self, i: &Interval, metrics: &[MetricValue]) -> io::Result<()> {
+    pub(crate) fn interval(&mut self, i: &Interval, metrics: &[MetricValue]) -> io::Result<()> {
         let counts = self.shown(&i.counts);
         let lines: Vec<Line> = counts
             .iter()
@@ -446,7 +446,7 @@ impl<'w> StatWriter<'w> {
 
     /// The totals of every run with their metrics, their mean and spread (with -r),
     /// and the ending.
-    pub fn summary(
+    pub(crate) fn summary(
         &mut self,
         runs: &[Run],
         metrics: &[Vec<MetricValue>],

@@ -11,7 +11,7 @@ use crate::ops::read::BlockReading;
 
 /// One write to the device: the file relative to the device and the exact bytes.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct WriteRecord {
+pub(crate) struct WriteRecord {
     pub path: String,
     pub data: String,
     /// On a dry run: what is written instead if the kernel refuses `data`.
@@ -74,7 +74,7 @@ fn summary(writes: &[WriteRecord]) -> Vec<String> {
 
 /// `bfperf program`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ProgramReport {
+pub(crate) struct ProgramReport {
     pub block: String,
     pub dry_run: bool,
     pub counters: Vec<Programmed>,
@@ -92,7 +92,7 @@ pub struct ProgramReport {
 }
 
 impl ProgramReport {
-    pub fn new(o: ProgramOutcome, dry_run: bool, location: String) -> ProgramReport {
+    pub(crate) fn new(o: ProgramOutcome, dry_run: bool, location: String) -> ProgramReport {
         let writes = if dry_run {
             planned(&o.plan)
         } else {
@@ -184,7 +184,7 @@ impl Report for ProgramReport {
 
 /// `bfperf start|stop|clear`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ControlReport {
+pub(crate) struct ControlReport {
     pub block: String,
     pub action: Action,
     pub dry_run: bool,
@@ -203,7 +203,7 @@ pub struct ControlReport {
 }
 
 impl ControlReport {
-    pub fn new(o: ControlOutcome, dry_run: bool, location: String) -> ControlReport {
+    pub(crate) fn new(o: ControlOutcome, dry_run: bool, location: String) -> ControlReport {
         let (writes, refused) = if dry_run {
             (planned(&o.plan), Vec::new())
         } else {

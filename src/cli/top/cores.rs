@@ -10,7 +10,7 @@ use crate::ops::watch::Rate;
 use crate::perf::{Counters, PerfEvent};
 
 /// The perf counters of a `top` session and the metrics evaluated with them.
-pub struct Cores {
+pub(super) struct Cores {
     counters: Counters,
     /// The cumulative counts at the last refresh, and when.
     last: (Vec<Count>, u64),
@@ -22,7 +22,7 @@ pub struct Cores {
 
 impl Cores {
     /// Opens and starts `events` on `cpus` now; None when there is none.
-    pub fn start(
+    pub(super) fn start(
         events: &[PerfEvent],
         cpus: &[usize],
         metrics: Vec<String>,
@@ -43,7 +43,7 @@ impl Cores {
     }
 
     /// Reads every event: their rates since the last refresh, for the raw view.
-    pub fn sample(&mut self, now: u64) -> &[Rate] {
+    pub(super) fn sample(&mut self, now: u64) -> &[Rate] {
         let counts: Vec<Count> = self.counters.read().iter().map(Count::of_perf).collect();
         let span_s = now.saturating_sub(self.last.1) as f64 / 1e9;
         self.rates = perf_since(&counts, &self.last.0)
@@ -64,7 +64,7 @@ impl Cores {
 
     /// The metrics that need perf events, over inputs of the blocks (`blocks`: counts
     /// over `duration_s`) and the last interval's perf rates over the same span.
-    pub fn values(&self, set: &MetricSet, mut blocks: Inputs) -> Vec<MetricValue> {
+    pub(super) fn values(&self, set: &MetricSet, mut blocks: Inputs) -> Vec<MetricValue> {
         let chosen: Vec<&metrics::Metric> =
             self.metrics.iter().filter_map(|n| set.get(n)).collect();
         if chosen.is_empty() {

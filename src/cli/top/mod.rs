@@ -37,7 +37,7 @@ const TICK: Duration = Duration::from_millis(100);
 
 /// One metric of a panel: its kind's total (or its one block's value), its blocks.
 #[derive(Debug, Clone, Default)]
-pub struct MetricRow {
+pub(super) struct MetricRow {
     pub name: String,
     pub unit: String,
     pub total: Option<f64>,
@@ -49,21 +49,21 @@ pub struct MetricRow {
 
 /// A panel as shown.
 #[derive(Debug, Clone)]
-pub struct PanelState {
+pub(super) struct PanelState {
     pub title: String,
     pub rows: Vec<MetricRow>,
 }
 
 /// The views.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tab {
+pub(super) enum Tab {
     Overview,
     Blocks,
     Raw,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 3] = [Tab::Overview, Tab::Blocks, Tab::Raw];
+    pub(super) const ALL: [Tab; 3] = [Tab::Overview, Tab::Blocks, Tab::Raw];
 
     fn next(self, step: isize) -> Tab {
         let i = Tab::ALL.iter().position(|t| *t == self).unwrap_or(0) as isize;
@@ -72,7 +72,7 @@ impl Tab {
 }
 
 /// Everything the screen shows.
-pub struct App {
+pub(super) struct App {
     pub device: String,
     pub generation: String,
     pub format: String,
@@ -149,7 +149,7 @@ fn may_write(device: &Device) -> bool {
 
 /// What `bfperf top` was asked for.
 #[derive(Debug, Clone)]
-pub struct TopOptions {
+pub(super) struct TopOptions {
     /// Refresh every TIME (`+`/`-` change it while running)
     pub interval: std::time::Duration,
     /// More metrics or groups to show (as stat -M), in a panel of their own
@@ -217,7 +217,7 @@ fn live<'d>(
 }
 
 /// Runs `bfperf top` until q, Ctrl-C, SIGTERM or SIGHUP.
-pub fn run(global: &Global, args: TopOptions) -> Result<()> {
+pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
     let device = open_device(global)?;
     let gen = device.generation();
     let set = load_metrics(global, &[gen])?;

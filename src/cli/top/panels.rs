@@ -4,7 +4,7 @@
 use crate::block::Generation;
 
 /// A headline panel: the generations it applies to, its title, its metrics.
-pub struct Panel {
+pub(super) struct Panel {
     pub gens: &'static [Generation],
     pub title: &'static str,
     pub metrics: &'static [&'static str],
@@ -14,7 +14,7 @@ const BF12: &[Generation] = &[Generation::Bf1, Generation::Bf2];
 const BF3: &[Generation] = &[Generation::Bf3];
 
 /// The panels, in screen order.
-pub const PANELS: &[Panel] = &[
+pub(super) const PANELS: &[Panel] = &[
     Panel {
         gens: BF12,
         title: "PCIe",
@@ -56,6 +56,6 @@ pub const PANELS: &[Panel] = &[
 ];
 
 /// The panels of a generation.
-pub fn for_generation(gen: Generation) -> impl Iterator<Item = &'static Panel> {
+pub(super) fn for_generation(gen: Generation) -> impl Iterator<Item = &'static Panel> {
     PANELS.iter().filter(move |p| p.gens.contains(&gen))
 }

@@ -13,7 +13,7 @@ use crate::cli::top::{App, MetricRow, Tab};
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
 /// Draws the whole screen.
-pub fn draw(f: &mut Frame, app: &App) {
+pub(super) fn draw(f: &mut Frame, app: &App) {
     let [head, tabs, body, keys] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Length(1),
@@ -102,7 +102,7 @@ fn seconds(s: f64) -> String {
 }
 
 /// A value and its unit, as people read it.
-pub fn value_text(v: Option<f64>, unit: &str) -> String {
+pub(super) fn value_text(v: Option<f64>, unit: &str) -> String {
     let Some(v) = v else {
         return "-".into();
     };
