@@ -907,7 +907,7 @@ fn prometheus_series(port: u16, query: &str) -> usize {
 }
 
 #[test]
-fn the_shipped_rules_pass_promtool_and_stay_current() {
+fn the_shipped_rules_and_alerts_pass_promtool_and_stay_current() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let shipped = root.join("contrib/prometheus/bfperf.rules.yml");
     let made = stdout_of(bfperf().args(["metrics", "--all", "--format", "prometheus-rules"]));
@@ -922,6 +922,8 @@ fn the_shipped_rules_pass_promtool_and_stay_current() {
     for args in [
         vec!["check", "rules", shipped.to_str().unwrap()],
         vec!["test", "rules", "rules.test.yml"],
+        vec!["check", "rules", "../../contrib/prometheus/bfperf.alerts.yml"],
+        vec!["test", "rules", "alerts.test.yml"],
     ] {
         let out = Process::new(&promtool)
             .args(&args)
