@@ -224,6 +224,16 @@ pub enum Error {
         path: PathBuf,
     },
 
+    /// The program that owns the device (the exporter) would not count a client's
+    /// events beside its own.
+    #[error("the exporter that owns the device cannot count these events beside its own: {reason} (asked through {socket})", socket = socket.display())]
+    Refused {
+        /// Why, as the owner says.
+        reason: String,
+        /// The owner's socket.
+        socket: PathBuf,
+    },
+
     /// A failure, then another while cleaning up after it (a restore): the first is
     /// kept whole as the cause.
     #[error("{first}; then: {then}")]

@@ -193,7 +193,11 @@ pub(crate) struct WriterLock {
 /// This process's command line on one line (a control character in an argument,
 /// a newline above all, becomes a space), capped so the record stays readable whole.
 pub(crate) fn this_command() -> String {
-    let line = std::env::args().collect::<Vec<_>>().join(" ");
+    one_line(&std::env::args().collect::<Vec<_>>().join(" "))
+}
+
+/// A command line as a record keeps it: controls as spaces, at most 1000 characters.
+pub(crate) fn one_line(line: &str) -> String {
     line.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .take(1000)

@@ -46,14 +46,22 @@ pub(super) fn lock_device(
     global: &Global,
     device: &Device,
 ) -> Result<Option<crate::lock::WriterLock>> {
+    match lock_path(global, device)? {
+        Some(path) => crate::lock::WriterLock::acquire(&path, global.wait).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The writer lock's file for this device (`--lock-file`, or by its identity); None
+/// for an in-process simulator, which no other process can write.
+pub(super) fn lock_path(global: &Global, device: &Device) -> Result<Option<std::path::PathBuf>> {
     if global.sim.is_some() {
         return Ok(None);
     }
-    let path = match &global.lock_file {
-        Some(p) => p.clone(),
-        None => crate::lock::default_path(&device.identity())?,
-    };
-    crate::lock::WriterLock::acquire(&path, global.wait).map(Some)
+    match &global.lock_file {
+        Some(p) => Ok(Some(p.clone())),
+        None => crate::lock::default_path(&device.identity()).map(Some),
+    }
 }
 
 /// The metrics of these generations: built-ins and the user's files (a broken file

@@ -5,6 +5,7 @@
 //! Prometheus' text format 0.0.4 (no registry is rebuilt per scrape). `prom` names
 //! metrics in base units and writes PromQL recording rules.
 
+mod clients;
 pub(crate) mod prom;
 
 use std::collections::HashMap;
@@ -61,6 +62,9 @@ pub struct Exporter<'d> {
     /// Things to log once: re-programmed counters by block.
     pub events: Vec<String>,
     journal: Option<journal::Journal>,
+    /// Measurements counted for clients beside the exporter's own (`clients`).
+    clients: Vec<clients::Client<'d>>,
+    next_client: u64,
 }
 
 /// The specs of every register of every pcie, ecc and clock_measure block.
@@ -240,6 +244,8 @@ impl<'d> Exporter<'d> {
             reprogrammed: 0,
             events,
             journal,
+            clients: Vec::new(),
+            next_client: 0,
         };
         // The first scrape's metrics cover the time since the start.
         e.last_accs = e.sampler.totals();
@@ -573,8 +579,10 @@ impl<'d> Exporter<'d> {
     }
 
     /// Puts the device back as it was, and drops the journal.
-    pub fn stop(self) -> Result<()> {
-        journal::put_back(self.device, &self.saved, self.journal)
+    pub fn stop(mut self) -> Result<()> {
+        let clients = self.release_all();
+        let own = journal::put_back(self.device, &self.saved, self.journal);
+        clients.and(own)
     }
 }
 

@@ -14,6 +14,7 @@ pub(crate) mod repeat;
 pub(crate) mod sampler;
 pub mod series;
 pub(crate) mod session;
+pub(crate) mod share;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -354,10 +355,60 @@ pub struct Run {
     pub counts: Vec<Count>,
 }
 
-/// A measurement in progress: the sampler and the accounting of intervals.
+/// A measurement in progress: where its counts come from and the accounting of
+/// intervals.
 pub struct Measurement<'d> {
-    sampler: Sampler<'d>,
+    source: Source<'d>,
     perf: Option<crate::perf::Counters>,
+}
+
+/// Where a measurement's device counts come from: its own sampler (it programmed the
+/// device), or the device's owner (`share`), which counts for it.
+enum Source<'d> {
+    Own(Sampler<'d>),
+    Shared(share::Shared<'d>),
+}
+
+impl<'d> Source<'d> {
+    fn plans(&self) -> &[BlockPlan<'d>] {
+        match self {
+            Source::Own(s) => &s.plans,
+            Source::Shared(s) => &s.plans,
+        }
+    }
+
+    /// Samples at `now`; returns when the values were read (the owner's time for a
+    /// shared source).
+    fn tick(&mut self, now: u64) -> Result<u64> {
+        match self {
+            Source::Own(s) => s.tick(now).map(|()| now),
+            Source::Shared(s) => s.tick().map(|()| s.at_ns),
+        }
+    }
+
+    fn probe(&mut self, now: u64) {
+        if let Source::Own(s) = self {
+            s.probe(now)
+        }
+    }
+
+    fn totals(&self) -> Vec<Vec<Acc>> {
+        match self {
+            Source::Own(s) => s.totals(),
+            Source::Shared(s) => s.totals(),
+        }
+    }
+
+    /// Counts from 0 with new baselines at `now`; returns when they were read.
+    fn restart(&mut self, now: u64) -> Result<u64> {
+        match self {
+            Source::Own(s) => {
+                s.reset_counts();
+                s.rebase(now).map(|()| now)
+            }
+            Source::Shared(s) => s.rebase().map(|()| s.at_ns),
+        }
+    }
 }
 
 impl<'d> Measurement<'d> {
@@ -375,7 +426,7 @@ impl<'d> Measurement<'d> {
         let mut sampler = Sampler::open(device, plans, &masks)?;
         sampler.start(now)?;
         Ok(Measurement {
-            sampler,
+            source: Source::Own(sampler),
             perf: None,
         })
     }
@@ -411,14 +462,12 @@ impl<'d> Measurement<'d> {
 
     /// The plans: what each block counts, and in which turns.
     pub fn plans(&self) -> &[BlockPlan<'d>] {
-        &self.sampler.plans
+        self.source.plans()
     }
 
     /// Starts a run's window now: counts from 0, new baselines. Returns its start.
     pub fn begin(&mut self, pacer: &dyn Pacer) -> Result<u64> {
-        let start = pacer.now_ns();
-        self.sampler.reset_counts();
-        self.sampler.rebase(start)?;
+        let start = self.source.restart(pacer.now_ns())?;
         if let Some(p) = &mut self.perf {
             p.start();
         }
@@ -446,17 +495,18 @@ impl<'d> Measurement<'d> {
         let mut next_interval = interval_ns.map(|i| start + i);
         let mut previous = self.mark(start);
         loop {
-            let now = pacer.now_ns();
-            let elapsed = Duration::from_nanos(now - start);
+            let mut now = pacer.now_ns();
+            let elapsed = Duration::from_nanos(now.saturating_sub(start));
             let finished = until.done(elapsed) || stop.load(Ordering::SeqCst);
             let interval_due = next_interval.is_some_and(|at| now >= at);
             if finished || interval_due || now >= next_tick {
-                self.sampler.tick(now)?;
+                // A shared source's values were read at the owner's time.
+                now = self.source.tick(now)?;
                 next_tick = now + tick.as_nanos() as u64;
                 next_probe = probe.map(|p| now + p);
             } else if let (Some(at), Some(p)) = (next_probe, probe) {
                 if now >= at {
-                    self.sampler.probe(now);
+                    self.source.probe(now);
                     next_probe = Some(now + p);
                 }
             }
@@ -471,8 +521,8 @@ impl<'d> Measurement<'d> {
                 }
             }
             if finished {
-                let elapsed_ns = now - start;
-                let mut all = counts(self.plans(), &self.sampler.totals(), elapsed_ns);
+                let elapsed_ns = now.saturating_sub(start);
+                let mut all = counts(self.plans(), &self.source.totals(), elapsed_ns);
                 all.extend(self.perf_counts());
                 return Ok(Run {
                     run: number,
@@ -497,7 +547,7 @@ impl<'d> Measurement<'d> {
     /// Where the counts stand at `now`: the start of the next interval.
     fn mark(&mut self, now: u64) -> Mark {
         Mark {
-            totals: self.sampler.totals(),
+            totals: self.source.totals(),
             perf: self.perf_counts(),
             ns: now,
         }
@@ -524,11 +574,15 @@ impl<'d> Measurement<'d> {
     /// Counters that another program re-programmed: (block index, item index).
     pub fn foreign(&self) -> Result<Vec<(usize, usize)>> {
         let mut out = Vec::new();
-        for (bi, (p, g)) in self.plans().iter().zip(self.sampler.groups()).enumerate() {
+        // The owner of a shared device checks its counters; its counts say so.
+        let Source::Own(sampler) = &self.source else {
+            return Ok(out);
+        };
+        for (bi, (p, g)) in self.plans().iter().zip(sampler.groups()).enumerate() {
             if p.groups.is_empty() {
                 continue;
             }
-            for item in session::foreign_changes(self.sampler.device(), p, g)? {
+            for item in session::foreign_changes(sampler.device(), p, g)? {
                 out.push((bi, item));
             }
         }
@@ -555,7 +609,10 @@ impl<'d> Measurement<'d> {
 
     /// Other programs' writes found during the ticks so far, said once each.
     pub fn detections(&mut self) -> Vec<sampler::Detection> {
-        self.sampler.take_log()
+        match &mut self.source {
+            Source::Own(s) => s.take_log(),
+            Source::Shared(_) => Vec::new(),
+        }
     }
 }
 
@@ -761,42 +818,8 @@ pub fn measure<'d>(
         true => Some(crate::measure::journal::write(device, &saved)?),
         false => None,
     };
-    let outcome = (|| -> Result<StatOutcome> {
-        let mut m = Measurement::start(device, plans, &saved, pacer.now_ns())?;
-        if !req.per_process {
-            let perf = crate::perf::Counters::open(&req.perf, &req.perf_cpus);
-            perf_warnings(&perf, &mut warnings);
-            m = m.with_perf(perf);
-        }
-        let mut runs = Vec::new();
-        for number in 1..=req.repeat.max(1) {
-            // The window opens before the command starts.
-            let start = m.begin(pacer)?;
-            let mut u = until(number)?;
-            if let Some(perf) = u.take_perf() {
-                perf_warnings(&perf, &mut warnings);
-                m.set_perf(perf);
-            }
-            let run = m.run(number, start, pacer, timing, u.as_mut(), stop, on_interval)?;
-            runs.push(run);
-            if stop.load(Ordering::SeqCst) {
-                break;
-            }
-        }
-        m.stop_perf();
-        let foreign = m.foreign()?;
-        for run in &mut runs {
-            m.mark_foreign(run, &foreign);
-        }
-        let said = detections_said(&m.detections(), foreign.len());
-        let touched = !said.is_empty();
-        warnings.extend(said);
-        Ok(StatOutcome {
-            runs,
-            warnings,
-            foreign: touched,
-        })
-    })();
+    let outcome = Measurement::start(device, plans, &saved, pacer.now_ns())
+        .and_then(|m| run_all(m, req, timing, pacer, stop, until, on_interval, warnings));
     if !req.restore {
         return outcome;
     }
@@ -806,5 +829,89 @@ pub fn measure<'d>(
         (Ok(_), Err(e)) => Err(e),
         (Err(e), Ok(())) => Err(e),
         (Err(e), Err(r)) => Err(crate::error::with_context(e, &r.to_string())),
+    }
+}
+
+/// Every run of a started measurement, then what the user must know.
+#[allow(clippy::too_many_arguments)]
+fn run_all<'d>(
+    mut m: Measurement<'d>,
+    req: &StatRequest,
+    timing: Timing,
+    pacer: &dyn Pacer,
+    stop: &AtomicBool,
+    until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
+    on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
+    mut warnings: Vec<String>,
+) -> Result<StatOutcome> {
+    if !req.per_process {
+        let perf = crate::perf::Counters::open(&req.perf, &req.perf_cpus);
+        perf_warnings(&perf, &mut warnings);
+        m = m.with_perf(perf);
+    }
+    let mut runs = Vec::new();
+    for number in 1..=req.repeat.max(1) {
+        // The window opens before the command starts.
+        let start = m.begin(pacer)?;
+        let mut u = until(number)?;
+        if let Some(perf) = u.take_perf() {
+            perf_warnings(&perf, &mut warnings);
+            m.set_perf(perf);
+        }
+        let run = m.run(number, start, pacer, timing, u.as_mut(), stop, on_interval)?;
+        runs.push(run);
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+    }
+    m.stop_perf();
+    let foreign = m.foreign()?;
+    for run in &mut runs {
+        m.mark_foreign(run, &foreign);
+    }
+    let said = detections_said(&m.detections(), foreign.len());
+    let touched = !said.is_empty();
+    warnings.extend(said);
+    Ok(StatOutcome {
+        runs,
+        warnings,
+        foreign: touched,
+    })
+}
+
+/// Runs a measurement as [`measure`] does, counted by the device's owner (the
+/// exporter) through `shared`: nothing is programmed here, and the owner puts its
+/// counters back when the connection ends. perf events are counted here as always.
+fn measure_shared<'d>(
+    shared: share::Shared<'d>,
+    req: &StatRequest,
+    pacer: &dyn Pacer,
+    stop: &AtomicBool,
+    until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
+    on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
+) -> Result<StatOutcome> {
+    let mut timing = req.timing;
+    // The owner rotates turns and checks for other programs' writes.
+    timing.probe = timing.tick;
+    let m = Measurement {
+        source: Source::Shared(shared),
+        perf: None,
+    };
+    run_all(m, req, timing, pacer, stop, until, on_interval, Vec::new())
+}
+
+/// [`measure`] on `device`, or by its owner when `shared` is given.
+pub(crate) fn measure_via<'d>(
+    device: &'d Device,
+    shared: Option<share::Shared<'d>>,
+    req: &StatRequest,
+    pacer: &dyn Pacer,
+    stop: &AtomicBool,
+    until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
+    on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
+) -> Result<StatOutcome> {
+    match shared {
+        Some(s) => measure_shared(s, req, pacer, stop, until, on_interval),
+        None => measure(device, req, pacer, stop, until, on_interval),
     }
 }

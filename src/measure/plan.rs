@@ -153,11 +153,40 @@ pub fn place<'d>(
 ) -> Result<Vec<BlockPlan<'d>>> {
     requests
         .into_iter()
-        .map(|r| place_block(r, allow_multiplex))
+        .map(|r| {
+            let counters = r.block.counters.clone();
+            place_block(r, allow_multiplex, counters)
+        })
         .collect()
 }
 
-fn place_block(r: BlockRequest<'_>, allow_multiplex: bool) -> Result<BlockPlan<'_>> {
+/// Places items on the counters `free` leaves each block (another measurement
+/// counts on the rest); a block with none free is refused, saying `why_none`.
+pub(crate) fn place_on_free<'d>(
+    requests: Vec<BlockRequest<'d>>,
+    free: impl Fn(&Block) -> Vec<u32>,
+    why_none: impl Fn(&Block) -> String,
+) -> Result<Vec<BlockPlan<'d>>> {
+    requests
+        .into_iter()
+        .map(|r| {
+            let counters = free(r.block);
+            if counters.is_empty() && r.block.mechanism != Mechanism::Registers {
+                return Err(Error::NotSupported {
+                    block: r.block.name.clone(),
+                    problem: why_none(r.block),
+                });
+            }
+            place_block(r, true, counters)
+        })
+        .collect()
+}
+
+fn place_block(
+    r: BlockRequest<'_>,
+    allow_multiplex: bool,
+    counters: Vec<u32>,
+) -> Result<BlockPlan<'_>> {
     let block = r.block;
     if block.mechanism == Mechanism::Registers {
         return Ok(BlockPlan {
@@ -166,7 +195,6 @@ fn place_block(r: BlockRequest<'_>, allow_multiplex: bool) -> Result<BlockPlan<'
             groups: Vec::new(),
         });
     }
-    let counters: Vec<u32> = block.counters.clone();
     let n = counters.len();
     check_groups(&r, n)?;
     let groups: Vec<Vec<Slot>> = turns(r.items.len(), &r.sets, &r.groups, n.max(1))

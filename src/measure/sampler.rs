@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::block::Mechanism;
 use crate::device::plan::Switch;
@@ -30,7 +30,7 @@ use crate::measure::session::program_group;
 use crate::sysfs::{layout, ValueFile};
 
 /// What another program did to something the measurement owns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "what", rename_all = "snake_case")]
 pub enum Foreign {
     /// `event<N>` names another event than the one programmed.
@@ -108,7 +108,7 @@ impl Foreign {
 }
 
 /// What one item has counted so far.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Acc {
     /// Events counted while its group was active.
     pub total: u64,

@@ -67,6 +67,19 @@ pub struct BlockRequest<'d> {
     group_of: Vec<usize>,
 }
 
+impl<'d> BlockRequest<'d> {
+    /// These items of `block`, as one set and in no `{}` group.
+    pub(crate) fn of_items(block: &'d Block, items: Vec<Item>) -> Self {
+        BlockRequest {
+            block,
+            sets: vec![(0..items.len()).collect()],
+            groups: Vec::new(),
+            group_of: Vec::new(),
+            items,
+        }
+    }
+}
+
 /// One spec of an event list, and the `{...}` group it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Term {

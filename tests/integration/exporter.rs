@@ -922,7 +922,11 @@ fn the_shipped_rules_and_alerts_pass_promtool_and_stay_current() {
     for args in [
         vec!["check", "rules", shipped.to_str().unwrap()],
         vec!["test", "rules", "rules.test.yml"],
-        vec!["check", "rules", "../../contrib/prometheus/bfperf.alerts.yml"],
+        vec![
+            "check",
+            "rules",
+            "../../contrib/prometheus/bfperf.alerts.yml",
+        ],
         vec!["test", "rules", "alerts.test.yml"],
     ] {
         let out = Process::new(&promtool)
@@ -1366,4 +1370,210 @@ fn the_config_says_where_and_how_to_serve() {
         "{err}"
     );
     assert_eq!(before, c.contents());
+}
+
+/// `bfperf stat` on `m` with the exporter's lock file; its output, unchecked.
+fn stat_beside(m: &Mount, lock: &Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"));
+    cmd.arg("--sysfs-root")
+        .arg(m.root())
+        .arg("--lock-file")
+        .arg(lock)
+        .arg("stat")
+        .args(args);
+    run_within(cmd, Duration::from_secs(30))
+}
+
+/// Runs a command, killing it (and failing) if it has not ended within `limit`.
+fn run_within(mut cmd: Process, limit: Duration) -> std::process::Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        // SAFETY: signals the child by its pid; at worst it has ended already.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !watchdog.is_finished(),
+        "a command hung for {limit:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// While the exporter owns a BlueField-3, `stat -M ddr,llc -- sleep 1` is counted
+/// by it: the simulator's rates (LLC reads 8 GB/s, writes 4 GB/s, a quarter of
+/// them missing to DDR), the exporter's counters untouched and its series valid;
+/// events it does not count go on counters it leaves free and are put back when
+/// the client ends, or when it is killed; clients beyond what fits are refused,
+/// never left hanging.
+#[test]
+fn stat_beside_the_exporter_is_counted_by_it() {
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("lock");
+    let cfg = config(dir.path(), "events = [\"default\"]\n");
+    let owned = ["mss0", "llt0", "llt_miss7"];
+    let free = ["apt0", "gic0"];
+    let before: Vec<_> = owned.iter().chain(&free).map(|b| m.config(b)).collect();
+    let (e, port) = serve(&m, dir.path(), &cfg);
+    let programmed: Vec<_> = owned.iter().map(|b| m.config(b)).collect();
+
+    let out = stat_beside(&m, &lock, &["-M", "ddr,llc", "--json", "--", "sleep", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("owned by the exporter"), "{err}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let value = |metric: &str| {
+        ndjson(&stdout)
+            .into_iter()
+            .find(|r| r["record"] == "metric" && r["metric"] == metric)
+            .and_then(|r| r["value"].as_f64())
+            .unwrap_or_else(|| panic!("no {metric} in\n{stdout}"))
+    };
+    for (metric, truth) in [
+        ("llc_read_bandwidth", 8.0),
+        ("llc_write_bandwidth", 4.0),
+        ("ddr_read_bandwidth", 2.0),
+        ("ddr_write_bandwidth", 1.0),
+        ("llc_read_miss_ratio", 25.0),
+    ] {
+        let got = value(metric);
+        assert!(
+            (got - truth).abs() / truth < 0.02,
+            "{metric}: {got}, truth {truth}"
+        );
+    }
+    // The exporter's programming is as it was; nothing counted as re-programmed.
+    assert_eq!(
+        owned.iter().map(|b| m.config(b)).collect::<Vec<_>>(),
+        programmed
+    );
+    let (_, text) = get(port, "/metrics", "text/plain");
+    assert_eq!(sample(&text, "bfperf_up", &[]), 1.0);
+    assert_eq!(
+        sample(&text, "bfperf_reprogrammed_total", &[]),
+        0.0,
+        "{text}"
+    );
+
+    // Events the exporter does not count: on free counters, put back afterwards.
+    let out = stat_beside(
+        &m,
+        &lock,
+        &[
+            "-e",
+            "apt0/APT_DATA_0/",
+            "-e",
+            "gic0/AW_BEATS/",
+            "-x,",
+            "--",
+            "sleep",
+            "0.3",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("APT_DATA_0") && text.contains("AW_BEATS"),
+        "{text}"
+    );
+    assert_eq!(
+        free.iter().map(|b| m.config(b)).collect::<Vec<_>>(),
+        before[3..]
+    );
+
+    // A client killed mid-measurement: its counters are put back all the same.
+    let mut cmd = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"));
+    cmd.arg("--sysfs-root")
+        .arg(m.root())
+        .arg("--lock-file")
+        .arg(&lock);
+    cmd.args([
+        "stat",
+        "-e",
+        "apt0/APT_DATA_0/",
+        "-e",
+        "gic0/AW_BEATS/",
+        "--duration",
+        "20s",
+    ]);
+    let mut client = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let programmed_by_client = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        m.config("gic0") != before[4]
+    });
+    assert!(
+        programmed_by_client,
+        "the client's event never reached gic0"
+    );
+    client.kill().unwrap();
+    client.wait().unwrap();
+    let put_back = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        free.iter().map(|b| m.config(b)).collect::<Vec<_>>() == before[3..]
+    });
+    assert!(
+        put_back,
+        "{:?}",
+        free.iter().map(|b| m.config(b)).collect::<Vec<_>>()
+    );
+
+    // Eight at once, each wanting one of gic0's two counters: two are counted, the
+    // others refused with the reason; none hangs.
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            let (root, lock) = (m.root().to_path_buf(), lock.clone());
+            std::thread::spawn(move || {
+                let mut cmd = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"));
+                cmd.arg("--sysfs-root")
+                    .arg(root)
+                    .arg("--lock-file")
+                    .arg(lock);
+                cmd.args([
+                    "stat",
+                    "-e",
+                    "gic0/AW_BEATS/",
+                    "-e",
+                    "mss0/SKYLIB_DDN_TX_FLITS/",
+                    "--",
+                    "sleep",
+                    "3",
+                ]);
+                run_within(cmd, Duration::from_secs(30))
+            })
+        })
+        .collect();
+    let outs: Vec<_> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    let served = outs.iter().filter(|o| o.status.success()).count();
+    for o in outs.iter().filter(|o| !o.status.success()) {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("gic0 has no counter free"), "{err}");
+    }
+    assert!((1..=2).contains(&served), "{served} served");
+    drop(e);
+    // The exporter stopped: everything as before it started.
+    assert_eq!(
+        owned
+            .iter()
+            .chain(&free)
+            .map(|b| m.config(b))
+            .collect::<Vec<_>>(),
+        before
+    );
 }

@@ -19,7 +19,7 @@ use crate::cli::args::{parse_duration, FormatOpts, Global};
 use crate::cli::exit::{diag, Failure};
 use crate::cli::output::Format;
 use crate::cli::report::{Ending, StatFormat, StatWriter};
-use crate::cli::setup::{load_metrics, lock_device, metric_params, open_device};
+use crate::cli::setup::{load_metrics, lock_device, lock_path, metric_params, open_device};
 use crate::cli::Out;
 use crate::error::{Error, Result};
 use crate::measure::compose::Work;
@@ -520,6 +520,33 @@ impl Runs {
     }
 }
 
+/// The writer lock, or — when a long-running bfperf (the exporter) owns the device
+/// and listens beside the lock — a measurement it counts for this one. Only the
+/// device's blocks need either; perf events alone need neither.
+fn writer_or_client<'d>(
+    global: &Global,
+    device: &'d crate::device::Device,
+    req: &StatRequest,
+) -> Result<(
+    Option<crate::lock::WriterLock>,
+    Option<crate::measure::share::Shared<'d>>,
+)> {
+    if let (Some(lock), false) = (lock_path(global, device)?, req.specs.is_empty()) {
+        let socket = crate::measure::share::socket_path(&lock);
+        let command = crate::lock::this_command();
+        if let Some(shared) =
+            crate::measure::share::Shared::connect(device, &socket, &req.specs, command)?
+        {
+            diag(&format!(
+                "the device is owned by the exporter listening on {}: it counts these events beside its own",
+                socket.display()
+            ));
+            return Ok((None, Some(shared)));
+        }
+    }
+    Ok((lock_device(global, device)?, None))
+}
+
 /// Runs `bfperf stat`; returns the exit code (the command's, or 128 + the signal
 /// that interrupted the measurement).
 pub(crate) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32, Failure> {
@@ -531,7 +558,7 @@ pub(crate) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Resu
     let chosen = planned.set.select(&planned.metrics)?;
     let evaluate =
         |counts: &[measure::Count], span_s: f64| planned.values(&chosen, counts, span_s, a.no_aggr);
-    let _lock = lock_device(global, &device)?;
+    let (_lock, shared) = writer_or_client(global, &device, &planned.req)?;
     let (mut sink, to_terminal) = output_of(&a)?;
     let mut out = std::io::BufWriter::new(match sink.as_mut() {
         Some(file) => file as &mut dyn Write,
@@ -545,7 +572,7 @@ pub(crate) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Resu
         .metric_only(a.metric_only);
     let mut output_error: Option<std::io::Error> = None;
     let measuring_a_command = !a.command.is_empty();
-    let result = measure::measure(&device, req, &RealPacer, &sig.stop, &mut until, &mut |i| {
+    let mut on_interval = |i: &measure::Interval| {
         let printed = match output_error {
             None => writer.interval(i, &evaluate(&i.counts, i.span_s)),
             Some(_) => Ok(()),
@@ -560,7 +587,17 @@ pub(crate) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Resu
             }
         }
         Ok(())
-    });
+    };
+    let (stop, pacer) = (&sig.stop, &RealPacer);
+    let result = measure::measure_via(
+        &device,
+        shared,
+        req,
+        pacer,
+        stop,
+        &mut until,
+        &mut on_interval,
+    );
     let signal = sig.which.load(Ordering::SeqCst);
     let (outcome, ending) = match conclude(&a, &runs, signal, result, &planned.said) {
         Ok(Concluded::Measured(o, e)) => (o, e),
@@ -584,21 +621,30 @@ pub(crate) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Resu
             writer.summary(&outcome.runs, &values, &ending)
         }
     };
+    flushed(written, &mut out)?;
+    drop(out);
+    if let Some(s) = sink {
+        s.finish()?;
+    }
+    Ok(exit_code(signal, &ending))
+}
+
+/// The report written whole and flushed, or the output's failure.
+fn flushed(written: std::io::Result<()>, out: &mut impl Write) -> std::result::Result<(), Failure> {
     written
         .and_then(|_| out.flush())
         .map_err(|source| Failure::Output {
             source,
             writes: Vec::new(),
-        })?;
-    drop(out);
-    if let Some(s) = sink {
-        s.finish()?;
+        })
+}
+
+/// stat's exit status: 128 + the signal that ended it, else the command's.
+fn exit_code(signal: usize, ending: &Ending) -> i32 {
+    match signal {
+        0 => ending.exit_status.unwrap_or(0),
+        s => 128 + s as i32,
     }
-    Ok(if signal != 0 {
-        128 + signal as i32
-    } else {
-        ending.exit_status.unwrap_or(0)
-    })
 }
 
 /// The command's status when the output failed while it ran: the status wins over

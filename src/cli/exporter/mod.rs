@@ -3,6 +3,7 @@
 //! the exposition to a textfile for node_exporter; reloads its config on SIGHUP and
 //! restores the device on SIGTERM and SIGINT.
 
+mod clients;
 mod http;
 mod web;
 
@@ -15,7 +16,7 @@ use serde::Deserialize;
 
 use crate::cli::args::Global;
 use crate::cli::exit::diag;
-use crate::cli::setup::{load_metrics, lock_device, metric_params, open_device};
+use crate::cli::setup::{load_metrics, lock_device, lock_path, metric_params, open_device};
 use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -205,6 +206,11 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         None => web::Web::open(),
     };
     let _lock = lock_device(global, &device)?;
+    // Clients (stat) count beside the exporter through a socket by the lock.
+    let clients = match lock_path(global, &device)? {
+        Some(lock) => Some(clients::Clients::open(&lock)?),
+        None => None,
+    };
     let sig = signals();
     let mut running = Running {
         device: &device,
@@ -218,6 +224,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         )?),
         config: (config, set),
         serving,
+        clients,
         last_sweep: Instant::now(),
         last_probe: Instant::now(),
     };
@@ -225,6 +232,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         Some(path) => textfile_loop(&mut running, path, &sig),
         None => http_loop(&mut running, &sig, web),
     };
+    drop(running.clients.take());
     let restored = match running.exporter.take() {
         Some(e) => e.stop(),
         None => Ok(()),
@@ -258,6 +266,7 @@ struct Running<'d, 'a> {
     config: (ExportConfig, crate::metrics::MetricSet),
     /// Where the config file said to serve when the exporter started.
     serving: Serving,
+    clients: Option<clients::Clients>,
     last_sweep: Instant,
     last_probe: Instant,
 }
@@ -276,8 +285,14 @@ impl<'d> Running<'d, '_> {
             return Ok(true);
         }
         if sig.reload.swap(false, Ordering::SeqCst) {
+            if let Some(c) = &mut self.clients {
+                c.close_all();
+            }
             let old = self.exporter.take().expect("an exporter is always running");
             self.exporter = Some(reload(self, old)?);
+        }
+        if let (Some(c), Some(e)) = (&mut self.clients, &mut self.exporter) {
+            c.poll(e);
         }
         if self.last_sweep.elapsed() >= SWEEP {
             let e = self.exporter();
@@ -333,7 +348,11 @@ fn http_loop(r: &mut Running, sig: &Signals, web: web::Web) -> Result<()> {
         if r.between(sig)? {
             return Ok(());
         }
-        let first = match scrapes.recv_timeout(Duration::from_millis(100)) {
+        let wait = match r.clients.as_ref().is_some_and(|c| c.busy()) {
+            true => Duration::from_millis(5),
+            false => Duration::from_millis(100),
+        };
+        let first = match scrapes.recv_timeout(wait) {
             Ok(s) => s,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {

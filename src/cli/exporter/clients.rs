@@ -1,0 +1,223 @@
+//! The exporter's Unix socket for `stat` and other clients (`measure::share`): beside
+//! the writer lock, the caller's only (0600), polled between sweeps without blocking.
+//! A client's request is checked and granted or refused at once; its counters are
+//! put back when its connection ends, however it ends (exit, crash, SIGKILL).
+
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+
+use crate::cli::exit::diag;
+use crate::device::values::monotonic_ns;
+use crate::error::{Error, Result};
+use crate::export::Exporter;
+use crate::measure::share::{self, Answer, AnswerWhat, Ask, AskWhat, MAX_CLIENTS, MAX_LINE};
+
+/// Connections beyond the clients being served that may wait for their request.
+const MAX_WAITING: usize = 4;
+
+struct Conn {
+    stream: UnixStream,
+    buf: Vec<u8>,
+    /// The measurement granted to it.
+    id: Option<u64>,
+    command: String,
+}
+
+/// The listening socket and its connections.
+pub(super) struct Clients {
+    listener: UnixListener,
+    path: PathBuf,
+    conns: Vec<Conn>,
+}
+
+impl Clients {
+    /// Listens beside the lock `lock` (the exporter holds it, so a socket left there
+    /// is a dead exporter's: replaced if it is a socket of the caller's).
+    pub(super) fn open(lock: &Path) -> Result<Clients> {
+        let path = share::socket_path(lock);
+        let cannot = |source| Error::File {
+            what: "cannot listen for clients on",
+            path: path.clone(),
+            source,
+        };
+        if let Ok(m) = std::fs::symlink_metadata(&path) {
+            // SAFETY: geteuid has no preconditions.
+            let mine = m.uid() == unsafe { libc::geteuid() };
+            if !(m.file_type().is_socket() && mine) {
+                return Err(cannot(std::io::Error::other(
+                    "something other than a socket of bfperf's is there; remove it",
+                )));
+            }
+            std::fs::remove_file(&path).map_err(cannot)?;
+        }
+        let listener = UnixListener::bind(&path).map_err(cannot)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(cannot)?;
+        listener.set_nonblocking(true).map_err(cannot)?;
+        Ok(Clients {
+            listener,
+            path,
+            conns: Vec::new(),
+        })
+    }
+
+    /// Whether a client is being served (the loop then wakes more often).
+    pub(super) fn busy(&self) -> bool {
+        !self.conns.is_empty()
+    }
+
+    /// Accepts, reads and answers what has come, without waiting.
+    pub(super) fn poll(&mut self, e: &mut Exporter) {
+        self.accept();
+        let mut i = 0;
+        while i < self.conns.len() {
+            match self.serve(i, e) {
+                Ok(()) => i += 1,
+                Err(why) => self.close(i, e, &why),
+            }
+        }
+        if self.conns.iter().any(|c| c.id.is_some()) {
+            e.tick_clients(monotonic_ns());
+        }
+    }
+
+    fn accept(&mut self) {
+        while let Ok((stream, _)) = self.listener.accept() {
+            if self.conns.len() >= MAX_CLIENTS + MAX_WAITING
+                || stream.set_nonblocking(true).is_err()
+            {
+                continue; // dropped: the client reads the end of the connection
+            }
+            self.conns.push(Conn {
+                stream,
+                buf: Vec::new(),
+                id: None,
+                command: String::from("a client"),
+            });
+        }
+    }
+
+    /// Reads what connection `i` sent and answers each line; Err ends it.
+    fn serve(&mut self, i: usize, e: &mut Exporter) -> std::result::Result<(), String> {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.conns[i].stream.read(&mut chunk) {
+                Ok(0) => return Err("it closed the connection".into()),
+                Ok(n) => self.conns[i].buf.extend_from_slice(&chunk[..n]),
+                Err(err) if err.kind() == ErrorKind::WouldBlock => break,
+                Err(err) if err.kind() == ErrorKind::Interrupted => continue,
+                Err(err) => return Err(err.to_string()),
+            }
+            if self.conns[i].buf.len() > MAX_LINE {
+                return Err(format!("a line over {MAX_LINE} bytes"));
+            }
+        }
+        while let Some(end) = self.conns[i].buf.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.conns[i].buf.drain(..=end).collect();
+            let answer = self.answer(i, &line, e);
+            let refused = matches!(answer, AnswerWhat::Refused { .. });
+            let ended = matches!(answer, AnswerWhat::Ended);
+            let message = Answer {
+                bfperf: share::VERSION,
+                what: answer,
+            };
+            share::send(&mut self.conns[i].stream, &message).map_err(|e| e.to_string())?;
+            if refused && self.conns[i].id.is_none() {
+                return Err("refused".into());
+            }
+            if ended {
+                return Err("it ended".into());
+            }
+        }
+        Ok(())
+    }
+
+    fn answer(&mut self, i: usize, line: &[u8], e: &mut Exporter) -> AnswerWhat {
+        let refuse = |reason: String| AnswerWhat::Refused { reason };
+        let ask: Ask = match serde_json::from_slice(line) {
+            Ok(a) => a,
+            Err(err) => return refuse(format!("not a request of this protocol: {err}")),
+        };
+        if ask.bfperf != share::VERSION {
+            return refuse(format!(
+                "version {} of the protocol asked; this exporter speaks {}",
+                ask.bfperf,
+                share::VERSION
+            ));
+        }
+        let conn = &mut self.conns[i];
+        match (ask.what, conn.id) {
+            (AskWhat::Count { specs, command }, None) => {
+                if self.conns.iter().filter(|c| c.id.is_some()).count() >= MAX_CLIENTS {
+                    return refuse(format!(
+                        "it serves {MAX_CLIENTS} measurements at once already; try again when one ends"
+                    ));
+                }
+                match e.grant(&specs, monotonic_ns()) {
+                    Ok((id, blocks)) => {
+                        let conn = &mut self.conns[i];
+                        conn.id = Some(id);
+                        conn.command = crate::lock::one_line(&command);
+                        diag(&format!(
+                            "counting for {} beside the exporter's events",
+                            conn.command
+                        ));
+                        AnswerWhat::Granted { blocks }
+                    }
+                    Err(err) => refuse(err.to_string()),
+                }
+            }
+            (AskWhat::Read, Some(id)) => {
+                let at_ns = monotonic_ns();
+                match e.client_totals(id, at_ns) {
+                    Ok(blocks) => AnswerWhat::Totals { at_ns, blocks },
+                    Err(err) => refuse(err.to_string()),
+                }
+            }
+            (AskWhat::End, Some(id)) => {
+                conn.id = None;
+                match e.release(id) {
+                    Ok(()) => {
+                        diag(&format!(
+                            "{} ended; its counters are as they were",
+                            conn.command
+                        ));
+                        AnswerWhat::Ended
+                    }
+                    Err(err) => refuse(format!("putting the counters back failed: {err}")),
+                }
+            }
+            (AskWhat::End, None) => AnswerWhat::Ended,
+            (AskWhat::Count { .. }, Some(_)) => refuse("one measurement per connection".into()),
+            (AskWhat::Read, None) => refuse("nothing is being counted for this connection".into()),
+        }
+    }
+
+    fn close(&mut self, i: usize, e: &mut Exporter, why: &str) {
+        let conn = self.conns.remove(i);
+        if let Some(id) = conn.id {
+            match e.release(id) {
+                Ok(()) => diag(&format!(
+                    "{} ended ({why}); its counters are as they were",
+                    conn.command
+                )),
+                Err(err) => diag(&format!(
+                    "{} ended ({why}); putting its counters back failed: {err}",
+                    conn.command
+                )),
+            }
+        }
+    }
+
+    /// Ends every connection (the exporter reloads: the grants are gone).
+    pub(super) fn close_all(&mut self) {
+        self.conns.clear();
+    }
+}
+
+impl Drop for Clients {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}

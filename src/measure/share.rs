@@ -1,0 +1,301 @@
+//! One owner of the counters, many clients: while a long-running bfperf (the
+//! exporter) holds the device, `stat` asks it over a Unix socket beside the writer
+//! lock to count its events, instead of failing on the lock. The protocol is
+//! line-delimited JSON, versioned (docs/sharing.md); this module holds its messages
+//! and the client's side, which reads the owner's counts as a measurement's source.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::measure::plan::{BlockPlan, Slot};
+use crate::measure::sampler::Acc;
+
+/// The protocol's version: a message without it, or with another, is refused.
+pub(crate) const VERSION: u32 = 1;
+/// The longest line either side reads; a longer one ends the connection.
+pub(crate) const MAX_LINE: usize = 64 * 1024;
+/// The most clients an owner serves at once, and the most items one may ask for.
+pub(crate) const MAX_CLIENTS: usize = 8;
+pub(crate) const MAX_ITEMS: usize = 256;
+/// How long a client waits for an answer before giving up on the owner.
+const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+
+/// The socket of the owner of the device whose writer lock is `lock`.
+pub(crate) fn socket_path(lock: &Path) -> PathBuf {
+    lock.with_extension("sock")
+}
+
+/// A client's message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Ask {
+    /// The protocol's version.
+    pub bfperf: u32,
+    /// What to do.
+    #[serde(flatten)]
+    pub what: AskWhat,
+}
+
+/// What a client asks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum AskWhat {
+    /// Count these `stat -e` specs from now until the connection ends; `command`
+    /// names the client for the owner's log.
+    Count { specs: Vec<String>, command: String },
+    /// Every item's accumulator now, in the grant's order.
+    Read,
+    /// The measurement is over: put the counters back, then say so.
+    End,
+}
+
+/// The owner's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Answer {
+    /// The protocol's version.
+    pub bfperf: u32,
+    /// What it says.
+    #[serde(flatten)]
+    pub what: AnswerWhat,
+}
+
+/// What the owner says.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum AnswerWhat {
+    /// The request is counted: per block (in the order the specs resolve to), the
+    /// counter of each item, or null where it takes turns.
+    Granted { blocks: Vec<GrantedBlock> },
+    /// The request cannot be counted; nothing was programmed.
+    Refused { reason: String },
+    /// Every item's accumulator since the grant, per block, and when (monotonic ns).
+    Totals { at_ns: u64, blocks: Vec<Vec<Acc>> },
+    /// The counters are as they were before the grant.
+    Ended,
+}
+
+/// Where a block's items are counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct GrantedBlock {
+    /// The block.
+    pub block: String,
+    /// Each item's counter; null when it takes turns (multiplexed).
+    pub counters: Vec<Option<u32>>,
+}
+
+/// Writes one message as a line.
+pub(crate) fn send<T: Serialize>(w: &mut impl Write, message: &T) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    w.write_all(&line)
+}
+
+/// A measurement's counts, from the owner of the device.
+pub(crate) struct Shared<'d> {
+    reader: BufReader<UnixStream>,
+    path: PathBuf,
+    pub(crate) plans: Vec<BlockPlan<'d>>,
+    base: Vec<Vec<Acc>>,
+    last: Vec<Vec<Acc>>,
+    pub(crate) at_ns: u64,
+}
+
+impl<'d> Shared<'d> {
+    /// Asks the owner listening on `socket` to count `specs`; None when nobody
+    /// listens there (no owner: the caller programs the device itself).
+    pub(crate) fn connect(
+        device: &'d Device,
+        socket: &Path,
+        specs: &[String],
+        command: String,
+    ) -> Result<Option<Shared<'d>>> {
+        let stream = match UnixStream::connect(socket) {
+            Ok(s) => s,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ECONNREFUSED)) => {
+                return Ok(None)
+            }
+            Err(e) => return Err(file_error("cannot reach the device's owner at", socket, e)),
+        };
+        let io = |e| file_error("cannot talk to the device's owner at", socket, e);
+        stream.set_read_timeout(Some(ANSWER_WITHIN)).map_err(io)?;
+        stream.set_write_timeout(Some(ANSWER_WITHIN)).map_err(io)?;
+        let resolved = crate::spec::resolve(device, specs)?;
+        let mut shared = Shared {
+            reader: BufReader::new(stream),
+            path: socket.to_path_buf(),
+            plans: Vec::new(),
+            base: Vec::new(),
+            last: Vec::new(),
+            at_ns: 0,
+        };
+        let asked = AskWhat::Count {
+            specs: specs.to_vec(),
+            command,
+        };
+        let blocks = match shared.ask(asked)? {
+            AnswerWhat::Granted { blocks } => blocks,
+            AnswerWhat::Refused { reason } => {
+                return Err(Error::Refused {
+                    reason,
+                    socket: socket.to_path_buf(),
+                })
+            }
+            other => return Err(shared.confused(&other)),
+        };
+        shared.plans = plans_of(resolved.blocks, &blocks).ok_or_else(|| {
+            shared.confused(&AnswerWhat::Granted {
+                blocks: blocks.clone(),
+            })
+        })?;
+        Ok(Some(shared))
+    }
+
+    fn ask(&mut self, what: AskWhat) -> Result<AnswerWhat> {
+        let io = |path: &Path, e| file_error("cannot talk to the device's owner at", path, e);
+        send(
+            self.reader.get_mut(),
+            &Ask {
+                bfperf: VERSION,
+                what,
+            },
+        )
+        .map_err(|e| io(&self.path, e))?;
+        let mut line = Vec::new();
+        let n = (&mut self.reader)
+            .take(MAX_LINE as u64)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| io(&self.path, e))?;
+        if n == 0 {
+            return Err(io(
+                &self.path,
+                std::io::Error::other("it closed the connection (it stopped, or reloaded)"),
+            ));
+        }
+        let answer: Answer = serde_json::from_slice(&line).map_err(|e| {
+            io(
+                &self.path,
+                std::io::Error::other(format!("it answered what bfperf cannot read: {e}")),
+            )
+        })?;
+        if answer.bfperf != VERSION {
+            return Err(io(
+                &self.path,
+                std::io::Error::other(format!(
+                    "it speaks version {} of the protocol, this bfperf {VERSION}: run the same bfperf for both",
+                    answer.bfperf
+                )),
+            ));
+        }
+        Ok(answer.what)
+    }
+
+    fn confused(&self, what: &AnswerWhat) -> Error {
+        file_error(
+            "the device's owner answered out of turn at",
+            &self.path,
+            std::io::Error::other(format!("{what:?}")),
+        )
+    }
+
+    /// Reads the owner's accumulators now.
+    pub(crate) fn tick(&mut self) -> Result<()> {
+        match self.ask(AskWhat::Read)? {
+            AnswerWhat::Totals { at_ns, blocks } if self.fits(&blocks) => {
+                self.last = blocks;
+                self.at_ns = at_ns;
+                Ok(())
+            }
+            other => Err(self.confused(&other)),
+        }
+    }
+
+    fn fits(&self, blocks: &[Vec<Acc>]) -> bool {
+        blocks.len() == self.plans.len()
+            && blocks
+                .iter()
+                .zip(&self.plans)
+                .all(|(b, p)| b.len() == p.items.len())
+    }
+
+    /// Counts from 0 from now.
+    pub(crate) fn rebase(&mut self) -> Result<()> {
+        self.tick()?;
+        self.base = self.last.clone();
+        Ok(())
+    }
+
+    /// What each item counted since the last rebase.
+    pub(crate) fn totals(&self) -> Vec<Vec<Acc>> {
+        self.last
+            .iter()
+            .zip(&self.base)
+            .map(|(l, b)| l.iter().zip(b).map(|(l, b)| l.since(b)).collect())
+            .collect()
+    }
+}
+
+impl Drop for Shared<'_> {
+    /// Ends the measurement and waits for the owner to put the counters back, so
+    /// that the device is as it was when the command returns (a client that dies
+    /// instead is ended by the owner when its connection closes).
+    fn drop(&mut self) {
+        let _ = self.ask(AskWhat::End);
+    }
+}
+
+/// The client's plans: its own resolution of the specs, with the owner's counters.
+/// None when the owner's answer does not match it.
+fn plans_of<'d>(
+    requests: Vec<crate::spec::BlockRequest<'d>>,
+    granted: &[GrantedBlock],
+) -> Option<Vec<BlockPlan<'d>>> {
+    if requests.len() != granted.len() {
+        return None;
+    }
+    requests
+        .into_iter()
+        .zip(granted)
+        .map(|(r, g)| {
+            if r.block.name != g.block || r.items.len() != g.counters.len() {
+                return None;
+            }
+            let fixed: Vec<Slot> = g
+                .counters
+                .iter()
+                .enumerate()
+                .filter_map(|(item, c)| {
+                    Some(Slot {
+                        counter: (*c)?,
+                        item,
+                    })
+                })
+                .collect();
+            // A plan's counters are labels here: an item that takes turns makes the
+            // block's counts unlabelled, as a multiplexed block's are.
+            let groups = match g.counters.iter().any(Option::is_none) {
+                true => vec![fixed, Vec::new()],
+                false => vec![fixed],
+            };
+            Some(BlockPlan {
+                block: r.block,
+                items: r.items,
+                groups,
+            })
+        })
+        .collect()
+}
+
+fn file_error(what: &'static str, path: &Path, source: std::io::Error) -> Error {
+    Error::File {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
