@@ -879,28 +879,10 @@ fn run_all<'d>(
     })
 }
 
-/// Runs a measurement as [`measure`] does, counted by the device's owner (the
-/// exporter) through `shared`: nothing is programmed here, and the owner puts its
-/// counters back when the connection ends. perf events are counted here as always.
-fn measure_shared<'d>(
-    shared: share::Shared<'d>,
-    req: &StatRequest,
-    pacer: &dyn Pacer,
-    stop: &AtomicBool,
-    until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
-    on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
-) -> Result<StatOutcome> {
-    let mut timing = req.timing;
-    // The owner rotates turns and checks for other programs' writes.
-    timing.probe = timing.tick;
-    let m = Measurement {
-        source: Source::Shared(shared),
-        perf: None,
-    };
-    run_all(m, req, timing, pacer, stop, until, on_interval, Vec::new())
-}
-
-/// [`measure`] on `device`, or by its owner when `shared` is given.
+/// [`measure`] on `device`, or by its owner (the exporter) when `shared` is given:
+/// then nothing is programmed here, the owner rotates turns, checks for other
+/// programs' writes and puts its counters back when the connection ends; perf
+/// events are counted here as always.
 pub(crate) fn measure_via<'d>(
     device: &'d Device,
     shared: Option<share::Shared<'d>>,
@@ -910,8 +892,14 @@ pub(crate) fn measure_via<'d>(
     until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
     on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
 ) -> Result<StatOutcome> {
-    match shared {
-        Some(s) => measure_shared(s, req, pacer, stop, until, on_interval),
-        None => measure(device, req, pacer, stop, until, on_interval),
-    }
+    let Some(shared) = shared else {
+        return measure(device, req, pacer, stop, until, on_interval);
+    };
+    let mut timing = req.timing;
+    timing.probe = timing.tick;
+    let m = Measurement {
+        source: Source::Shared(shared),
+        perf: None,
+    };
+    run_all(m, req, timing, pacer, stop, until, on_interval, Vec::new())
 }
