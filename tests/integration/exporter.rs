@@ -867,23 +867,16 @@ fn tls_and_basic_auth_protect_the_exporter() {
 
 /// `bfperf stat -M METRICS -A`'s per-kind values (as NDJSON records) on a mount.
 fn stat_metrics(m: &Mount, lock: &Path, metrics: &str) -> Vec<serde_json::Value> {
-    let out = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
-        .arg("--sysfs-root")
-        .arg(m.root())
-        .arg("--lock-file")
-        .arg(lock)
-        .args(["stat", "-M", metrics, "--duration", "2s", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = stdout_of(
+        bfperf()
+            .arg("--sysfs-root")
+            .arg(m.root())
+            .arg("--lock-file")
+            .arg(lock)
+            .args(["stat", "-M", metrics, "--duration", "2s", "--json"]),
     );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    ndjson(&text)
+        .into_iter()
         .filter(|r| r["record"] == "metric")
         .collect()
 }
