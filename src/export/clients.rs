@@ -20,7 +20,7 @@ use super::Exporter;
 
 /// Where one item of a client's is counted.
 #[derive(Debug, Clone, Copy)]
-enum From {
+enum Origin {
     /// The exporter's own item (plan, item), from its accumulator at the grant.
     Owner(usize, usize, Acc),
     /// The client's sampler's (plan, item).
@@ -31,7 +31,7 @@ enum From {
 pub(crate) struct Client<'d> {
     id: u64,
     /// Per block of the request, per item.
-    from: Vec<Vec<From>>,
+    from: Vec<Vec<Origin>>,
     sampler: Option<Sampler<'d>>,
     saved: Vec<Saved>,
 }
@@ -55,7 +55,7 @@ impl<'d> Exporter<'d> {
         // Bring the exporter's accumulators to now: a shared item counts from here.
         self.sampler.tick(now)?;
         let owner_totals = self.sampler.totals();
-        let mut from: Vec<Vec<Option<From>>> = Vec::new();
+        let mut from: Vec<Vec<Option<Origin>>> = Vec::new();
         let mut own: Vec<BlockRequest<'d>> = Vec::new();
         let mut names = Vec::new();
         for r in resolved.blocks {
@@ -72,8 +72,9 @@ impl<'d> Exporter<'d> {
             |b| free_counters(b, &taken),
             |b| no_counter_free(b, &taken),
         )?;
-        let (sampler, saved) = self.start_own(&plans, now)?;
-        let (from, granted) = granted(from, names, &self.sampler.plans, &plans);
+        let (sampler, saved) = self.start_own(plans, now)?;
+        let own_plans = sampler.as_ref().map_or(&[][..], |s| &s.plans[..]);
+        let (from, granted) = granted(from, names, &self.sampler.plans, own_plans);
         self.next_client += 1;
         let id = self.next_client;
         self.clients.push(Client {
@@ -91,7 +92,7 @@ impl<'d> Exporter<'d> {
         &self,
         r: BlockRequest<'d>,
         owner_totals: &[Vec<Acc>],
-    ) -> (Vec<Option<From>>, Option<BlockRequest<'d>>) {
+    ) -> (Vec<Option<Origin>>, Option<BlockRequest<'d>>) {
         let owner = self
             .sampler
             .plans
@@ -105,7 +106,7 @@ impl<'d> Exporter<'d> {
                     .items
                     .iter()
                     .position(|i| i == item)?;
-                Some(From::Owner(pi, ii, owner_totals[pi][ii]))
+                Some(Origin::Owner(pi, ii, owner_totals[pi][ii]))
             });
             if shared.is_none() {
                 rest.push(item.clone());
@@ -139,18 +140,15 @@ impl<'d> Exporter<'d> {
     /// Programs and starts the client's own counters (the prior state recorded).
     fn start_own(
         &self,
-        plans: &[BlockPlan<'d>],
+        plans: Vec<BlockPlan<'d>>,
         now: u64,
     ) -> Result<(Option<Sampler<'d>>, Vec<Saved>)> {
         if plans.is_empty() {
             return Ok((None, Vec::new()));
         }
-        let saved = session::save(self.device, plans)?;
-        let masks: HashMap<String, u32> = saved
-            .iter()
-            .filter_map(|s| Some((s.block.clone(), s.count_clock?)))
-            .collect();
-        let started = Sampler::open(self.device, plans.to_vec(), &masks).and_then(|mut s| {
+        let saved = session::save(self.device, &plans)?;
+        let masks = session::clock_masks(&saved);
+        let started = Sampler::open(self.device, plans, &masks).and_then(|mut s| {
             s.start(now)?;
             Ok(s)
         });
@@ -180,8 +178,8 @@ impl<'d> Exporter<'d> {
             .map(|row| {
                 row.iter()
                     .map(|f| match *f {
-                        From::Owner(p, i, at_grant) => owner[p][i].since(&at_grant),
-                        From::Own(p, i) => own[p][i],
+                        Origin::Owner(p, i, at_grant) => owner[p][i].since(&at_grant),
+                        Origin::Own(p, i) => own[p][i],
                     })
                     .collect()
             })
@@ -246,23 +244,23 @@ fn no_counter_free(b: &Block, taken: &HashMap<String, Vec<u32>>) -> String {
 /// Where each item is counted: the exporter's item or the client's, and for the
 /// client, the counter (null where it takes turns).
 fn granted(
-    rows: Vec<Vec<Option<From>>>,
+    rows: Vec<Vec<Option<Origin>>>,
     names: Vec<String>,
     owner: &[BlockPlan],
     own: &[BlockPlan],
-) -> (Vec<Vec<From>>, Vec<GrantedBlock>) {
+) -> (Vec<Vec<Origin>>, Vec<GrantedBlock>) {
     let mut own_plan = 0;
     let mut from = Vec::new();
     let mut blocks = Vec::new();
     for (row, block) in rows.into_iter().zip(names) {
         let has_own = row.iter().any(Option::is_none);
         let mut own_item = 0;
-        let resolved: Vec<From> = row
+        let resolved: Vec<Origin> = row
             .into_iter()
             .map(|f| {
                 f.unwrap_or_else(|| {
                     own_item += 1;
-                    From::Own(own_plan, own_item - 1)
+                    Origin::Own(own_plan, own_item - 1)
                 })
             })
             .collect();
@@ -270,26 +268,14 @@ fn granted(
         let counters = resolved
             .iter()
             .map(|f| match *f {
-                From::Owner(p, i, _) => counter_in(&owner[p], i),
-                From::Own(p, i) => counter_in(&own[p], i),
+                Origin::Owner(p, i, _) => owner[p].counter_of(i),
+                Origin::Own(p, i) => own[p].counter_of(i),
             })
             .collect();
         from.push(resolved);
         blocks.push(GrantedBlock { block, counters });
     }
     (from, blocks)
-}
-
-/// The counter an item is on, if it never takes turns.
-fn counter_in(plan: &BlockPlan, item: usize) -> Option<u32> {
-    if plan.multiplexed() {
-        return None;
-    }
-    plan.groups
-        .first()?
-        .iter()
-        .find(|s| s.item == item)
-        .map(|s| s.counter)
 }
 
 fn refusal(reason: String) -> Error {

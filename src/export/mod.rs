@@ -205,19 +205,16 @@ impl<'d> Exporter<'d> {
             true => Some(journal::write(device, &saved)?),
             false => None,
         };
-        let masks: HashMap<String, u32> = saved
-            .iter()
-            .filter_map(|s| Some((s.block.clone(), s.count_clock?)))
-            .collect();
         // The window opens when the counters start, not when the exporter did.
         let mut now = 0;
-        let started = Sampler::open(device, plans, &masks).and_then(|mut s| {
-            s.start(clock())?;
-            // Baselines read again once everything is programmed and counting.
-            now = clock();
-            s.rebase(now)?;
-            Ok(s)
-        });
+        let started =
+            Sampler::open(device, plans, &session::clock_masks(&saved)).and_then(|mut s| {
+                s.start(clock())?;
+                // Baselines read again once everything is programmed and counting.
+                now = clock();
+                s.rebase(now)?;
+                Ok(s)
+            });
         let sampler = match started {
             Ok(s) => s,
             Err(e) => {
@@ -602,13 +599,11 @@ fn help_text(s: &str) -> String {
 }
 
 fn counter_of(p: &BlockPlan, item: usize) -> String {
-    if p.multiplexed() {
-        return "multiplexed".into();
+    match p.counter_of(item) {
+        Some(c) => c.to_string(),
+        None if p.multiplexed() => "multiplexed".into(),
+        None => String::new(),
     }
-    p.groups
-        .first()
-        .and_then(|g| g.iter().find(|s| s.item == item))
-        .map_or_else(String::new, |s| s.counter.to_string())
 }
 
 /// `0x45: NAME` (upstream) or `45: NAME` (NVIDIA's out-of-tree driver).

@@ -16,7 +16,6 @@ pub mod series;
 pub(crate) mod session;
 pub(crate) mod share;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -270,14 +269,7 @@ pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Ve
             } else {
                 Some(acc.total)
             };
-            let counter = if p.multiplexed() {
-                None
-            } else {
-                p.groups
-                    .first()
-                    .and_then(|g| g.iter().find(|s| s.item == ii))
-                    .map(|s| s.counter)
-            };
+            let counter = p.counter_of(ii);
             out.push(Count {
                 block: p.block.name.clone(),
                 kind: p.block.kind,
@@ -419,11 +411,7 @@ impl<'d> Measurement<'d> {
         saved: &[session::Saved],
         now: u64,
     ) -> Result<Measurement<'d>> {
-        let masks: HashMap<String, u32> = saved
-            .iter()
-            .filter_map(|s| Some((s.block.clone(), s.count_clock?)))
-            .collect();
-        let mut sampler = Sampler::open(device, plans, &masks)?;
+        let mut sampler = Sampler::open(device, plans, &session::clock_masks(saved))?;
         sampler.start(now)?;
         Ok(Measurement {
             source: Source::Own(sampler),

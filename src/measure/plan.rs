@@ -32,6 +32,19 @@ impl BlockPlan<'_> {
         self.groups.len() > 1
     }
 
+    /// The counter `item` is counted on, when it never takes turns (None for a
+    /// multiplexed block and for registers).
+    pub fn counter_of(&self, item: usize) -> Option<u32> {
+        if self.multiplexed() {
+            return None;
+        }
+        self.groups
+            .first()?
+            .iter()
+            .find(|s| s.item == item)
+            .map(|s| s.counter)
+    }
+
     /// The `count_clock` mask of a group: bits of the counters counting cycles.
     pub fn clock_mask(&self, group: usize) -> u32 {
         self.groups[group]

@@ -2,6 +2,8 @@
 //! recorded before the first write, programming a group of events, the check that no
 //! one else re-programmed the counters, and the restore.
 
+use std::collections::HashMap;
+
 use crate::block::Mechanism;
 use crate::device::plan::Plan;
 use crate::device::values::{read_event, read_number};
@@ -25,6 +27,17 @@ pub struct Saved {
     pub count_clock: Option<u32>,
     /// The number that un-programs a counter of this block on this kernel.
     stop_number: u32,
+}
+
+/// The `count_clock` mask each block had, for [`Sampler::open`]: the bits of
+/// counters a measurement does not use are kept as they were.
+///
+/// [`Sampler::open`]: crate::measure::sampler::Sampler::open
+pub(crate) fn clock_masks(saved: &[Saved]) -> HashMap<String, u32> {
+    saved
+        .iter()
+        .filter_map(|s| Some((s.block.clone(), s.count_clock?)))
+        .collect()
 }
 
 /// Records everything the measurement will change.

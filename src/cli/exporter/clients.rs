@@ -7,12 +7,14 @@ use std::io::{ErrorKind, Read};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use crate::cli::exit::diag;
 use crate::device::values::monotonic_ns;
 use crate::error::{Error, Result};
 use crate::export::Exporter;
 use crate::measure::share::{self, Answer, AnswerWhat, Ask, AskWhat, MAX_CLIENTS, MAX_LINE};
+use crate::measure::MULTIPLEX_TICK;
 
 /// Connections beyond the clients being served that may wait for their request.
 const MAX_WAITING: usize = 4;
@@ -30,6 +32,8 @@ pub(super) struct Clients {
     listener: UnixListener,
     path: PathBuf,
     conns: Vec<Conn>,
+    /// When the clients' own counters last took a turn.
+    last_turn: Instant,
 }
 
 impl Clients {
@@ -59,6 +63,7 @@ impl Clients {
             listener,
             path,
             conns: Vec::new(),
+            last_turn: Instant::now(),
         })
     }
 
@@ -77,8 +82,10 @@ impl Clients {
                 Err(why) => self.close(i, e, &why),
             }
         }
-        if self.conns.iter().any(|c| c.id.is_some()) {
+        // Their events take turns at stat's pace, however often the loop wakes.
+        if self.conns.iter().any(|c| c.id.is_some()) && self.last_turn.elapsed() >= MULTIPLEX_TICK {
             e.tick_clients(monotonic_ns());
+            self.last_turn = Instant::now();
         }
     }
 
@@ -148,26 +155,19 @@ impl Clients {
         }
         let conn = &mut self.conns[i];
         match (ask.what, conn.id) {
-            (AskWhat::Count { specs, command }, None) => {
-                if self.conns.iter().filter(|c| c.id.is_some()).count() >= MAX_CLIENTS {
-                    return refuse(format!(
-                        "it serves {MAX_CLIENTS} measurements at once already; try again when one ends"
+            (AskWhat::Count { specs, command }, None) => match e.grant(&specs, monotonic_ns()) {
+                Ok((id, blocks)) => {
+                    let conn = &mut self.conns[i];
+                    conn.id = Some(id);
+                    conn.command = crate::lock::one_line(&command);
+                    diag(&format!(
+                        "counting for {} beside the exporter's events",
+                        conn.command
                     ));
+                    AnswerWhat::Granted { blocks }
                 }
-                match e.grant(&specs, monotonic_ns()) {
-                    Ok((id, blocks)) => {
-                        let conn = &mut self.conns[i];
-                        conn.id = Some(id);
-                        conn.command = crate::lock::one_line(&command);
-                        diag(&format!(
-                            "counting for {} beside the exporter's events",
-                            conn.command
-                        ));
-                        AnswerWhat::Granted { blocks }
-                    }
-                    Err(err) => refuse(err.to_string()),
-                }
-            }
+                Err(err) => refuse(err.to_string()),
+            },
             (AskWhat::Read, Some(id)) => {
                 let at_ns = monotonic_ns();
                 match e.client_totals(id, at_ns) {
