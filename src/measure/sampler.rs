@@ -25,7 +25,7 @@ use crate::device::values::parse_value;
 use crate::device::Device;
 use crate::error::{io_error, Error, Result};
 use crate::kinds::Role;
-use crate::measure::plan::BlockPlan;
+use crate::measure::plan::{BlockPlan, Slot};
 use crate::measure::session::program_group;
 use crate::sysfs::{layout, ValueFile};
 
@@ -280,6 +280,21 @@ fn accumulate(acc: &mut Acc, last: u64, v: u64, width_mask: u64, dt: u64, span: 
         delta
     };
     true
+}
+
+/// Why a counter went backwards: another event programmed over it (the events
+/// were read before that write landed, so its event is read once more), or a reset.
+fn reset_cause(events: Option<&mut Reader<'_>>, p: &BlockPlan, s: &Slot) -> Result<Foreign> {
+    if let Some(reader) = events {
+        let found = reader.event()?;
+        if found != p.items[s.item].number() {
+            return Ok(Foreign::EventChanged {
+                counter: s.counter,
+                found,
+            });
+        }
+    }
+    Ok(Foreign::Reset { counter: s.counter })
 }
 
 fn mask(width: u32) -> u64 {
@@ -683,7 +698,8 @@ impl<'d> Sampler<'d> {
             }
             let acc = &mut st.accs[s.item];
             if !accumulate(acc, last, v, st.width_mask, dt, span) && found.is_none() {
-                found = Some((vec![s.item], Foreign::Reset { counter: s.counter }));
+                let why = reset_cause(st.events[s.counter as usize].as_mut(), p, s)?;
+                found = Some((vec![s.item], why));
             }
         }
         let (p, st) = (&self.plans[i], &mut self.states[i]);
