@@ -64,6 +64,23 @@ pub(super) fn lock_path(global: &Global, device: &Device) -> Result<Option<std::
     }
 }
 
+/// When a long-running bfperf (the exporter) owns the device and listens beside its
+/// lock: a measurement of `specs` it counts for this command, and its socket. None
+/// when nobody listens there (the caller takes the lock and programs the device).
+pub(super) fn owner_client<'d>(
+    global: &Global,
+    device: &'d Device,
+    specs: &[String],
+) -> Result<Option<(crate::measure::share::Shared<'d>, std::path::PathBuf)>> {
+    let Some(lock) = lock_path(global, device)? else {
+        return Ok(None);
+    };
+    let socket = crate::measure::share::socket_path(&lock);
+    let command = crate::lock::this_command();
+    let shared = crate::measure::share::Shared::connect(device, &socket, specs, command)?;
+    Ok(shared.map(|s| (s, socket)))
+}
+
 /// The metrics of these generations: built-ins and the user's files (a broken file
 /// is warned about, never fatal).
 pub(super) fn load_metrics(global: &Global, gens: &[Generation]) -> Result<metrics::MetricSet> {

@@ -131,18 +131,20 @@ impl Acc {
     pub fn since(&self, earlier: &Acc) -> Acc {
         let touched = self.foreign > earlier.foreign;
         Acc {
+            // Saturating: the owner's accumulators come over a socket, and a
+            // broken one must not take the client down.
             total: if self.level {
                 self.total
             } else {
-                self.total - earlier.total
+                self.total.saturating_sub(earlier.total)
             },
-            active_ns: self.active_ns - earlier.active_ns,
+            active_ns: self.active_ns.saturating_sub(earlier.active_ns),
             estimate: if self.level {
                 self.estimate
             } else {
-                self.estimate - earlier.estimate
+                self.estimate.saturating_sub(earlier.estimate)
             },
-            foreign: self.foreign - earlier.foreign,
+            foreign: self.foreign.saturating_sub(earlier.foreign),
             why: if touched { self.why } else { None },
             level: self.level,
         }

@@ -231,6 +231,23 @@ impl<'d> Shared<'d> {
         Ok(())
     }
 
+    /// Reads the owner's accumulators now: each item's counts since the previous
+    /// read (scaled by its coverage, marked where another program touched it), and
+    /// the seconds between the two reads. For a live view (`bfperf top`).
+    pub(crate) fn interval(&mut self) -> Result<(Vec<crate::measure::Count>, f64)> {
+        let (before, then) = (self.last.clone(), self.at_ns);
+        self.tick()?;
+        let accs: Vec<Vec<Acc>> = self
+            .last
+            .iter()
+            .zip(&before)
+            .map(|(l, b)| l.iter().zip(b).map(|(l, b)| l.since(b)).collect())
+            .collect();
+        let span_ns = self.at_ns.saturating_sub(then);
+        let counts = crate::measure::counts(&self.plans, &accs, span_ns);
+        Ok((counts, span_ns as f64 / 1e9))
+    }
+
     /// What each item counted since the last rebase.
     pub(crate) fn totals(&self) -> Vec<Vec<Acc>> {
         self.last

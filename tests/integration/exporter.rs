@@ -68,7 +68,7 @@ fn promtool_accepts(promtool: &Path, text: &str) {
 }
 
 /// An exporter on a mount with a config, serving on a free port.
-fn serve(m: &Mount, dir: &Path, config: &Path) -> (Running, u16) {
+pub(crate) fn serve(m: &Mount, dir: &Path, config: &Path) -> (Running, u16) {
     let port = free_port();
     let e = exporter(
         m,
@@ -93,7 +93,7 @@ fn free_port() -> u16 {
 }
 
 /// A plain HTTP/1.0 GET on loopback; returns (status line, body).
-fn get(port: u16, path: &str, accept: &str) -> (String, String) {
+pub(crate) fn get(port: u16, path: &str, accept: &str) -> (String, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
@@ -120,7 +120,7 @@ fn wait_port(port: u16) {
     panic!("nothing listens on {port}");
 }
 
-struct Running(Child);
+pub(crate) struct Running(pub(crate) Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -153,13 +153,13 @@ fn exporter(m: &Mount, lock: &Path, args: &[&str]) -> Running {
     )
 }
 
-fn config(dir: &Path, text: &str) -> PathBuf {
+pub(crate) fn config(dir: &Path, text: &str) -> PathBuf {
     let p = dir.join("exporter.toml");
     std::fs::write(&p, text).unwrap();
     p
 }
 
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+pub(crate) fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     text.lines()
         .filter(|l| l.starts_with(name) && !l.starts_with('#'))
         .find(|l| {

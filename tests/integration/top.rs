@@ -108,7 +108,11 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]).status();
+        // The server is gone already when its one pane's command ended.
+        let _ = self
+            .cmd(&["kill-server"])
+            .stderr(std::process::Stdio::null())
+            .status();
     }
 }
 
@@ -382,4 +386,135 @@ fn top_counts_perf_events_beside_the_blocks_and_mixes_them_in_metrics() {
             .any(|l| l.contains("software") && l.contains("cpu-clock"))
     });
     t.keys("q");
+}
+
+/// The simulated BlueField-3's bandwidth of `event` (64-byte units) over `blocks`, GB/s.
+fn bf3_gb_per_s(blocks: &[&str], event: &str) -> f64 {
+    let (sim, _) = Sim::with_manual_clock(Generation::Bf3, bfperf::sim::Kernel::V6_16);
+    let listed = stdout_of(bfperf().args(["--sim", "bf3", "events", blocks[0], event, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let n = v["events"][0]["event"].as_u64().unwrap() as u32;
+    blocks
+        .iter()
+        .map(|b| sim.event_rate(b, n).unwrap() as f64 * 64.0 / 1e9)
+        .sum()
+}
+
+#[test]
+fn top_beside_the_exporter_is_counted_by_it_and_a_killed_top_leaves_nothing() {
+    use crate::exporter::{config, get, sample, serve};
+    if !tmux_available() {
+        return;
+    }
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"default\"]\n");
+    let gic0 = m.config("gic0");
+    let (mut e, port) = serve(&m, dir.path(), &cfg);
+    let mut e_stderr = e.0.stderr.take().unwrap();
+    let rc = dir.path().join("rc");
+    let blocks = ["mss0", "llt0", "llt_miss7", "clock_measure"];
+    let programmed: Vec<_> = blocks.iter().map(|b| m.config(b)).collect();
+    let cmd = format!(
+        "{bin} --sysfs-root {root} --lock-file {lock} top --interval 500ms -e gic0/AW_BEATS/",
+        bin = assert_cmd::cargo::cargo_bin!("bfperf").display(),
+        root = m.root().display(),
+        lock = dir.path().join("lock").display(),
+    );
+    let t = Tmux::start(&format!("exec {cmd}"), 100, 30);
+    let screen = t.wait_for("the panels with values", |s| {
+        [
+            "ddr_read_bandwidth",
+            "llc_read_bandwidth",
+            "llc_read_miss_ratio",
+        ]
+        .iter()
+        .all(|metric| shown(s, metric).is_some())
+    });
+    assert!(screen.contains("lock: the exporter's"), "{screen}");
+    assert_ne!(m.config("gic0"), gic0, "top's own event is not programmed");
+    let llts: Vec<String> = (0..8).map(|i| format!("llt{i}")).collect();
+    let llts: Vec<&str> = llts.iter().map(String::as_str).collect();
+    let llc_read =
+        bf3_gb_per_s(&llts, "GDC_BANK0_RD_REQ") + bf3_gb_per_s(&llts, "GDC_BANK1_RD_REQ");
+    for (metric, truth) in [
+        (
+            "ddr_read_bandwidth",
+            bf3_gb_per_s(&["mss0", "mss1"], "SKYLIB_DDN_TX_FLITS"),
+        ),
+        (
+            "ddr_write_bandwidth",
+            bf3_gb_per_s(&["mss0", "mss1"], "SKYLIB_DDN_RX_FLITS"),
+        ),
+        ("llc_read_bandwidth", llc_read),
+    ] {
+        let got = shown(&screen, metric).unwrap();
+        assert!(
+            ((got - truth) / truth).abs() < 0.02,
+            "{metric}: {got}, simulator {truth}\n{screen}"
+        );
+    }
+    // The exporter's own series keep their counters (no turns taken), nothing of
+    // theirs was re-programmed, and its programming is as it was.
+    let (_, text) = get(port, "/metrics", "text/plain");
+    let ddr = text
+        .lines()
+        .find(|l| {
+            l.starts_with("bfperf_events_total{")
+                && l.contains("block=\"mss0\"")
+                && l.contains("SKYLIB_DDN_TX_FLITS")
+        })
+        .unwrap_or_else(|| panic!("no mss0 DDR series:\n{text}"));
+    assert!(
+        !ddr.contains("multiplexed") && ddr.contains("counter=\""),
+        "{ddr}"
+    );
+    assert_eq!(
+        sample(&text, "bfperf_reprogrammed_total", &[]),
+        0.0,
+        "{text}"
+    );
+    assert_eq!(
+        blocks.iter().map(|b| m.config(b)).collect::<Vec<_>>(),
+        programmed
+    );
+    // SIGKILL: no clean-up runs in top; the exporter ends its measurement when
+    // the connection closes, and puts back the counter it programmed for top.
+    let pid: i32 = t.display("#{pane_pid}").parse().unwrap();
+    // SAFETY: signals the process this test started in its tmux pane.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while m.config("gic0") != gic0 {
+        assert!(
+            Instant::now() < deadline,
+            "gic0 still programmed for the killed top"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (_, text) = get(port, "/metrics", "text/plain");
+    assert_eq!(sample(&text, "bfperf_up", &[]), 1.0, "{text}");
+    assert_eq!(
+        blocks.iter().map(|b| m.config(b)).collect::<Vec<_>>(),
+        programmed
+    );
+    // Another top is served, and quits as usual.
+    drop(t);
+    let t = Tmux::start(&format!("{cmd}; echo $? > {}", rc.display()), 100, 30);
+    t.wait_for("a second top's values", |s| {
+        shown(s, "ddr_read_bandwidth").is_some()
+    });
+    t.keys("q");
+    t.wait_exit(&rc, "the second top did not exit on q");
+    drop(e);
+    let mut err = String::new();
+    use std::io::Read;
+    e_stderr.read_to_string(&mut err).unwrap();
+    assert!(err.contains("top --interval 500ms -e gic0/AW_BEATS/ ended (it closed the connection); its counters are as they were"), "{err}");
+    assert!(
+        err.contains("top --interval 500ms -e gic0/AW_BEATS/ ended; its counters are as they were"),
+        "{err}"
+    );
+    assert_eq!(m.config("gic0"), gic0);
 }

@@ -19,7 +19,7 @@ use crate::cli::args::{parse_duration, FormatOpts, Global};
 use crate::cli::exit::{diag, Failure};
 use crate::cli::output::Format;
 use crate::cli::report::{Ending, StatFormat, StatWriter};
-use crate::cli::setup::{load_metrics, lock_device, lock_path, metric_params, open_device};
+use crate::cli::setup::{load_metrics, lock_device, metric_params, open_device, owner_client};
 use crate::cli::Out;
 use crate::error::{Error, Result};
 use crate::measure::compose::Work;
@@ -531,12 +531,8 @@ fn writer_or_client<'d>(
     Option<crate::lock::WriterLock>,
     Option<crate::measure::share::Shared<'d>>,
 )> {
-    if let (Some(lock), false) = (lock_path(global, device)?, req.specs.is_empty()) {
-        let socket = crate::measure::share::socket_path(&lock);
-        let command = crate::lock::this_command();
-        if let Some(shared) =
-            crate::measure::share::Shared::connect(device, &socket, &req.specs, command)?
-        {
+    if !req.specs.is_empty() {
+        if let Some((shared, socket)) = owner_client(global, device, &req.specs)? {
             diag(&format!(
                 "the device is owned by the exporter listening on {}: it counts these events beside its own",
                 socket.display()

@@ -20,12 +20,14 @@ use ratatui::crossterm::{cursor, execute, terminal};
 use ratatui::Terminal;
 
 use crate::cli::args::Global;
-use crate::cli::setup::{load_metrics, lock_device, metric_params, open_device};
+use crate::cli::setup::{load_metrics, lock_device, metric_params, open_device, owner_client};
 use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::export::{self, ExportConfig, Exporter};
 use crate::measure::compose::Work;
+use crate::measure::share::Shared;
+use crate::measure::Count;
 use crate::metrics::{self, MetricSet, MetricValue};
 use crate::ops::watch::{Rate, Watch};
 use crate::sysfs::layout;
@@ -94,8 +96,35 @@ pub(super) struct App {
 enum Source<'d> {
     /// Programmed and owned by this process.
     Live(Option<Box<Exporter<'d>>>),
+    /// Counted by the device's owner (the exporter) for this process.
+    Client(Option<Box<Client<'d>>>),
     /// Read as they are.
     Passive(MetricSet, Vec<String>),
+}
+
+/// A measurement the exporter counts for top, and what its last interval gave.
+struct Client<'d> {
+    shared: Shared<'d>,
+    set: MetricSet,
+    names: Vec<String>,
+    params: std::collections::HashMap<String, f64>,
+    interval: (Vec<Count>, f64),
+}
+
+impl Client<'_> {
+    fn values(&mut self) -> Vec<MetricValue> {
+        // An owner that stopped answering leaves every value uncounted.
+        self.interval = self.shared.interval().unwrap_or_default();
+        let (counts, span_s) = (&self.interval.0, self.interval.1);
+        if span_s <= 0.0 {
+            return Vec::new();
+        }
+        let mut inputs = crate::measure::metric_inputs(counts, span_s);
+        inputs.params = self.params.clone();
+        let chosen: Vec<&metrics::Metric> =
+            self.names.iter().filter_map(|n| self.set.get(n)).collect();
+        metrics::evaluate(&self.set, &chosen, &inputs, true)
+    }
 }
 
 impl Source<'_> {
@@ -105,7 +134,8 @@ impl Source<'_> {
                 Ok(()) => e.values().to_vec(),
                 Err(_) => Vec::new(),
             },
-            Source::Live(None) => Vec::new(),
+            Source::Client(Some(c)) => c.values(),
+            Source::Live(None) | Source::Client(None) => Vec::new(),
             Source::Passive(set, names) => {
                 let chosen: Vec<&metrics::Metric> =
                     names.iter().filter_map(|n| set.get(n)).collect();
@@ -114,9 +144,38 @@ impl Source<'_> {
         }
     }
 
+    /// The blocks' counts over the last refresh and its seconds, when this
+    /// process counts them (itself or through the owner).
+    fn interval(&self) -> Option<(&[Count], f64)> {
+        match self {
+            Source::Live(Some(e)) => Some(e.interval_counts()),
+            Source::Client(Some(c)) => Some((&c.interval.0, c.interval.1)),
+            _ => None,
+        }
+    }
+
+    /// The blocks counted for this process, which the passive watch leaves alone.
+    fn blocks(&self) -> Vec<String> {
+        match self {
+            Source::Live(Some(e)) => e.blocks().into_iter().map(str::to_string).collect(),
+            Source::Client(Some(c)) => c
+                .shared
+                .plans
+                .iter()
+                .map(|p| p.block.name.clone())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     fn stop(&mut self) -> Result<()> {
         match self {
             Source::Live(e) => e.take().map_or(Ok(()), |e| e.stop()),
+            // Dropping it ends the measurement: the owner puts its counters back.
+            Source::Client(c) => {
+                c.take();
+                Ok(())
+            }
             Source::Passive(..) => Ok(()),
         }
     }
@@ -201,19 +260,54 @@ fn panel_states(titled: &[(String, Vec<String>)], set: &MetricSet) -> Vec<PanelS
         .collect()
 }
 
-/// The live source: the configuration checked in full, the device locked, then
-/// programmed (as the exporter does).
+/// The live source: the configuration checked in full, then — when the exporter owns
+/// the device — a measurement it counts for top, or else the device locked and
+/// programmed (as the exporter does). Also who owns the counters, for the header.
 fn live<'d>(
     global: &Global,
     device: &'d Device,
     config: &ExportConfig,
     set: &MetricSet,
-) -> Result<(Option<crate::lock::WriterLock>, Source<'d>)> {
+) -> Result<(Option<crate::lock::WriterLock>, Source<'d>, String)> {
     // Everything is checked before the first write.
     export::check(device, config, set)?;
+    if let Some(client) = client(global, device, config, set)? {
+        return Ok(client);
+    }
     let lock = lock_device(global, device)?;
+    let owner = match global.sim.is_some() {
+        true => "simulator (no lock)".to_string(),
+        false => format!("held by this bfperf (pid {})", std::process::id()),
+    };
     let e = Exporter::start(device, config, set.clone(), monotonic_ns)?;
-    Ok((lock, Source::Live(Some(Box::new(e)))))
+    Ok((lock, Source::Live(Some(Box::new(e))), owner))
+}
+
+/// The events of `config` and its metrics, counted by the exporter that owns the
+/// device; None when no exporter listens beside the lock.
+fn client<'d>(
+    global: &Global,
+    device: &'d Device,
+    config: &ExportConfig,
+    set: &MetricSet,
+) -> Result<Option<(Option<crate::lock::WriterLock>, Source<'d>, String)>> {
+    let chosen: Vec<&metrics::Metric> = config.metrics.iter().filter_map(|n| set.get(n)).collect();
+    let mut specs = config.events.clone();
+    specs.extend(metrics::specs_for(&chosen));
+    let Some((mut shared, socket)) = owner_client(global, device, &specs)? else {
+        return Ok(None);
+    };
+    // The first refresh counts from here.
+    shared.rebase()?;
+    let client = Client {
+        shared,
+        set: set.clone(),
+        names: config.metrics.clone(),
+        params: config.params.clone(),
+        interval: (Vec::new(), 0.0),
+    };
+    let owner = format!("the exporter's; it counts for top ({})", socket.display());
+    Ok(Some((None, Source::Client(Some(Box::new(client))), owner)))
 }
 
 /// Runs `bfperf top` until q, Ctrl-C, SIGTERM or SIGHUP.
@@ -239,7 +333,7 @@ pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
             problem: "-e programs counters, which needs the right to write the device (root); without it top shows what is already programmed".into(),
         });
     }
-    let (_lock, mut source) = match writable {
+    let (_lock, mut source, owner) = match writable {
         true => {
             let config = ExportConfig {
                 events: block_events,
@@ -251,21 +345,17 @@ pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
             };
             live(global, &device, &config, &set)?
         }
-        false => (None, Source::Passive(set.clone(), all)),
+        false => (
+            None,
+            Source::Passive(set.clone(), all),
+            "read-only: nothing is written; showing what is programmed".to_string(),
+        ),
     };
-    let owned: Vec<String> = match &source {
-        Source::Live(Some(e)) => e.blocks().into_iter().map(str::to_string).collect(),
-        _ => Vec::new(),
-    };
+    let owned = source.blocks();
     let restore = Restore(&mut source);
     // The blocks the measurement owns are read through it (it restarts their windows).
     let skip: Vec<&str> = owned.iter().map(String::as_str).collect();
     let mut watch = Watch::open(&device, &skip)?;
-    let owner = match (writable, global.sim.is_some()) {
-        (true, true) => "simulator (no lock)".to_string(),
-        (true, false) => format!("held by this bfperf (pid {})", std::process::id()),
-        (false, _) => "read-only: nothing is written; showing what is programmed".to_string(),
-    };
     let mut app = App {
         device: device.location(),
         generation: gen.label().to_string(),
@@ -441,17 +531,13 @@ fn refresh(app: &mut App, sources: &mut Sources) {
     if let Some(cores) = sources.cores.as_deref_mut() {
         app.raw.extend_from_slice(cores.sample(now));
         // The blocks' counts over the exporter's last interval, or per second.
-        let blocks = match source {
-            Source::Live(Some(e)) => {
-                let (counts, span) = e.interval_counts();
-                crate::measure::metric_inputs(counts, span)
-            }
-            _ => watch.inputs(),
+        let blocks = match source.interval() {
+            Some((counts, span)) => crate::measure::metric_inputs(counts, span),
+            None => watch.inputs(),
         };
         values.extend(cores.values(sources.set, blocks));
     }
-    if let Source::Live(Some(e)) = source {
-        let (counts, span) = e.interval_counts();
+    if let Some((counts, span)) = source.interval() {
         app.raw
             .extend(counts.iter().filter(|c| c.unit != "level").map(|c| Rate {
                 block: c.block.clone(),
