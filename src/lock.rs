@@ -122,6 +122,12 @@ pub(crate) fn device_key(identity: &str) -> String {
     format!("{h:016x}")
 }
 
+/// Where root's lock file of a device is (whoever asks; nothing is created): where
+/// an unprivileged client looks for the exporter's socket.
+pub(crate) fn root_path(identity: &str) -> PathBuf {
+    Path::new(ROOT_STATE_DIR).join(format!("{}.lock", device_key(identity)))
+}
+
 /// The default lock file of a device, by its identity.
 pub(crate) fn default_path(identity: &str) -> Result<PathBuf> {
     Ok(state_dir()?.join(format!("{}.lock", device_key(identity))))

@@ -85,7 +85,7 @@ const ENVIRONMENT: &[&str] = &[
 
 const FILES: &[&str] = &[
     "/sys/class/hwmon/hwmon*/: the mlxbf-pmc device (its name file reads bfperf).",
-    "/etc/bfperf/exporter.toml: the exporter's configuration (what to export; listen and web_config_file: where and how to serve).",
+    "/etc/bfperf/exporter.toml: the exporter's configuration (what to export; listen and web_config_file: where and how to serve; socket_group: who may ask it to count).",
     "/etc/default/bfperf-exporter: flags for the packaged exporter unit (BFPERF_EXPORTER_ARGS).",
     "/etc/bfperf/metrics/*.json, ~/.config/bfperf/metrics/*.json: metric definitions of your own (perf's metric JSON).",
     "/run/bfperf/KEY.lock, /run/bfperf/KEY.journal: each device's writer lock and the programming a running writer will restore (root only; another user's under $XDG_RUNTIME_DIR/bfperf).",

@@ -67,6 +67,7 @@ pub(super) fn lock_path(global: &Global, device: &Device) -> Result<Option<std::
 /// When a long-running bfperf (the exporter) owns the device and listens beside its
 /// lock: a measurement of `specs` it counts for this command, and its socket. None
 /// when nobody listens there (the caller takes the lock and programs the device).
+/// Without root, root's socket is tried too (an exporter may grant a group).
 pub(super) fn owner_client<'d>(
     global: &Global,
     device: &'d Device,
@@ -75,10 +76,39 @@ pub(super) fn owner_client<'d>(
     let Some(lock) = lock_path(global, device)? else {
         return Ok(None);
     };
-    let socket = crate::measure::share::socket_path(&lock);
-    let command = crate::lock::this_command();
-    let shared = crate::measure::share::Shared::connect(device, &socket, specs, command)?;
-    Ok(shared.map(|s| (s, socket)))
+    let mut sockets = vec![crate::measure::share::socket_path(&lock)];
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    let chosen_dir = global.lock_file.is_some() || std::env::var_os("BFPERF_STATE_DIR").is_some();
+    if euid != 0 && !chosen_dir {
+        let root = crate::lock::root_path(&device.identity());
+        sockets.push(crate::measure::share::socket_path(&root));
+    }
+    for socket in sockets {
+        trusted_socket(&socket, euid)?;
+        let command = crate::lock::this_command();
+        if let Some(s) = crate::measure::share::Shared::connect(device, &socket, specs, command)? {
+            return Ok(Some((s, socket)));
+        }
+    }
+    Ok(None)
+}
+
+/// A socket to ask for counts must be root's or the caller's: anyone else's could
+/// answer with made-up numbers.
+fn trusted_socket(socket: &Path, euid: u32) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(socket) {
+        Ok(m) if m.uid() != 0 && m.uid() != euid => Err(Error::File {
+            what: "not asking the device's owner at",
+            path: socket.to_path_buf(),
+            source: std::io::Error::other(format!(
+                "it belongs to uid {}, neither root nor you; remove it",
+                m.uid()
+            )),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The metrics of these generations: built-ins and the user's files (a broken file

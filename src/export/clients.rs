@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use crate::block::{Block, Mechanism};
 use crate::error::{Error, Result};
+use crate::measure::journal;
 use crate::measure::plan::{place_on_free, BlockPlan};
 use crate::measure::sampler::{Acc, Sampler};
 use crate::measure::session::{self, Saved};
@@ -139,7 +140,7 @@ impl<'d> Exporter<'d> {
 
     /// Programs and starts the client's own counters (the prior state recorded).
     fn start_own(
-        &self,
+        &mut self,
         plans: Vec<BlockPlan<'d>>,
         now: u64,
     ) -> Result<(Option<Sampler<'d>>, Vec<Saved>)> {
@@ -147,6 +148,8 @@ impl<'d> Exporter<'d> {
             return Ok((None, Vec::new()));
         }
         let saved = session::save(self.device, &plans)?;
+        // Recorded before the first write, as the exporter's own programming is.
+        self.journal_clients(&saved)?;
         let masks = session::clock_masks(&saved);
         let started = Sampler::open(self.device, plans, &masks).and_then(|mut s| {
             s.start(now)?;
@@ -155,10 +158,28 @@ impl<'d> Exporter<'d> {
         match started {
             Ok(s) => Ok((Some(s), saved)),
             Err(e) => Err(match session::restore(self.device, &saved) {
-                Ok(()) => e,
+                Ok(()) => {
+                    let _ = self.journal_clients(&[]);
+                    e
+                }
                 Err(r) => crate::error::with_context(e, &r.to_string()),
             }),
         }
+    }
+
+    /// Records in the device's journal what the clients' measurements (and `pending`,
+    /// about to be programmed) changed beside the exporter's own programming, so that
+    /// if the exporter is killed, `bfperf restore` (or the next writer) puts back all
+    /// of it: the clients' counters first, then the exporter's, as they were before.
+    fn journal_clients(&mut self, pending: &[Saved]) -> Result<()> {
+        if self.journal.is_none() {
+            return Ok(());
+        }
+        let mut saved = pending.to_vec();
+        saved.extend(self.clients.iter().flat_map(|c| c.saved.iter().cloned()));
+        saved.extend(self.saved.iter().cloned());
+        self.journal = Some(journal::write(self.device, &saved)?);
+        Ok(())
     }
 
     /// Every item of client `id` since its grant, per block, at `now`.
@@ -203,7 +224,11 @@ impl<'d> Exporter<'d> {
         };
         let c = self.clients.remove(at);
         drop(c.sampler);
-        session::restore(self.device, &c.saved)
+        session::restore(self.device, &c.saved)?;
+        if c.saved.is_empty() {
+            return Ok(());
+        }
+        self.journal_clients(&[])
     }
 
     /// Ends every client's measurement (the exporter stops or reloads).

@@ -121,6 +121,12 @@ impl<'d> Shared<'d> {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ECONNREFUSED)) => {
                 return Ok(None)
             }
+            Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
+                let e = std::io::Error::other(
+                    "permission denied: it lets in its user, and its socket_group if it has one; run as root, or ask to be in that group",
+                );
+                return Err(file_error("cannot reach the device's owner at", socket, e));
+            }
             Err(e) => return Err(file_error("cannot reach the device's owner at", socket, e)),
         };
         let io = |e| file_error("cannot talk to the device's owner at", socket, e);

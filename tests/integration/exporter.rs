@@ -138,10 +138,15 @@ impl Drop for Running {
 }
 
 fn exporter(m: &Mount, lock: &Path, args: &[&str]) -> Running {
+    exporter_on(m.root(), lock, args)
+}
+
+/// An exporter on the sysfs tree at `root`.
+fn exporter_on(root: &Path, lock: &Path, args: &[&str]) -> Running {
     Running(
         Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
             .arg("--sysfs-root")
-            .arg(m.root())
+            .arg(root)
             .arg("--lock-file")
             .arg(lock)
             .arg("exporter")
@@ -1569,4 +1574,111 @@ fn stat_beside_the_exporter_is_counted_by_it() {
             .collect::<Vec<_>>(),
         before
     );
+}
+
+/// Runs the binary copied to `bin` (so that any user can run it) as nobody, with
+/// the supplementary `groups` (none: `--clear-groups`).
+fn as_nobody(bin: &Path, groups: &[u32], args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let mut cmd = Process::new("setpriv");
+    cmd.args(["--reuid", "65534", "--regid", "65534"]);
+    match groups.is_empty() {
+        true => cmd.arg("--clear-groups"),
+        false => cmd.arg("--groups").arg(
+            groups
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+    };
+    cmd.arg(bin).args(args).output().unwrap()
+}
+
+#[test]
+fn a_socket_group_lets_its_members_ask_and_no_one_else() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("note: skipping: switching users needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let open = |p: &Path| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755));
+    open(dir.path()).unwrap();
+    let bin = dir.path().join("bfperf");
+    std::fs::copy(assert_cmd::cargo::cargo_bin!("bfperf"), &bin).unwrap();
+    let c = Copy::of("bf2");
+    open(c.root()).unwrap();
+    let lock = dir.path().join("lock");
+    let cfg = config(
+        dir.path(),
+        "events = [\"default\"]\nsocket_group = \"4242\"\n",
+    );
+    let port = free_port();
+    let _e = exporter_on(
+        c.root(),
+        &lock,
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ],
+    );
+    wait_port(port);
+    let socket = std::fs::metadata(dir.path().join("lock.sock")).unwrap();
+    assert_eq!((socket.mode() & 0o777, socket.gid()), (0o660, 4242));
+    let stat = [
+        "--sysfs-root",
+        c.root().to_str().unwrap(),
+        "--lock-file",
+        lock.to_str().unwrap(),
+        "stat",
+        "-e",
+        "tile0/MEMORY_READS/",
+        "-x,",
+        "--",
+        "true",
+    ]
+    .map(std::ffi::OsStr::new);
+    // A member of the group is counted by the exporter.
+    let out = as_nobody(&bin, &[4242], &stat);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("owned by the exporter"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("MEMORY_READS"));
+    // Anyone else is told why not, and what to do.
+    let out = as_nobody(&bin, &[], &stat);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("permission denied") && err.contains("socket_group"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_socket_of_another_user_is_never_asked() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("note: skipping: giving a socket away needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let c = Copy::of("bf2");
+    let lock = dir.path().join("lock");
+    let socket = dir.path().join("lock.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    std::os::unix::fs::lchown(&socket, Some(1234), None).unwrap();
+    let before = c.contents();
+    bfperf()
+        .arg("--sysfs-root")
+        .arg(c.root())
+        .arg("--lock-file")
+        .arg(&lock)
+        .args(["stat", "-e", "tile0/MEMORY_READS/", "--", "true"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("uid 1234, neither root nor you"));
+    assert_eq!(c.contents(), before);
 }

@@ -827,3 +827,68 @@ fn a_refused_exporter_start_or_reload_leaves_no_journal_and_keeps_serving() {
     assert!(journal_in(state.path()).is_none(), "a journal stayed");
     assert_eq!(whole_config(&m), original);
 }
+
+/// The exporter killed while it counts a client's events on counters it left free:
+/// its journal holds those too, so `bfperf restore` puts back the whole device.
+#[test]
+fn a_killed_exporter_s_journal_covers_its_clients_counters() {
+    let Some(m) = Mount::start("3", "new") else {
+        return;
+    };
+    let state = state_dir();
+    let original = whole_config(&m);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("exporter.toml");
+    fs::write(&cfg, "events = [\"llt1/GDC_BANK1_RD_REQ/\"]\n").unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let spawn = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_bfperf"))
+            .arg("--sysfs-root")
+            .arg(m.root())
+            .env_remove("BFPERF_LOCK_FILE")
+            .env("BFPERF_STATE_DIR", state.path())
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let listen = format!("127.0.0.1:{port}");
+    let mut exporter = spawn(&[
+        "exporter",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--listen",
+        &listen,
+    ]);
+    let wait = |what: &str, ok: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !ok() {
+            assert!(Instant::now() < deadline, "waited for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait("the exporter", &|| {
+        std::net::TcpStream::connect(&listen).is_ok()
+    });
+    let gic0 = m.config("gic0");
+    let mut client = spawn(&["stat", "-e", "gic0/AW_BEATS/", "--duration", "60s"]);
+    wait("the client's event", &|| m.config("gic0") != gic0);
+    exporter.kill().unwrap();
+    exporter.wait().unwrap();
+    let _ = client.kill();
+    client.wait().unwrap();
+    assert_ne!(
+        whole_config(&m),
+        original,
+        "the kill left nothing programmed"
+    );
+    with_state(&m, state.path())
+        .arg("restore")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("gic0").and(predicate::str::contains("llt1")));
+    assert_eq!(whole_config(&m), original);
+}

@@ -32,7 +32,10 @@ struct Tmux {
 
 impl Tmux {
     fn start(cmd: &str, width: u16, height: u16) -> Tmux {
-        let socket = format!("bfperf-top-{}-{}", std::process::id(), width);
+        // One server per terminal, whatever runs beside it.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let socket = format!("bfperf-top-{}-{n}", std::process::id());
         let t = Tmux { socket };
         let ok = t
             .cmd(&[

@@ -37,6 +37,10 @@ pub(crate) struct Args {
     /// How often to write the textfile
     #[arg(long, value_name = "TIME", default_value = "15s", value_parser = parse_duration, requires = "textfile")]
     interval: std::time::Duration,
+    /// Let this group's members ask the exporter to count (stat, top) as its user can
+    /// [default: socket_group in the config, or its user only]
+    #[arg(long, value_name = "GROUP")]
+    socket_group: Option<String>,
 }
 
 #[cfg(feature = "exporter")]
@@ -48,6 +52,7 @@ impl From<Args> for ExporterOptions {
             web_config: a.web_config,
             textfile: a.textfile,
             interval: a.interval,
+            socket_group: a.socket_group,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The exporter's Unix socket for `stat` and other clients (`measure::share`): beside
-//! the writer lock, the caller's only (0600), polled between sweeps without blocking.
+//! the writer lock, the caller's only (0600) or its group's too (0660, when a
+//! `socket_group` is granted), polled between sweeps without blocking.
 //! A client's request is checked and granted or refused at once; its counters are
 //! put back when its connection ends, however it ends (exit, crash, SIGKILL).
 
@@ -38,8 +39,9 @@ pub(super) struct Clients {
 
 impl Clients {
     /// Listens beside the lock `lock` (the exporter holds it, so a socket left there
-    /// is a dead exporter's: replaced if it is a socket of the caller's).
-    pub(super) fn open(lock: &Path) -> Result<Clients> {
+    /// is a dead exporter's: replaced if it is a socket of the caller's); members of
+    /// `group` may connect too.
+    pub(super) fn open(lock: &Path, group: Option<u32>) -> Result<Clients> {
         let path = share::socket_path(lock);
         let cannot = |source| Error::File {
             what: "cannot listen for clients on",
@@ -58,6 +60,12 @@ impl Clients {
         }
         let listener = UnixListener::bind(&path).map_err(cannot)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(cannot)?;
+        if let Some(gid) = group {
+            // Only then open to the group: never a moment open to anyone else.
+            std::os::unix::fs::lchown(&path, None, Some(gid)).map_err(cannot)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o660))
+                .map_err(cannot)?;
+        }
         listener.set_nonblocking(true).map_err(cannot)?;
         Ok(Clients {
             listener,
@@ -220,4 +228,39 @@ impl Drop for Clients {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// The group `name` names (or a number, as it is): the group whose members may ask
+/// the exporter to count (`socket_group`).
+pub(super) fn group_id(name: &str) -> Result<u32> {
+    if let Ok(gid) = name.parse::<u32>() {
+        return Ok(gid);
+    }
+    let unknown = || {
+        Error::BadOption {
+        problem: format!(
+            "socket_group: no group {name:?} on this machine (groupadd --system {name}, or give its number)"
+        ),
+    }
+    };
+    let c_name = std::ffi::CString::new(name).map_err(|_| unknown())?;
+    let mut buf = vec![0u8; 16 * 1024];
+    // SAFETY: a C struct of pointers and integers, for which all zeroes is valid.
+    let mut group: libc::group = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call and `buf` is as long as said;
+    // only the gid is read from `group`, while `buf` lives.
+    let rc = unsafe {
+        libc::getgrnam_r(
+            c_name.as_ptr(),
+            &mut group,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() {
+        return Err(unknown());
+    }
+    Ok(group.gr_gid)
 }

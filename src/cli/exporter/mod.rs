@@ -52,6 +52,9 @@ struct ConfigFile {
     /// TLS and basic auth, relative to this file's directory (`--web.config.file`
     /// overrides it).
     web_config_file: Option<PathBuf>,
+    /// A group whose members may ask the exporter to count (`--socket-group`
+    /// overrides it); otherwise only its user.
+    socket_group: Option<String>,
 }
 
 /// Where and how the config file says to serve; the command line's flags win.
@@ -59,6 +62,7 @@ struct ConfigFile {
 struct Serving {
     listen: Option<String>,
     web_config: Option<PathBuf>,
+    socket_group: Option<String>,
 }
 
 fn read_config(path: Option<&Path>, global: &Global) -> Result<(ExportConfig, Serving)> {
@@ -91,6 +95,7 @@ fn read_config(path: Option<&Path>, global: &Global) -> Result<(ExportConfig, Se
     let serving = Serving {
         listen: file.listen,
         web_config: file.web_config_file.map(|w| dir.join(w)),
+        socket_group: file.socket_group,
     };
     let config = ExportConfig {
         events: file.events,
@@ -127,7 +132,7 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
     let (device, global) = (r.device, r.global);
     let checked = read_config(r.args.config.as_deref(), global).and_then(|(c, serving)| {
         if serving != r.serving {
-            diag("listen and web_config_file take effect when the exporter restarts; the rest of the configuration is reloaded");
+            diag("listen, web_config_file and socket_group take effect when the exporter restarts; the rest of the configuration is reloaded");
         }
         let set = load_metrics(global, &[device.generation()])?;
         for s in export::check(device, &c, &set)?.skipped {
@@ -183,6 +188,8 @@ pub(super) struct ExporterOptions {
     pub textfile: Option<PathBuf>,
     /// How often to write the textfile
     pub interval: std::time::Duration,
+    /// A group whose members may ask the exporter to count (stat, top)
+    pub socket_group: Option<String>,
 }
 
 /// Runs the exporter until SIGTERM or SIGINT; restores the device then.
@@ -193,6 +200,12 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     // The command line's flags win over the config file.
     args.listen = args.listen.or(serving.listen.clone());
     args.web_config = args.web_config.or(serving.web_config.clone());
+    args.socket_group = args.socket_group.or(serving.socket_group.clone());
+    let group = args
+        .socket_group
+        .as_deref()
+        .map(clients::group_id)
+        .transpose()?;
     let set = load_metrics(global, &[device.generation()])?;
     for s in export::check(&device, &config, &set)?.skipped {
         diag(&format!("warning: skipped {s} (strict = true refuses it)"));
@@ -208,7 +221,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     let _lock = lock_device(global, &device)?;
     // Clients (stat) count beside the exporter through a socket by the lock.
     let clients = match lock_path(global, &device)? {
-        Some(lock) => Some(clients::Clients::open(&lock)?),
+        Some(lock) => Some(clients::Clients::open(&lock, group)?),
         None => None,
     };
     let sig = signals();

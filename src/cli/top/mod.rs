@@ -260,6 +260,43 @@ fn panel_states(titled: &[(String, Vec<String>)], set: &MetricSet) -> Vec<PanelS
         .collect()
 }
 
+/// Where top's numbers come from: the exporter when it owns the device (for anyone
+/// its socket lets in), else this process's own programming (with the right to
+/// write), else a passive watch of what is programmed.
+fn source<'d>(
+    global: &Global,
+    device: &'d Device,
+    config: &ExportConfig,
+    set: &MetricSet,
+    read_only: bool,
+) -> Result<(Option<crate::lock::WriterLock>, Source<'d>, String)> {
+    let passive = || {
+        let what = "read-only: nothing is written; showing what is programmed";
+        (
+            None,
+            Source::Passive(set.clone(), config.metrics.clone()),
+            what.to_string(),
+        )
+    };
+    if read_only {
+        return Ok(passive());
+    }
+    if global.sim.is_some() || may_write(device) {
+        return live(global, device, config, set);
+    }
+    // Without the right to write: an exporter that lets this user in counts.
+    export::check(device, config, set)?;
+    if let Some(shared) = client(global, device, config, set)? {
+        return Ok(shared);
+    }
+    if !config.events.is_empty() {
+        return Err(Error::BadOption {
+            problem: "-e programs counters, which needs the right to write the device (root); without it top shows what is already programmed".into(),
+        });
+    }
+    Ok(passive())
+}
+
 /// The live source: the configuration checked in full, then — when the exporter owns
 /// the device — a measurement it counts for top, or else the device locked and
 /// programmed (as the exporter does). Also who owns the counters, for the header.
@@ -327,30 +364,15 @@ pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
     let needing: Vec<&metrics::Metric> = cpu_metrics.iter().filter_map(|n| set.get(n)).collect();
     work.add_metrics(&pmus, &needing)?;
     let (perf, block_events) = (work.perf, work.specs);
-    let writable = !args.read_only && (global.sim.is_some() || may_write(&device));
-    if !writable && !block_events.is_empty() {
-        return Err(Error::BadOption {
-            problem: "-e programs counters, which needs the right to write the device (root); without it top shows what is already programmed".into(),
-        });
-    }
-    let (_lock, mut source, owner) = match writable {
-        true => {
-            let config = ExportConfig {
-                events: block_events,
-                metrics: all.clone(),
-                params: metric_params(global)?,
-                journal: global.sim.is_none(),
-                metric_gauges: false,
-                strict: false,
-            };
-            live(global, &device, &config, &set)?
-        }
-        false => (
-            None,
-            Source::Passive(set.clone(), all),
-            "read-only: nothing is written; showing what is programmed".to_string(),
-        ),
+    let config = ExportConfig {
+        events: block_events,
+        metrics: all,
+        params: metric_params(global)?,
+        journal: global.sim.is_none(),
+        metric_gauges: false,
+        strict: false,
     };
+    let (_lock, mut source, owner) = source(global, &device, &config, &set, args.read_only)?;
     let owned = source.blocks();
     let restore = Restore(&mut source);
     // The blocks the measurement owns are read through it (it restarts their windows).
