@@ -17,14 +17,14 @@ pub mod errno {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The sysfs root has no `class/hwmon`.
-    #[error("{root}/class/hwmon does not exist: {root} is not a sysfs root (pass --sysfs-root DIR or --device DIR)", root = root.display())]
+    #[error("{root}/class/hwmon does not exist: {root} is not a sysfs root (pass --sysfs-root DIR or --device DIR; without a DPU, try a simulated one: --sim bf3)", root = root.display())]
     NoHwmon {
         /// The sysfs root searched.
         root: PathBuf,
     },
 
     /// No hwmon device is named `bfperf`.
-    #[error("no bfperf device under {dir} (hwmon devices found: {found}); the mlxbf-pmc driver may not be loaded: try `modprobe mlxbf-pmc`", dir = dir.display())]
+    #[error("no bfperf device under {dir} (hwmon devices found: {found}); the mlxbf-pmc driver may not be loaded: try `modprobe mlxbf-pmc` (not on a DPU? try a simulated one: --sim bf3)", dir = dir.display())]
     NoDevice {
         /// The hwmon directory searched.
         dir: PathBuf,

@@ -92,8 +92,8 @@ pub(super) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
 
 #[derive(Debug, Args, Clone)]
 pub(crate) struct SimOpts {
-    /// BlueField generation
-    #[arg(long = "gen", default_value = "2", value_parser = ["1", "2", "3"])]
+    /// BlueField generation (1, 2, 3, or as --sim spells it: bf1, bf2, bf3)
+    #[arg(long = "gen", default_value = "2", value_parser = ["1", "2", "3", "bf1", "bf2", "bf3"])]
     pub generation: String,
     /// The kernel to behave like: 5.10, 6.4, 6.7, 6.14, 6.16, 6.19 (or any later
     /// version), oot (NVIDIA's out-of-tree driver); old = 6.7, new = 6.16

@@ -183,7 +183,7 @@ fn sim_choice(spec: &str, o: &args::SimOpts, global: &Global) -> Result<SimChoic
 }
 
 pub(super) fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
-    let gen = match o.generation.as_str() {
+    let gen = match o.generation.trim_start_matches("bf") {
         "1" => Generation::Bf1,
         "3" => Generation::Bf3,
         _ => Generation::Bf2,

@@ -294,6 +294,9 @@ pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Ve
 /// Sums counts of the same kind and event across blocks.
 pub fn aggregate(counts: &[Count]) -> Vec<Count> {
     let mut out: Vec<Count> = Vec::new();
+    // A sum of one block is named for that block (`tile2`, not `tile`, which reads
+    // as every tile), with its counter.
+    let mut first: Vec<(String, Option<u32>)> = Vec::new();
     for c in counts {
         match out
             .iter_mut()
@@ -312,15 +315,32 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
                     o.invalid = c.invalid.as_ref().map(|w| format!("{}: {w}", c.block));
                 }
             }
-            None => out.push(Count {
-                block: c.kind.as_str().to_string(),
-                counter: None,
-                invalid: c.invalid.as_ref().map(|w| format!("{}: {w}", c.block)),
-                ..c.clone()
-            }),
+            None => {
+                first.push((c.block.clone(), c.counter));
+                out.push(Count {
+                    block: c.kind.as_str().to_string(),
+                    counter: None,
+                    invalid: c.invalid.as_ref().map(|w| format!("{}: {w}", c.block)),
+                    ..c.clone()
+                })
+            }
+        }
+    }
+    for (o, (block, counter)) in out.iter_mut().zip(first) {
+        if o.blocks == 1 {
+            o.invalid = invalid_of_one(o.invalid.take(), &block);
+            (o.block, o.counter) = (block, counter);
         }
     }
     out
+}
+
+/// A one-block sum's reason, without the block's name its label now has.
+fn invalid_of_one(invalid: Option<String>, block: &str) -> Option<String> {
+    invalid.map(|w| {
+        w.strip_prefix(&format!("{block}: "))
+            .map_or(w.clone(), str::to_string)
+    })
 }
 
 /// The counts of one interval (`-I`), from the start of the run.

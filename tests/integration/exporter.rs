@@ -574,7 +574,7 @@ fn user_metrics_cannot_break_the_exposition() {
     bfperf()
         .args(["--sim", "bf2", "--metrics"])
         .arg(&file)
-        .args(["stat", "-M", "bad name", "--duration", "10ms"])
+        .args(["stat", "-o", "-", "-M", "bad name", "--duration", "10ms"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains(format!(
@@ -878,7 +878,16 @@ fn stat_metrics(m: &Mount, lock: &Path, metrics: &str) -> Vec<serde_json::Value>
             .arg(m.root())
             .arg("--lock-file")
             .arg(lock)
-            .args(["stat", "-M", metrics, "--duration", "2s", "--json"]),
+            .args([
+                "stat",
+                "-o",
+                "-",
+                "-M",
+                metrics,
+                "--duration",
+                "2s",
+                "--json",
+            ]),
     );
     ndjson(&text)
         .into_iter()
@@ -1377,7 +1386,7 @@ fn stat_beside(m: &Mount, lock: &Path, args: &[&str]) -> std::process::Output {
         .arg(m.root())
         .arg("--lock-file")
         .arg(lock)
-        .arg("stat")
+        .args(["stat", "-o", "-"])
         .args(args);
     run_within(cmd, Duration::from_secs(30))
 }
@@ -1500,6 +1509,8 @@ fn stat_beside_the_exporter_is_counted_by_it() {
         .arg(&lock);
     cmd.args([
         "stat",
+        "-o",
+        "-",
         "-e",
         "apt0/APT_DATA_0/",
         "-e",
@@ -1545,6 +1556,8 @@ fn stat_beside_the_exporter_is_counted_by_it() {
                     .arg(lock);
                 cmd.args([
                     "stat",
+                    "-o",
+                    "-",
                     "-e",
                     "gic0/AW_BEATS/",
                     "-e",
@@ -1634,6 +1647,8 @@ fn a_socket_group_lets_its_members_ask_and_no_one_else() {
         "--lock-file",
         lock.to_str().unwrap(),
         "stat",
+        "-o",
+        "-",
         "-e",
         "tile0/MEMORY_READS/",
         "-x,",
@@ -1676,7 +1691,7 @@ fn a_socket_of_another_user_is_never_asked() {
         .arg(c.root())
         .arg("--lock-file")
         .arg(&lock)
-        .args(["stat", "-e", "tile0/MEMORY_READS/", "--", "true"])
+        .args(["stat", "-o", "-", "-e", "tile0/MEMORY_READS/", "--", "true"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("uid 1234, neither root nor you"));

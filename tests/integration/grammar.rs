@@ -18,8 +18,17 @@ fn truth(gen: Generation, blocks: &[&str], event: u32) -> f64 {
 /// `stat --json` over 500 ms: each (block, event) count per second.
 fn rates(args: &[&str]) -> Vec<(String, String, f64)> {
     let mut cmd = bfperf();
-    cmd.args(["--sim", "bf2", "stat", "--json", "--duration", "500ms"])
-        .args(args);
+    cmd.args([
+        "--sim",
+        "bf2",
+        "stat",
+        "-o",
+        "-",
+        "--json",
+        "--duration",
+        "500ms",
+    ])
+    .args(args);
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
@@ -113,6 +122,8 @@ fn refused_forms_name_the_token_and_the_right_spelling() {
             "--sim",
             "bf2",
             "stat",
+            "-o",
+            "-",
             "-e",
             "tile/HITS_BANK0/",
             "--duration",
@@ -129,6 +140,8 @@ fn refused_forms_name_the_token_and_the_right_spelling() {
             "--sim",
             "bf2",
             "stat",
+            "-o",
+            "-",
             "-e",
             "MEMORY_REDS",
             "--duration",
@@ -145,6 +158,8 @@ fn refused_forms_name_the_token_and_the_right_spelling() {
             "--sim",
             "bf2",
             "stat",
+            "-o",
+            "-",
             "-a",
             "-e",
             "HNF_REQUESTS",
@@ -248,6 +263,8 @@ fn dash_x_writes_perfs_columns() {
         "--sim",
         "bf2",
         "stat",
+        "-o",
+        "-",
         "-x,",
         "-e",
         "tile/MEMORY_READS/",
@@ -283,6 +300,8 @@ fn dash_x_writes_perfs_columns() {
         "--sim",
         "bf2",
         "stat",
+        "-o",
+        "-",
         "-x;",
         "-e",
         "tile/MEMORY_READS/",
@@ -300,6 +319,8 @@ fn metric_only_prints_the_metrics_alone() {
         "--sim",
         "bf3",
         "stat",
+        "-o",
+        "-",
         "-M",
         "ddr",
         "--metric-only",
@@ -348,6 +369,8 @@ fn tile0_counts(specs: &[&str]) -> Vec<(String, f64, f64)> {
         "--sim",
         "bf2",
         "stat",
+        "-o",
+        "-",
         "--json",
         "-A",
         "--duration",
@@ -405,7 +428,7 @@ fn a_group_is_counted_in_one_turn_and_refused_when_it_cannot_fit() {
     let c = Copy::of("bf2");
     let before = c.contents();
     c.cmd()
-        .args(["stat", "--duration", "10ms", "-e"])
+        .args(["stat", "-o", "-", "--duration", "10ms", "-e"])
         .arg("{tile0/HNF_REQUESTS,MEMORY_READS,MEMORY_WRITES,VICTIM_WRITE,RNF_REQUESTS/}")
         .assert()
         .code(1)
@@ -422,7 +445,17 @@ fn a_group_is_counted_in_one_turn_and_refused_when_it_cannot_fit() {
         ("{tile/MEMORY_READS/}:u", "modifiers"),
     ] {
         bfperf()
-            .args(["--sim", "bf2", "stat", "--duration", "10ms", "-e", spec])
+            .args([
+                "--sim",
+                "bf2",
+                "stat",
+                "-o",
+                "-",
+                "--duration",
+                "10ms",
+                "-e",
+                spec,
+            ])
             .assert()
             .code(1)
             .stderr(predicate::str::contains(problem).and(predicate::str::contains(spec)));

@@ -342,7 +342,7 @@ fn user_metrics_add_reuse_and_bad_files_are_explained() {
         ),
         ("selfish", "refers to itself"),
     ] {
-        run(&["stat", "-M", name, "--duration", "1s"])
+        run(&["stat", "-o", "-", "-M", name, "--duration", "1s"])
             .code(1)
             .stderr(predicate::str::contains(format!(
                 "metric '{name}' ({})",
@@ -398,6 +398,8 @@ fn stat_prints_metrics_and_diff_computes_them() {
     };
     let out = m.run(&[
         "stat",
+        "-o",
+        "-",
         "-M",
         "l3_hit_ratio",
         "-A",
@@ -461,6 +463,8 @@ fn a_metric_mixing_kinds_without_a_pairing_is_for_the_kind_only() {
             "--sim",
             "bf3",
             "stat",
+            "-o",
+            "-",
             "-A",
             "-M",
             "my_miss_ratio",

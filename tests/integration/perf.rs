@@ -8,15 +8,24 @@ use crate::common::*;
 #[test]
 fn cpu_clock_and_a_tile_count_share_one_window() {
     let mut out = bfperf();
-    out.args(["--sim", "bf2", "stat", "--json", "--duration", "600ms"])
-        .args([
-            "-e",
-            "cpu-clock",
-            "-e",
-            "tile/MEMORY_READS/",
-            "-e",
-            "cycles",
-        ]);
+    out.args([
+        "--sim",
+        "bf2",
+        "stat",
+        "-o",
+        "-",
+        "--json",
+        "--duration",
+        "600ms",
+    ])
+    .args([
+        "-e",
+        "cpu-clock",
+        "-e",
+        "tile/MEMORY_READS/",
+        "-e",
+        "cycles",
+    ]);
     let records = ndjson(&stdout_of(&mut out));
     let total = |event: &str| {
         records
@@ -79,17 +88,23 @@ fn an_unsupported_event_prints_not_supported_and_a_bad_one_writes_nothing() {
         &root.path().join("bus/event_source"),
         &copy.root().join("bus/event_source"),
     );
-    let shown =
-        stdout_of(
-            copy.cmd()
-                .args(["stat", "-e", "fakepmu/l2_refill/", "--duration", "100ms"]),
-        );
+    let shown = stdout_of(copy.cmd().args([
+        "stat",
+        "-o",
+        "-",
+        "-e",
+        "fakepmu/l2_refill/",
+        "--duration",
+        "100ms",
+    ]));
     assert!(shown.contains("<not supported>"), "{shown}");
     // An event the PMU lacks is refused before anything is written to the device.
     let before = copy.contents();
     copy.cmd()
         .args([
             "stat",
+            "-o",
+            "-",
             "-e",
             "fakepmu/l2_refil/",
             "-e",
@@ -115,7 +130,7 @@ fn per_process_counts_the_command_tree_from_its_exec() {
     let script = "burn() { i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done; }; \
                   (burn); burn; times >&2";
     let out = bfperf()
-        .args(["--sim", "bf2", "stat", "--json", "--per-process"])
+        .args(["--sim", "bf2", "stat", "-o", "-", "--json", "--per-process"])
         .args(["-e", "task-clock", "-e", "tile/MEMORY_READS/"])
         .args(["--", "bash", "-c", script])
         .output()
@@ -171,7 +186,16 @@ fn a_metric_mixes_a_perf_event_with_block_events() {
         bfperf()
             .args(["--sim", "bf2", "--metrics"])
             .arg(&file)
-            .args(["stat", "--json", "-M", "mixed", "--duration", "500ms"]),
+            .args([
+                "stat",
+                "-o",
+                "-",
+                "--json",
+                "-M",
+                "mixed",
+                "--duration",
+                "500ms",
+            ]),
     ));
     // System-wide cpu-clock is every online CPU's time: reads per CPU-second is the
     // tiles' rate shared among the CPUs.
@@ -198,6 +222,8 @@ fn ipc_beside_cycles_and_instructions_is_a_value_or_says_why_not() {
                 "--sim",
                 "bf3",
                 "stat",
+                "-o",
+                "-",
                 "--json",
                 "-e",
                 "cycles,instructions",
@@ -240,7 +266,15 @@ fn a_metric_naming_a_pmu_the_machine_lacks_is_refused_before_any_write() {
     copy.cmd()
         .arg("--metrics")
         .arg(&file)
-        .args(["stat", "-M", "l2_mpki", "-e", "tile/MEMORY_READS/"])
+        .args([
+            "stat",
+            "-o",
+            "-",
+            "-M",
+            "l2_mpki",
+            "-e",
+            "tile/MEMORY_READS/",
+        ])
         .args(["--duration", "100ms"])
         .assert()
         .code(1)
@@ -252,7 +286,16 @@ fn a_metric_naming_a_pmu_the_machine_lacks_is_refused_before_any_write() {
 fn perf_csv_names_perf_events_as_perf_does() {
     let out = stdout_of(
         bfperf()
-            .args(["--sim", "bf2", "stat", "-x,", "-e", "cpu-clock,cycles"])
+            .args([
+                "--sim",
+                "bf2",
+                "stat",
+                "-o",
+                "-",
+                "-x,",
+                "-e",
+                "cpu-clock,cycles",
+            ])
             .args(["-e", "tile/MEMORY_READS/", "--", "sleep", "0.1"]),
     );
     let fields = |event: &str| -> Vec<String> {

@@ -272,7 +272,7 @@ fn bad_specs_are_refused_naming_the_part_with_nothing_written() {
         ("tile2/ZZ*/", "matches no event"),
     ] {
         c.cmd()
-            .args(["stat", "-e", spec, "--duration", "1s"])
+            .args(["stat", "-o", "-", "-e", spec, "--duration", "1s"])
             .assert()
             .code(1)
             .stderr(predicate::str::contains(format!("-e '{spec}'")))
@@ -282,6 +282,8 @@ fn bad_specs_are_refused_naming_the_part_with_nothing_written() {
     c.cmd()
         .args([
             "stat",
+            "-o",
+            "-",
             "-e",
             "tile2/HNF_REQUESTS,HNF_REJECTS,MEMORY_READS,MEMORY_WRITES,IO_READ/",
             "--no-multiplex",
@@ -296,6 +298,8 @@ fn bad_specs_are_refused_naming_the_part_with_nothing_written() {
     c.cmd()
         .args([
             "stat",
+            "-o",
+            "-",
             "-e",
             "tile2/HNF_REQUESTS/",
             "--",
@@ -323,6 +327,8 @@ fn both_l3_halves_on_the_mounted_simulator_and_the_device_as_before() {
     let before = (m.config("l3cachehalf0"), m.config("l3cachehalf1"));
     let out = m.run(&[
         "stat",
+        "-o",
+        "-",
         "-e",
         "l3cache/HITS_BANK0,HITS_BANK1,MISSES_BANK0,MISSES_BANK1/",
         "-A",
@@ -349,6 +355,8 @@ fn ndjson_per_interval_during_a_command_and_its_exit_status() {
     };
     let out = m.run(&[
         "stat",
+        "-o",
+        "-",
         "-e",
         "tile/MEMORY_READS,MEMORY_WRITES/",
         "-I",
@@ -366,6 +374,8 @@ fn ndjson_per_interval_during_a_command_and_its_exit_status() {
     m.cmd()
         .args([
             "stat",
+            "-o",
+            "-",
             "-e",
             "tile0/MEMORY_READS/",
             "-x",
@@ -378,7 +388,7 @@ fn ndjson_per_interval_during_a_command_and_its_exit_status() {
         .assert()
         .code(3)
         // perf's -x columns: value;unit;event;run_time;percentage;;
-        .stdout(predicate::str::contains(";events;tile/MEMORY_READS/;"));
+        .stdout(predicate::str::contains(";events;tile0/MEMORY_READS/;"));
 }
 
 fn wait_for(path: &std::path::Path, what: &str) {
@@ -415,6 +425,8 @@ fn signals_restore_the_device_and_a_second_writer_is_refused() {
             .arg(&lock_file)
             .args([
                 "stat",
+                "-o",
+                "-",
                 "-e",
                 "llt0,llt1/cycles,GDC_BANK0_RD_REQ/",
                 "-e",
@@ -461,7 +473,7 @@ fn a_reader_that_goes_away_ends_the_measurement_quietly_and_restores() {
     };
     let before = m.config("tile0");
     let lock = tempfile::tempdir().unwrap();
-    let script = r#""$0" --sysfs-root "$1" --lock-file "$2" stat -e tile/MEMORY_READS/ -I 100 --duration 30s | head -1 > /dev/null; exit ${PIPESTATUS[0]}"#;
+    let script = r#""$0" --sysfs-root "$1" --lock-file "$2" stat -o - -e tile/MEMORY_READS/ -I 100 --duration 30s | head -1 > /dev/null; exit ${PIPESTATUS[0]}"#;
     let start = std::time::Instant::now();
     let status = std::process::Command::new("bash")
         .args(["-c", script])
@@ -482,7 +494,9 @@ fn a_reader_that_goes_away_ends_the_measurement_quietly_and_restores() {
 fn stat_without_events_counts_the_generations_default_set() {
     // BF2's flows: reads 8 GB/s, writes 4 GB/s, 75 % hits; 6 and 3 GB/s of PCIe.
     let out = bfperf()
-        .args(["--sim", "bf2", "stat", "--json", "--", "sleep", "0.5"])
+        .args([
+            "--sim", "bf2", "stat", "-o", "-", "--json", "--", "sleep", "0.5",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());

@@ -223,7 +223,17 @@ fn an_event_that_never_had_a_turn_is_not_counted_and_no_metric_uses_it() {
 
     // The command line says so.
     bfperf()
-        .args(["--sim", "bf2", "stat", "-M", "l3", "--duration", "50ms"])
+        .args([
+            "--sim",
+            "bf2",
+            "stat",
+            "-o",
+            "-",
+            "-M",
+            "l3",
+            "--duration",
+            "50ms",
+        ])
         .assert()
         .success()
         .stdout(predicate::str::contains("<not counted>"))
@@ -234,6 +244,8 @@ fn an_event_that_never_had_a_turn_is_not_counted_and_no_metric_uses_it() {
         "--sim",
         "bf2",
         "stat",
+        "-o",
+        "-",
         "-M",
         "l3",
         "--duration",
@@ -600,6 +612,8 @@ fn a_closed_output_never_kills_the_command() {
             "--sim",
             "bf2",
             "stat",
+            "-o",
+            "-",
             "-e",
             "tile/MEMORY_READS/",
             "-I",
@@ -613,11 +627,13 @@ fn a_closed_output_never_kills_the_command() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let (mut head, mut first) = (String::new(), String::new());
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    out.read_line(&mut head).unwrap();
+    assert!(head.contains("EVENT OR METRIC"), "{head}");
+    out.read_line(&mut first).unwrap();
     assert!(first.contains("MEMORY_READS"), "{first}");
+    drop(out);
     // The reader is gone (as `| head -1` leaves).
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(3));
@@ -638,6 +654,8 @@ fn a_device_fault_never_costs_the_command() {
             "--sim-faults",
             "tile2/counter*@4=EIO",
             "stat",
+            "-o",
+            "-",
             "-e",
             "tile2/HNF_REQUESTS/",
             "-I",

@@ -58,7 +58,7 @@ pub(crate) struct Args {
     #[arg(long = "interval-count", value_name = "N", requires = "interval", conflicts_with_all = ["duration", "command"], value_parser = clap::value_parser!(u64).range(1..))]
     interval_count: Option<u64>,
     /// Print the metrics only, not the counts (as perf stat --metric-only)
-    #[arg(long = "metric-only", requires = "metric")]
+    #[arg(long = "metric-only")]
     metric_only: bool,
     /// NDJSON, one record per line (as perf stat -j; same as --json)
     #[arg(short = 'j', long = "json-lines")]
@@ -81,7 +81,7 @@ pub(crate) struct Args {
     /// CSV with this field separator (one character), as perf stat -x
     #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
     separator: Option<String>,
-    /// Write the counts to FILE instead of standard output
+    /// Write the counts to FILE instead of standard error (`-o -`: standard output)
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
     /// Leave the counters programmed as the measurement left them
@@ -90,8 +90,9 @@ pub(crate) struct Args {
     /// Refuse more events than a block has counters instead of taking turns
     #[arg(long)]
     no_multiplex: bool,
-    /// The command to measure, after `--`
-    #[arg(last = true, value_name = "COMMAND")]
+    /// The command to measure and its arguments (everything from the first argument
+    /// that is not an option; `--` before it as ever)
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<String>,
 }
 
@@ -323,18 +324,58 @@ fn stat_format(a: &Args) -> Result<StatFormat> {
     })
 }
 
-/// Where the counts go, by the output file rule: a regular file is replaced when the
-/// measurement ends (its counts so far, if interrupted), a device, FIFO or socket
-/// written as it goes; None: standard output. Buffered by the caller: each interval
-/// is flushed whole, one write. Also whether the output is a terminal (escaped).
-fn output_of(a: &Args) -> Result<(Option<crate::outfile::Sink>, bool)> {
-    let to_terminal = a.output.as_deref().is_none_or(|p| p == Path::new("-"))
-        && std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let sink = match a.output.as_deref() {
-        Some(path) if path != Path::new("-") => Some(crate::outfile::open(path)?),
-        _ => None,
-    };
-    Ok((sink, to_terminal))
+/// Where the counts go: standard error, as perf stat's (the measured command's
+/// standard output stays its own); `-o -` standard output; `-o FILE` by the output
+/// file rule: a regular file is replaced when the measurement ends (its counts so
+/// far, if interrupted), a device, FIFO or socket written as it goes. Buffered by the
+/// caller: each interval is flushed whole, one write.
+enum Dest {
+    Stderr,
+    Stdout,
+    File(crate::outfile::Sink),
+}
+
+fn output_of(a: &Args) -> Result<Dest> {
+    Ok(match a.output.as_deref() {
+        None => Dest::Stderr,
+        Some(p) if p == Path::new("-") => Dest::Stdout,
+        Some(path) => Dest::File(crate::outfile::open(path)?),
+    })
+}
+
+impl Dest {
+    /// A file is put in place (the others were written as they went).
+    fn finish(self) -> Result<()> {
+        match self {
+            Dest::File(s) => s.finish(),
+            _ => Ok(()),
+        }
+    }
+
+    fn writer<'a>(
+        &'a mut self,
+        stdout: &'a mut dyn Write,
+        stderr: &'a mut std::io::Stderr,
+    ) -> &'a mut dyn Write {
+        match self {
+            Dest::File(file) => file,
+            Dest::Stdout => stdout,
+            Dest::Stderr => stderr,
+        }
+    }
+
+    /// Whether it is a terminal (control characters are escaped), and its width.
+    fn terminal(&self, stdout: (bool, Option<u16>)) -> (bool, Option<u16>) {
+        match self {
+            Dest::Stdout => stdout,
+            Dest::Stderr if std::io::IsTerminal::is_terminal(&std::io::stderr()) => {
+                let width = terminal_size::terminal_size_of(std::io::stderr())
+                    .map(|(terminal_size::Width(w), _)| w);
+                (true, width)
+            }
+            Dest::Stderr | Dest::File(_) => (false, stdout.1),
+        }
+    }
 }
 
 /// What `stat` will count, checked: the request, the metrics and their inputs.
@@ -398,6 +439,11 @@ fn plan(global: &Global, device: &crate::device::Device, a: &mut Args) -> Result
         work.add_metrics(&pmus, &chosen)?;
         chosen.iter().map(|m| m.def.name.clone()).collect()
     };
+    if a.metric_only && metrics.is_empty() {
+        return Err(Error::BadOption {
+            problem: "--metric-only: these events make no metric to print; name metrics with -M (bfperf metrics lists them)".into(),
+        });
+    }
     let req = StatRequest {
         specs: work.specs,
         timing: Timing {
@@ -543,23 +589,24 @@ fn writer_or_client<'d>(
     Ok((lock_device(global, device)?, None))
 }
 
+/// stat's exit code, or why it failed.
+type ExitOr = std::result::Result<i32, Failure>;
+
 /// Runs `bfperf stat`; returns the exit code (the command's, or 128 + the signal
 /// that interrupted the measurement).
-pub(crate) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<i32, Failure> {
-    let (stdout, width) = (&mut *out.w, out.width);
+pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
+    let (stdout, stdout_is) = (&mut *out.w, (out.terminal, out.width));
     let format = stat_format(&a)?;
     let device = open_device(global)?;
-    let mut a = a;
     let planned = plan(global, &device, &mut a)?;
     let chosen = planned.set.select(&planned.metrics)?;
     let evaluate =
         |counts: &[measure::Count], span_s: f64| planned.values(&chosen, counts, span_s, a.no_aggr);
     let (_lock, shared) = writer_or_client(global, &device, &planned.req)?;
-    let (mut sink, to_terminal) = output_of(&a)?;
-    let mut out = std::io::BufWriter::new(match sink.as_mut() {
-        Some(file) => file as &mut dyn Write,
-        None => stdout,
-    });
+    let mut dest = output_of(&a)?;
+    let (to_terminal, width) = dest.terminal(stdout_is);
+    let mut stderr = std::io::stderr();
+    let mut out = std::io::BufWriter::new(dest.writer(stdout, &mut stderr));
     let (sig, req) = (signals()?, &planned.req);
     let runs = Runs::new(&a, req, &sig);
     let mut until = |_run: u32| runs.until();
@@ -568,8 +615,11 @@ pub(crate) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Resu
         .metric_only(a.metric_only);
     let mut output_error: Option<std::io::Error> = None;
     let measuring_a_command = !a.command.is_empty();
+    // A last remainder under half an interval is no line (as perf); totals hold it.
+    let sliver_s = a.interval.map_or(0.0, |ms| ms as f64 / 2000.0);
     let mut on_interval = |i: &measure::Interval| {
         let printed = match output_error {
+            None if i.span_s < sliver_s => Ok(()),
             None => writer.interval(i, &evaluate(&i.counts, i.span_s)),
             Some(_) => Ok(()),
         };
@@ -606,22 +656,20 @@ pub(crate) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Resu
     {
         return Ok(code);
     }
-    let written = match output_error {
-        Some(e) => Err(e),
-        None => {
-            let values: Vec<_> = outcome
-                .runs
+    let written = output_error.map_or_else(
+        || {
+            let runs = &outcome.runs;
+            let values: Vec<_> = runs
                 .iter()
                 .map(|r| evaluate(&r.counts, r.elapsed_s))
                 .collect();
-            writer.summary(&outcome.runs, &values, &ending)
-        }
-    };
+            writer.summary(runs, &values, &ending)
+        },
+        Err,
+    );
     flushed(written, &mut out)?;
     drop(out);
-    if let Some(s) = sink {
-        s.finish()?;
-    }
+    dest.finish()?;
     Ok(exit_code(signal, &ending))
 }
 

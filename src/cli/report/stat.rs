@@ -46,6 +46,8 @@ pub(crate) struct StatWriter<'w> {
     header_done: bool,
     /// Print metrics only (`--metric-only`).
     metric_only: bool,
+    /// Intervals were printed (`-I`).
+    intervals_done: bool,
     /// When the measurement started (wall clock): records carry `time_s` after it
     /// as an RFC 3339 `timestamp` too.
     started: std::time::SystemTime,
@@ -142,6 +144,7 @@ impl<'w> StatWriter<'w> {
             width,
             header_done: false,
             metric_only: false,
+            intervals_done: false,
             started: std::time::SystemTime::now(),
         }
     }
@@ -237,18 +240,21 @@ impl<'w> StatWriter<'w> {
         out.flush()
     }
 
-    /// Counts as perf stat -x writes them: `[time,]value,unit,event,run_time_ns,
-    /// percentage_running,,` (`<not counted>` for a count that never had a turn).
+    /// Counts as perf stat -x writes them: `[time,]value,unit,event,[variance,]
+    /// run_time_ns,percentage_running,,` (`<not counted>` for a count that never had
+    /// a turn; the variance, `0.12%`, with -r as perf prints it).
     fn perf_rows(
         &mut self,
         sep: u8,
         time: Option<f64>,
         span_s: f64,
         counts: &[Count],
+        variance: Option<&[Option<f64>]>,
     ) -> io::Result<()> {
         let rows: Vec<Vec<String>> = counts
             .iter()
-            .map(|c| {
+            .enumerate()
+            .map(|(i, c)| {
                 let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
                 r.push(
                     c.value
@@ -260,6 +266,14 @@ impl<'w> StatWriter<'w> {
                     crate::block::BlockKind::Perf => c.event.clone(),
                     _ => format!("{}/{}/", c.block, c.event),
                 }));
+                if let Some(v) = variance {
+                    r.push(
+                        v.get(i)
+                            .copied()
+                            .flatten()
+                            .map_or_else(String::new, |sd| format!("{sd:.2}%")),
+                    );
+                }
                 r.push(format!("{:.0}", span_s * c.coverage * 1e9));
                 r.push(format!("{:.2}", c.coverage * 100.0));
                 r.push(String::new());
@@ -402,6 +416,12 @@ impl<'w> StatWriter<'w> {
 
     /// One interval, as it ends, with its metrics.
     pub(crate) fn interval(&mut self, i: &Interval, metrics: &[MetricValue]) -> io::Result<()> {
+        if self.metric_columns_wanted() {
+            self.intervals_done = true;
+            let time = format!("{:.3}", i.time_s);
+            self.metric_columns(Some(&time), metrics)?;
+            return self.w.flush();
+        }
         let counts = self.shown(&i.counts);
         let lines: Vec<Line> = counts
             .iter()
@@ -423,9 +443,18 @@ impl<'w> StatWriter<'w> {
             StatFormat::Csv(_) => self.csv_rows(&lines)?,
             StatFormat::PerfCsv(sep) => {
                 self.header_done = true;
-                self.perf_rows(sep, Some(i.time_s), i.span_s, &counts)?
+                self.perf_rows(sep, Some(i.time_s), i.span_s, &counts, None)?
             }
             StatFormat::Table => {
+                if !self.header_done {
+                    // As perf stat -I: one header line, then the intervals.
+                    let head = format!(
+                        "{:>10}  {:<14} {:<34} {:>18} {:<8} NOTE",
+                        "# TIME", "BLOCK", "EVENT OR METRIC", "VALUE", "UNIT"
+                    );
+                    writeln!(self.w, "{head}")?;
+                    self.header_done = true;
+                }
                 for c in &counts {
                     let line = format!(
                         "{:>10.3}  {:<14} {:<34} {:>18} {:<8} {}",
@@ -452,6 +481,15 @@ impl<'w> StatWriter<'w> {
         metrics: &[Vec<MetricValue>],
         ending: &Ending,
     ) -> io::Result<()> {
+        if self.metric_columns_wanted() {
+            // perf stat -x -I prints the intervals only.
+            if self.intervals_done && matches!(self.format, StatFormat::PerfCsv(_)) {
+                return self.w.flush();
+            }
+            let time = self.intervals_done.then_some("total");
+            self.metric_columns(time, &mean_metrics(metrics))?;
+            return self.w.flush();
+        }
         let per_run: Vec<Vec<Count>> = runs.iter().map(|r| self.shown(&r.counts)).collect();
         let mean = mean_counts(&per_run);
         let elapsed_s = runs.iter().map(|r| r.elapsed_s).sum::<f64>() / runs.len().max(1) as f64;
@@ -463,7 +501,9 @@ impl<'w> StatWriter<'w> {
                     return self.w.flush();
                 }
                 let counts: Vec<Count> = mean.iter().map(|(c, _)| c.clone()).collect();
-                self.perf_rows(sep, None, elapsed_s, &counts)?;
+                let spread: Vec<Option<f64>> = mean.iter().map(|(_, sd)| *sd).collect();
+                let variance = (runs.len() > 1).then_some(&spread[..]);
+                self.perf_rows(sep, None, elapsed_s, &counts, variance)?;
                 if let Some(m) = metrics.last() {
                     self.perf_metrics(sep, None, m)?;
                 }
@@ -483,6 +523,61 @@ impl<'w> StatWriter<'w> {
             }
         }
         self.w.flush()
+    }
+
+    /// --metric-only in a table or perf's CSV: a column per metric.
+    fn metric_columns_wanted(&self) -> bool {
+        self.metric_only && matches!(self.format, StatFormat::Table | StatFormat::PerfCsv(_))
+    }
+
+    /// As perf stat --metric-only: one column per metric (per block with -A), a
+    /// header line, then one line per interval (or the total). A table shows an
+    /// estimate's coverage beside it and `-` for no value; CSV (`-x`) gives each
+    /// metric two fields, its value and its coverage in percent.
+    fn metric_columns(&mut self, time: Option<&str>, values: &[MetricValue]) -> io::Result<()> {
+        let name = |v: &MetricValue| match v.of_kind {
+            true => v.metric.clone(),
+            false => format!("{}:{}", v.block, v.metric),
+        };
+        let mut head: Vec<String> = time.map(|_| "# TIME".to_string()).into_iter().collect();
+        let mut row: Vec<String> = time.map(str::to_string).into_iter().collect();
+        match self.format {
+            StatFormat::PerfCsv(sep) => {
+                for v in values {
+                    head.push(self.text(&format!("{} {}", name(v), v.unit)));
+                    head.push(self.text(&format!("{} coverage", name(v))));
+                    row.push(v.value.map(|x| format!("{x:.6}")).unwrap_or_default());
+                    row.push(format!("{:.2}", v.coverage * 100.0));
+                }
+                let mut rows = Vec::new();
+                if !self.header_done {
+                    self.header_done = true;
+                    rows.push(head);
+                }
+                rows.push(row);
+                self.perf_write(sep, &rows)
+            }
+            _ => {
+                for v in values {
+                    let h = escape(&format!("{} {}", name(v), v.unit)).into_owned();
+                    let cell = match v.value {
+                        Some(x) if v.coverage < 1.0 => {
+                            format!("{x:.2} ({:.0}%)", v.coverage * 100.0)
+                        }
+                        Some(x) => format!("{x:.2}"),
+                        None => "-".into(),
+                    };
+                    let width = h.len().max(cell.len()).max(10);
+                    head.push(format!("{h:>width$}"));
+                    row.push(format!("{cell:>width$}"));
+                }
+                if !self.header_done {
+                    self.header_done = true;
+                    writeln!(self.w, "{}", head.join("  "))?;
+                }
+                writeln!(self.w, "{}", row.join("  "))
+            }
+        }
     }
 
     /// A run's total of one count.
