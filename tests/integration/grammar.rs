@@ -344,21 +344,7 @@ fn metric_only_prints_the_metrics_alone() {
         .and_then(|r| r["value"].as_f64())
         .unwrap();
     // The simulator's DDN TX flits over both mss, 64 bytes each, in GB/s.
-    let (sim, _) = Sim::with_manual_clock(Generation::Bf3, Kernel::V6_16);
-    let number = stdout_of(bfperf().args([
-        "--sim",
-        "bf3",
-        "events",
-        "mss0",
-        "SKYLIB_DDN_TX_FLITS",
-        "--json",
-    ]));
-    let v: serde_json::Value = serde_json::from_str(&number).unwrap();
-    let n = v["events"][0]["event"].as_u64().unwrap() as u32;
-    let want: f64 = ["mss0", "mss1"]
-        .iter()
-        .map(|b| sim.event_rate(b, n).unwrap() as f64 * 64.0 / 1e9)
-        .sum();
+    let want = bf3_gb_per_s(&["mss0", "mss1"], "SKYLIB_DDN_TX_FLITS");
     close(ddr, want, "ddr_read_bandwidth");
 }
 

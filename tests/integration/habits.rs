@@ -5,8 +5,6 @@
 //! in-process simulator's rates.
 
 use crate::common::*;
-use bfperf::sim::{Kernel, Sim};
-use bfperf::Generation;
 
 /// stat's own lines on stderr (its warnings start with `bfperf:`).
 fn report(stderr: &[u8]) -> Vec<String> {
@@ -19,21 +17,18 @@ fn report(stderr: &[u8]) -> Vec<String> {
 
 /// The simulated BlueField-3's DDR read bandwidth (both mss), GB/s.
 fn ddr_read_truth() -> f64 {
-    let (sim, _) = Sim::with_manual_clock(Generation::Bf3, Kernel::V6_16);
-    let listed = stdout_of(bfperf().args([
-        "--sim",
-        "bf3",
-        "events",
-        "mss0",
-        "SKYLIB_DDN_TX_FLITS",
-        "--json",
-    ]));
-    let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
-    let n = v["events"][0]["event"].as_u64().unwrap() as u32;
-    ["mss0", "mss1"]
-        .iter()
-        .map(|b| sim.event_rate(b, n).unwrap() as f64 * 64.0 / 1e9)
-        .sum()
+    bf3_gb_per_s(&["mss0", "mss1"], "SKYLIB_DDN_TX_FLITS")
+}
+
+/// stat's report lines (on stderr) from `bfperf ARGS`, which must succeed.
+fn stat_report(args: &[&str]) -> Vec<String> {
+    let out = bfperf().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    report(&out.stderr)
 }
 
 fn close(got: f64, want: f64, what: &str) {
@@ -85,26 +80,17 @@ fn stat_takes_the_command_without_dashes_and_leaves_its_stdout_alone() {
 
 #[test]
 fn metric_only_prints_a_column_per_metric_and_no_sliver_interval() {
-    let out = bfperf()
-        .args([
-            "--sim",
-            "bf3",
-            "stat",
-            "--metric-only",
-            "-x,",
-            "-I",
-            "100",
-            "--duration",
-            "320ms",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines = report(&out.stderr);
+    let lines = stat_report(&[
+        "--sim",
+        "bf3",
+        "stat",
+        "--metric-only",
+        "-x,",
+        "-I",
+        "100",
+        "--duration",
+        "320ms",
+    ]);
     let head: Vec<&str> = lines[0].split(',').collect();
     assert_eq!(head[0], "# TIME", "{lines:?}");
     let col = head
@@ -145,27 +131,18 @@ fn metric_only_prints_a_column_per_metric_and_no_sliver_interval() {
 
 #[test]
 fn x_with_r_carries_the_variance_and_one_block_is_named() {
-    let out = bfperf()
-        .args([
-            "--sim",
-            "bf2",
-            "stat",
-            "-x,",
-            "-r",
-            "3",
-            "-e",
-            "tile2/MEMORY_READS/",
-            "--duration",
-            "50ms",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines = report(&out.stderr);
+    let lines = stat_report(&[
+        "--sim",
+        "bf2",
+        "stat",
+        "-x,",
+        "-r",
+        "3",
+        "-e",
+        "tile2/MEMORY_READS/",
+        "--duration",
+        "50ms",
+    ]);
     assert_eq!(lines.len(), 1, "{lines:?}");
     let fields: Vec<&str> = lines[0].split(',').collect();
     // value, unit, event, variance, run time, percentage, metric value, metric unit.
@@ -180,22 +157,17 @@ fn x_with_r_carries_the_variance_and_one_block_is_named() {
 
 #[test]
 fn interval_tables_have_a_header_line() {
-    let out = bfperf()
-        .args([
-            "--sim",
-            "bf2",
-            "stat",
-            "-e",
-            "tile/MEMORY_READS/",
-            "-I",
-            "100",
-            "--duration",
-            "220ms",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let lines = report(&out.stderr);
+    let lines = stat_report(&[
+        "--sim",
+        "bf2",
+        "stat",
+        "-e",
+        "tile/MEMORY_READS/",
+        "-I",
+        "100",
+        "--duration",
+        "220ms",
+    ]);
     assert!(
         lines[0].trim_start().starts_with("# TIME") && lines[0].contains("EVENT OR METRIC"),
         "{lines:?}"

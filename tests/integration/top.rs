@@ -391,18 +391,6 @@ fn top_counts_perf_events_beside_the_blocks_and_mixes_them_in_metrics() {
     t.keys("q");
 }
 
-/// The simulated BlueField-3's bandwidth of `event` (64-byte units) over `blocks`, GB/s.
-fn bf3_gb_per_s(blocks: &[&str], event: &str) -> f64 {
-    let (sim, _) = Sim::with_manual_clock(Generation::Bf3, bfperf::sim::Kernel::V6_16);
-    let listed = stdout_of(bfperf().args(["--sim", "bf3", "events", blocks[0], event, "--json"]));
-    let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
-    let n = v["events"][0]["event"].as_u64().unwrap() as u32;
-    blocks
-        .iter()
-        .map(|b| sim.event_rate(b, n).unwrap() as f64 * 64.0 / 1e9)
-        .sum()
-}
-
 #[test]
 fn top_beside_the_exporter_is_counted_by_it_and_a_killed_top_leaves_nothing() {
     use crate::exporter::{config, get, sample, serve};
