@@ -441,9 +441,11 @@ fn top_beside_the_exporter_is_counted_by_it_and_a_killed_top_leaves_nothing() {
         ),
         ("llc_read_bandwidth", llc_read),
     ] {
+        // As in the other top tests: 5 %, the jitter of reading a busy FUSE mount
+        // at both ends of a 500 ms refresh.
         let got = shown(&screen, metric).unwrap();
         assert!(
-            ((got - truth) / truth).abs() < 0.02,
+            ((got - truth) / truth).abs() < 0.05,
             "{metric}: {got}, simulator {truth}\n{screen}"
         );
     }
