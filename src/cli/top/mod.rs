@@ -119,11 +119,9 @@ impl Client<'_> {
         if span_s <= 0.0 {
             return Vec::new();
         }
-        let mut inputs = crate::measure::metric_inputs(counts, span_s);
-        inputs.params = self.params.clone();
         let chosen: Vec<&metrics::Metric> =
             self.names.iter().filter_map(|n| self.set.get(n)).collect();
-        metrics::evaluate(&self.set, &chosen, &inputs, true)
+        crate::measure::metric_values(&self.set, &chosen, counts, span_s, &self.params, true)
     }
 }
 
@@ -281,13 +279,14 @@ fn source<'d>(
     if read_only {
         return Ok(passive());
     }
+    // Everything is checked before the first write.
+    let checked = export::check(device, config, set)?;
+    // The exporter counts, for anyone its socket lets in.
+    if let Some(shared) = client(global, device, &checked, config, set)? {
+        return Ok(shared);
+    }
     if global.sim.is_some() || may_write(device) {
         return live(global, device, config, set);
-    }
-    // Without the right to write: an exporter that lets this user in counts.
-    export::check(device, config, set)?;
-    if let Some(shared) = client(global, device, config, set)? {
-        return Ok(shared);
     }
     if !config.events.is_empty() {
         return Err(Error::BadOption {
@@ -297,20 +296,14 @@ fn source<'d>(
     Ok(passive())
 }
 
-/// The live source: the configuration checked in full, then — when the exporter owns
-/// the device — a measurement it counts for top, or else the device locked and
-/// programmed (as the exporter does). Also who owns the counters, for the header.
+/// The live source: the device locked and programmed (as the exporter does). Also
+/// who owns the counters, for the header.
 fn live<'d>(
     global: &Global,
     device: &'d Device,
     config: &ExportConfig,
     set: &MetricSet,
 ) -> Result<(Option<crate::lock::WriterLock>, Source<'d>, String)> {
-    // Everything is checked before the first write.
-    export::check(device, config, set)?;
-    if let Some(client) = client(global, device, config, set)? {
-        return Ok(client);
-    }
     let lock = lock_device(global, device)?;
     let owner = match global.sim.is_some() {
         true => "simulator (no lock)".to_string(),
@@ -320,18 +313,16 @@ fn live<'d>(
     Ok((lock, Source::Live(Some(Box::new(e))), owner))
 }
 
-/// The events of `config` and its metrics, counted by the exporter that owns the
-/// device; None when no exporter listens beside the lock.
+/// What `config` counts (as the exporter would: `checked`), counted by the exporter
+/// that owns the device; None when no exporter listens beside the lock.
 fn client<'d>(
     global: &Global,
     device: &'d Device,
+    checked: &export::Checked,
     config: &ExportConfig,
     set: &MetricSet,
 ) -> Result<Option<(Option<crate::lock::WriterLock>, Source<'d>, String)>> {
-    let chosen: Vec<&metrics::Metric> = config.metrics.iter().filter_map(|n| set.get(n)).collect();
-    let mut specs = config.events.clone();
-    specs.extend(metrics::specs_for(&chosen));
-    let Some((mut shared, socket)) = owner_client(global, device, &specs)? else {
+    let Some((mut shared, socket)) = owner_client(global, device, &checked.specs)? else {
         return Ok(None);
     };
     // The first refresh counts from here.
@@ -339,7 +330,7 @@ fn client<'d>(
     let client = Client {
         shared,
         set: set.clone(),
-        names: config.metrics.clone(),
+        names: checked.metrics.clone(),
         params: config.params.clone(),
         interval: (Vec::new(), 0.0),
     };
