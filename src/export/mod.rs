@@ -19,7 +19,7 @@ use crate::measure::journal;
 use crate::measure::plan::BlockPlan;
 use crate::measure::sampler::{Acc, Sampler};
 use crate::measure::session::{self, Saved};
-use crate::measure::{counts, metric_inputs, prepare, Count, StatRequest};
+use crate::measure::{counts, metric_values, prepare, Count, StatRequest};
 use crate::metrics::{self, MetricSet, MetricValue};
 use crate::spec::Item;
 
@@ -325,15 +325,13 @@ impl<'d> Exporter<'d> {
                     }
                 })
                 .collect();
-            let mut inputs = metric_inputs(&delta, span_s);
-            self.interval = (delta.clone(), span_s);
-            inputs.params = self.params.clone();
             let chosen: Vec<&metrics::Metric> = self
                 .metric_names
                 .iter()
                 .filter_map(|n| self.set.get(n))
                 .collect();
-            self.values = metrics::evaluate(&self.set, &chosen, &inputs, true);
+            self.values = metric_values(&self.set, &chosen, &delta, span_s, &self.params, true);
+            self.interval = (delta, span_s);
         }
         self.last_counts = counts;
         self.last_accs = totals;

@@ -209,6 +209,24 @@ fn unit(item: &Item) -> &'static str {
     }
 }
 
+/// The values of the `chosen` metrics of `set` over `counts` of `span_s` seconds,
+/// with the command line's `params` (per block too, when `per_block`).
+pub(crate) fn metric_values(
+    set: &crate::metrics::MetricSet,
+    chosen: &[&crate::metrics::Metric],
+    counts: &[Count],
+    span_s: f64,
+    params: &std::collections::HashMap<String, f64>,
+    per_block: bool,
+) -> Vec<crate::metrics::MetricValue> {
+    if chosen.is_empty() {
+        return Vec::new();
+    }
+    let mut inputs = metric_inputs(counts, span_s);
+    inputs.params = params.clone();
+    crate::metrics::evaluate(set, chosen, &inputs, per_block)
+}
+
 /// The inputs of metrics: every count of a run or interval, per block.
 pub fn metric_inputs(counts: &[Count], span_s: f64) -> crate::metrics::Inputs {
     let mut inputs = crate::metrics::Inputs {
@@ -563,12 +581,7 @@ impl<'d> Measurement<'d> {
 
     /// The interval of run `number` (which started at `start`) between two marks.
     fn interval(&self, number: u32, start: u64, from: &Mark, to: &Mark) -> Interval {
-        let delta: Vec<Vec<Acc>> = to
-            .totals
-            .iter()
-            .zip(&from.totals)
-            .map(|(t, p)| t.iter().zip(p).map(|(t, p)| t.since(p)).collect())
-            .collect();
+        let delta = Acc::all_since(&to.totals, &from.totals);
         let mut interval_counts = counts(self.plans(), &delta, to.ns - from.ns);
         interval_counts.extend(perf_since(&to.perf, &from.perf));
         Interval {

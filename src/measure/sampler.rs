@@ -150,6 +150,15 @@ impl Acc {
         }
     }
 
+    /// Every accumulator of `now` since its counterpart in `then` (per block, per
+    /// item: a sampler's or an owner's totals at two moments).
+    pub(crate) fn all_since(now: &[Vec<Acc>], then: &[Vec<Acc>]) -> Vec<Vec<Acc>> {
+        now.iter()
+            .zip(then)
+            .map(|(n, t)| n.iter().zip(t).map(|(n, t)| n.since(t)).collect())
+            .collect()
+    }
+
     fn touched(&mut self, why: Foreign) {
         self.foreign += 1;
         self.why = Some(why);

@@ -243,12 +243,7 @@ impl<'d> Shared<'d> {
     pub(crate) fn interval(&mut self) -> Result<(Vec<crate::measure::Count>, f64)> {
         let (before, then) = (self.last.clone(), self.at_ns);
         self.tick()?;
-        let accs: Vec<Vec<Acc>> = self
-            .last
-            .iter()
-            .zip(&before)
-            .map(|(l, b)| l.iter().zip(b).map(|(l, b)| l.since(b)).collect())
-            .collect();
+        let accs = Acc::all_since(&self.last, &before);
         let span_ns = self.at_ns.saturating_sub(then);
         let counts = crate::measure::counts(&self.plans, &accs, span_ns);
         Ok((counts, span_ns as f64 / 1e9))
@@ -256,11 +251,7 @@ impl<'d> Shared<'d> {
 
     /// What each item counted since the last rebase.
     pub(crate) fn totals(&self) -> Vec<Vec<Acc>> {
-        self.last
-            .iter()
-            .zip(&self.base)
-            .map(|(l, b)| l.iter().zip(b).map(|(l, b)| l.since(b)).collect())
-            .collect()
+        Acc::all_since(&self.last, &self.base)
     }
 }
 

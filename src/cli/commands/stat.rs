@@ -368,12 +368,11 @@ impl Dest {
     fn terminal(&self, stdout: (bool, Option<u16>)) -> (bool, Option<u16>) {
         match self {
             Dest::Stdout => stdout,
-            Dest::Stderr if std::io::IsTerminal::is_terminal(&std::io::stderr()) => {
-                let width = terminal_size::terminal_size_of(std::io::stderr())
-                    .map(|(terminal_size::Width(w), _)| w);
-                (true, width)
-            }
-            Dest::Stderr | Dest::File(_) => (false, stdout.1),
+            Dest::Stderr => (
+                std::io::IsTerminal::is_terminal(&std::io::stderr()),
+                crate::cli::output::terminal_width_of(std::io::stderr()),
+            ),
+            Dest::File(_) => (false, stdout.1),
         }
     }
 }
@@ -397,12 +396,7 @@ impl Planned {
         span_s: f64,
         per_block: bool,
     ) -> Vec<metrics::MetricValue> {
-        if chosen.is_empty() {
-            return Vec::new();
-        }
-        let mut inputs = measure::metric_inputs(counts, span_s);
-        inputs.params = self.params.clone();
-        metrics::evaluate(&self.set, chosen, &inputs, per_block)
+        measure::metric_values(&self.set, chosen, counts, span_s, &self.params, per_block)
     }
 }
 

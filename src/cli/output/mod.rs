@@ -170,7 +170,12 @@ pub(crate) fn renderer(format: Format, width: Option<u16>, terminal: bool) -> Bo
 /// The width tables are fitted to: the terminal standard output is, else `COLUMNS`
 /// when set, else none (no wrapping in pipes and files).
 pub(crate) fn terminal_width() -> Option<u16> {
-    if let Some((terminal_size::Width(w), _)) = terminal_size::terminal_size() {
+    terminal_width_of(std::io::stdout())
+}
+
+/// The width tables written to `stream` are fitted to, by the same rule.
+pub(crate) fn terminal_width_of(stream: impl std::os::fd::AsFd) -> Option<u16> {
+    if let Some((terminal_size::Width(w), _)) = terminal_size::terminal_size_of(stream) {
         return Some(w);
     }
     std::env::var("COLUMNS")

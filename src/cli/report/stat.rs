@@ -103,6 +103,20 @@ fn coverage_text(c: &Count) -> String {
     format!("{:.1}%", c.coverage * 100.0)
 }
 
+/// One line of an `-I` table: time, block, event or metric, value, unit, note, in
+/// the columns the header names (block and name escaped for the terminal).
+fn interval_line(
+    w: &mut dyn Write,
+    [time, block, name, value, unit, note]: [&str; 6],
+) -> io::Result<()> {
+    let line = format!(
+        "{time:>10}  {:<14} {:<34} {value:>18} {unit:<8} {note}",
+        escape(block),
+        escape(name),
+    );
+    writeln!(w, "{}", line.trim_end())
+}
+
 /// What a table shows for a count's value: perf's `<not counted>` when it never
 /// got a turn.
 fn value_text(c: &Count) -> String {
@@ -393,16 +407,10 @@ impl<'w> StatWriter<'w> {
                         Some(x) => crate::cli::output::readable(x, &v.unit),
                         None => ("-".into(), v.unit.clone()),
                     };
-                    let line = format!(
-                        "{:>10}  {:<14} {:<34} {:>18} {:<8} {}",
-                        time_s.map(|t| format!("{t:.3}")).unwrap_or_default(),
-                        escape(&v.block),
-                        escape(&v.metric),
-                        value,
-                        unit,
-                        crate::cli::report::metrics::metric_note(v),
-                    );
-                    writeln!(self.w, "{}", line.trim_end())?;
+                    let time = time_s.map(|t| format!("{t:.3}")).unwrap_or_default();
+                    let note = crate::cli::report::metrics::metric_note(v);
+                    let line = [&*time, &v.block, &v.metric, &value, &unit, &note];
+                    interval_line(self.w, line)?;
                 }
                 Ok(())
             }
@@ -448,24 +456,21 @@ impl<'w> StatWriter<'w> {
             StatFormat::Table => {
                 if !self.header_done {
                     // As perf stat -I: one header line, then the intervals.
-                    let head = format!(
-                        "{:>10}  {:<14} {:<34} {:>18} {:<8} NOTE",
-                        "# TIME", "BLOCK", "EVENT OR METRIC", "VALUE", "UNIT"
-                    );
-                    writeln!(self.w, "{head}")?;
+                    let head = [
+                        "# TIME",
+                        "BLOCK",
+                        "EVENT OR METRIC",
+                        "VALUE",
+                        "UNIT",
+                        "NOTE",
+                    ];
+                    interval_line(self.w, head)?;
                     self.header_done = true;
                 }
+                let time = format!("{:.3}", i.time_s);
                 for c in &counts {
-                    let line = format!(
-                        "{:>10.3}  {:<14} {:<34} {:>18} {:<8} {}",
-                        i.time_s,
-                        escape(&c.block),
-                        escape(&c.event),
-                        value_text(c),
-                        c.unit,
-                        note_text(c),
-                    );
-                    writeln!(self.w, "{}", line.trim_end())?;
+                    let (value, note) = (value_text(c), note_text(c));
+                    interval_line(self.w, [&time, &c.block, &c.event, &value, c.unit, &note])?;
                 }
             }
         }
