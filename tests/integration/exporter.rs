@@ -1509,8 +1509,6 @@ fn stat_beside_the_exporter_is_counted_by_it() {
         .arg(&lock);
     cmd.args([
         "stat",
-        "-o",
-        "-",
         "-e",
         "apt0/APT_DATA_0/",
         "-e",

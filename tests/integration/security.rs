@@ -94,15 +94,7 @@ fn every_spelling_of_a_device_shares_one_lock() {
         .env("BFPERF_STATE_DIR", state.path())
         .arg("--sysfs-root")
         .arg(&root)
-        .args([
-            "stat",
-            "-o",
-            "-",
-            "-e",
-            "tile2/MEMORY_READS/",
-            "--duration",
-            "20s",
-        ])
+        .args(["stat", "-e", "tile2/MEMORY_READS/", "--duration", "20s"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -256,8 +248,6 @@ fn a_killed_writer_is_undone_by_restore_or_by_the_next_writer() {
     let original = whole_config(&m);
     let specs = [
         "stat",
-        "-o",
-        "-",
         "-e",
         "llt0/cycles,GDC_BANK0_RD_REQ/",
         "-e",
@@ -594,15 +584,7 @@ fn a_pending_journal_refuses_one_shot_writes_until_restored_or_discarded() {
     killed_mid_measurement(
         &m,
         state.path(),
-        &[
-            "stat",
-            "-o",
-            "-",
-            "-e",
-            "llt0/GDC_BANK0_RD_REQ/",
-            "--duration",
-            "60s",
-        ],
+        &["stat", "-e", "llt0/GDC_BANK0_RD_REQ/", "--duration", "60s"],
     );
     let left = m.config("llt0");
     assert_ne!(left, original);
@@ -679,15 +661,7 @@ fn a_pending_journal_refuses_one_shot_writes_until_restored_or_discarded() {
     killed_mid_measurement(
         &m,
         state.path(),
-        &[
-            "stat",
-            "-o",
-            "-",
-            "-e",
-            "llt0/GDC_BANK0_RD_REQ/",
-            "--duration",
-            "60s",
-        ],
+        &["stat", "-e", "llt0/GDC_BANK0_RD_REQ/", "--duration", "60s"],
     );
     cmd().arg("restore").assert().success();
     assert_eq!(m.config("llt0"), programmed);
@@ -709,15 +683,7 @@ fn a_journal_that_points_outside_the_device_is_refused() {
     killed_mid_measurement(
         &m,
         state.path(),
-        &[
-            "stat",
-            "-o",
-            "-",
-            "-e",
-            "llt0/GDC_BANK0_RD_REQ/",
-            "--duration",
-            "60s",
-        ],
+        &["stat", "-e", "llt0/GDC_BANK0_RD_REQ/", "--duration", "60s"],
     );
     let journal = journal_in(state.path()).expect("a journal");
     let good = fs::read_to_string(&journal).unwrap();
@@ -916,15 +882,7 @@ fn a_killed_exporter_s_journal_covers_its_clients_counters() {
         std::net::TcpStream::connect(&listen).is_ok()
     });
     let gic0 = m.config("gic0");
-    let mut client = spawn(&[
-        "stat",
-        "-o",
-        "-",
-        "-e",
-        "gic0/AW_BEATS/",
-        "--duration",
-        "60s",
-    ]);
+    let mut client = spawn(&["stat", "-e", "gic0/AW_BEATS/", "--duration", "60s"]);
     wait("the client's event", &|| m.config("gic0") != gic0);
     exporter.kill().unwrap();
     exporter.wait().unwrap();
