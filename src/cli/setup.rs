@@ -79,8 +79,8 @@ pub(super) fn owner_client<'d>(
     let mut sockets = vec![crate::measure::share::socket_path(&lock)];
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
-    let chosen_dir = global.lock_file.is_some() || std::env::var_os("BFPERF_STATE_DIR").is_some();
-    if euid != 0 && !chosen_dir {
+    // Not with --lock-file: that names the lock, and so the socket.
+    if euid != 0 && global.lock_file.is_none() {
         let root = crate::lock::root_path(&device.identity());
         sockets.push(crate::measure::share::socket_path(&root));
     }
