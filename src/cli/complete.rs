@@ -140,6 +140,8 @@ fn apply_global(global: &mut Global, name: &str, value: &str) {
     match name {
         "--sysfs-root" => global.sysfs_root = PathBuf::from(value),
         "--device" => global.device = Some(PathBuf::from(value)),
+        // A simulated device is completed as it would be used.
+        "--sim" => global.sim = Some(value.to_string()),
         _ => {}
     }
 }
@@ -184,6 +186,12 @@ pub(crate) fn described(root: &clap::Command, words: &[String], index: usize) ->
 /// Values of an option: `stat -e` specs (blocks and kinds, then after the `/` the
 /// events of the first block chosen), `stat -M` metrics and groups.
 fn option_values(line: &Line, option: &str, current: &str) -> Vec<Candidate> {
+    if option == "--sim" {
+        return ["bf1", "bf2", "bf3"]
+            .into_iter()
+            .map(|g| Candidate::new(g, "a simulated BlueField"))
+            .collect();
+    }
     let stat = line.command.first().is_some_and(|c| c == "stat");
     if !stat {
         return Vec::new();

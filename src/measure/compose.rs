@@ -9,6 +9,12 @@ use crate::error::{Error, Result};
 use crate::metrics::{self, Metric};
 use crate::perf::{PerfEvent, Pmu};
 
+/// perf's shadow metrics (metrics/cpu.json) and the events each is shown beside.
+const SHADOWS: [(&str, &[&str]); 2] = [
+    ("ipc", &["cycles", "instructions"]),
+    ("cpus_utilized", &["task-clock"]),
+];
+
 /// What a measurement counts.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Work {
@@ -46,16 +52,24 @@ impl Work {
         Ok(())
     }
 
-    /// Whether perf's "insn per cycle" goes with it: cycles and instructions are both
-    /// counted and no metric asked for by name already is it.
-    pub(crate) fn wants_ipc(&self, metrics: &[String]) -> bool {
-        let has = |n: &str| self.perf.iter().any(|e| e.name == n);
-        has("cycles")
-            && has("instructions")
-            && !metrics
-                .iter()
-                .flat_map(|m| m.split(','))
-                .any(|m| matches!(m.trim(), "ipc" | "cpu"))
+    /// perf's shadow metrics that go with these events ("insn per cycle" beside
+    /// cycles and instructions, "CPUs utilized" beside task-clock): those whose
+    /// events are all counted and that `metrics` (names or groups) do not already
+    /// bring.
+    pub(crate) fn shadow_metrics(&self, metrics: &[String]) -> Vec<String> {
+        let has = |n: &&str| self.perf.iter().any(|e| e.name == *n);
+        let asked: Vec<&str> = metrics
+            .iter()
+            .flat_map(|m| m.split(','))
+            .map(str::trim)
+            .collect();
+        SHADOWS
+            .iter()
+            .filter(|(metric, events)| {
+                events.iter().all(has) && !asked.iter().any(|a| a == metric || *a == "cpu")
+            })
+            .map(|(metric, _)| metric.to_string())
+            .collect()
     }
 }
 

@@ -175,10 +175,14 @@ impl Count {
         }
     }
 
-    /// The count of a perf event over a span.
+    /// The count of a perf event over a span: named for its PMU, or for its CPU
+    /// (`CPU0`, as perf stat -A) when counted per CPU.
     pub fn of_perf(r: &crate::perf::Reading) -> Count {
         Count {
-            block: r.event.pmu.clone(),
+            block: match r.cpu {
+                Some(cpu) => format!("CPU{cpu}"),
+                None => r.event.pmu.clone(),
+            },
             kind: BlockKind::Perf,
             blocks: 1,
             counter: None,
@@ -233,7 +237,12 @@ pub fn metric_inputs(counts: &[Count], span_s: f64) -> crate::metrics::Inputs {
         duration_s: span_s,
         ..Default::default()
     };
-    for c in counts {
+    // perf counts split per CPU (-A) are one system-wide count to a metric.
+    let (perf, blocks): (Vec<Count>, Vec<Count>) = counts
+        .iter()
+        .cloned()
+        .partition(|c| c.kind == BlockKind::Perf);
+    for c in blocks.iter().chain(&aggregate(&perf)) {
         let why = if !c.supported {
             Some(format!(
                 "{} is not supported here: {}",
@@ -676,6 +685,8 @@ pub struct StatRequest {
     pub perf: Vec<crate::perf::PerfEvent>,
     /// The CPUs system-wide perf events are counted on ([`crate::perf::online_cpus`]).
     pub perf_cpus: Vec<usize>,
+    /// Each CPU's perf counts apart (perf stat -A), system-wide: counts named `CPU0`...
+    pub perf_per_cpu: bool,
     /// Count the perf events for the measured command's process tree instead of
     /// system-wide: the [`Until`] of each run opens them ([`Until::take_perf`]).
     pub per_process: bool,
@@ -694,6 +705,7 @@ impl StatRequest {
             journal: false,
             perf: Vec::new(),
             perf_cpus: Vec::new(),
+            perf_per_cpu: false,
             per_process: false,
         }
     }
@@ -866,7 +878,7 @@ fn run_all<'d>(
     mut warnings: Vec<String>,
 ) -> Result<StatOutcome> {
     if !req.per_process {
-        let perf = crate::perf::Counters::open(&req.perf, &req.perf_cpus);
+        let perf = crate::perf::Counters::open(&req.perf, &req.perf_cpus).per_cpu(req.perf_per_cpu);
         perf_warnings(&perf, &mut warnings);
         m = m.with_perf(perf);
     }

@@ -6,17 +6,19 @@ use crate::metrics::MetricValue;
 
 /// Mean and relative standard deviation (%) of a value over runs (`-r`).
 pub(crate) fn spread(values: &[u64]) -> (f64, Option<f64>) {
+    spread_of(&values.iter().map(|&v| v as f64).collect::<Vec<_>>())
+}
+
+/// Mean and the spread of the mean in percent (perf's `+- 1.23%`): needs two values
+/// or more and a mean other than 0.
+pub(crate) fn spread_of(values: &[f64]) -> (f64, Option<f64>) {
     let n = values.len() as f64;
-    let mean = values.iter().map(|&v| v as f64).sum::<f64>() / n.max(1.0);
+    let mean = values.iter().sum::<f64>() / n.max(1.0);
     if values.len() < 2 || mean == 0.0 {
         return (mean, None);
     }
-    let var = values
-        .iter()
-        .map(|&v| (v as f64 - mean).powi(2))
-        .sum::<f64>()
-        / (n - 1.0);
-    (mean, Some(var.sqrt() / (n.sqrt()) / mean * 100.0))
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, Some(var.sqrt() / n.sqrt() / mean * 100.0))
 }
 
 /// The mean of each count over runs, with the spread of the mean in percent.

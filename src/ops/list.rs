@@ -33,6 +33,10 @@ pub struct ListedEvent {
     pub reserved: bool,
     /// The blocks that have it (a perf event: its PMU).
     pub blocks: Vec<String>,
+    /// Without a device ([`list_generations`]): the generations that have it (`bf1`,
+    /// `bf2`, `bf3`, as `--sim` takes them); empty on a device.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub generations: Vec<String>,
 }
 
 /// A perf_event PMU of the kernel.
@@ -115,7 +119,61 @@ pub fn list(
     details: bool,
 ) -> Result<Listing> {
     let all: Vec<&Block> = device.blocks().iter().collect();
-    let mut listing = list_blocks(device, &all, set, patterns, details)?;
+    let listing = list_blocks(device, &all, set, patterns, details)?;
+    Ok(with_perf(listing, pmus, set, patterns, details))
+}
+
+/// [`list`] without a device: every generation's events and registers (from the
+/// driver's tables, as `devices` model them), each marked with the generations
+/// that have it, and every generation's metrics; the kernel's perf events as ever.
+pub fn list_generations(
+    devices: &[(&str, &Device)],
+    pmus: &[Pmu],
+    set: &MetricSet,
+    patterns: &[String],
+    details: bool,
+) -> Result<Listing> {
+    let mut merged = Listing {
+        events: Vec::new(),
+        pmus: Vec::new(),
+        metrics: Vec::new(),
+        groups: BTreeMap::new(),
+    };
+    let mut kinds = Vec::new();
+    for (generation, device) in devices {
+        let all: Vec<&Block> = device.blocks().iter().collect();
+        kinds.extend(all.iter().map(|b| b.kind));
+        let listing = list_blocks(device, &all, &MetricSet::default(), patterns, false)?;
+        for e in listing.events {
+            let same =
+                |m: &&mut ListedEvent| (m.kind, &m.name, m.number) == (e.kind, &e.name, e.number);
+            match merged.events.iter_mut().find(same) {
+                Some(m) => m.generations.push(generation.to_string()),
+                None => merged.events.push(ListedEvent {
+                    blocks: Vec::new(),
+                    generations: vec![generation.to_string()],
+                    ..e
+                }),
+            }
+        }
+    }
+    merged.events.sort_by(|a, b| {
+        (a.kind.as_str(), a.number, &a.name).cmp(&(b.kind.as_str(), b.number, &b.name))
+    });
+    kinds.sort_by_key(|k| k.as_str());
+    kinds.dedup();
+    (merged.metrics, merged.groups) = list_metrics(set, &kinds, patterns, details);
+    Ok(with_perf(merged, pmus, set, patterns, details))
+}
+
+/// A listing with the kernel's perf events, its PMUs and the perf metrics added.
+fn with_perf(
+    mut listing: Listing,
+    pmus: &[Pmu],
+    set: &MetricSet,
+    patterns: &[String],
+    details: bool,
+) -> Listing {
     listing.events.extend(perf_events(pmus, patterns));
     listing.pmus = pmus
         .iter()
@@ -132,7 +190,7 @@ pub fn list(
         listing.groups.entry(g).or_default().extend(names);
     }
     listing.metrics.extend(perf_metrics.0);
-    Ok(listing)
+    listing
 }
 
 /// perf's generic events, then each PMU's named events, matching `patterns`.
@@ -154,6 +212,7 @@ fn perf_events(pmus: &[Pmu], patterns: &[String]) -> Vec<ListedEvent> {
             description: format!("{description}{also}"),
             reserved: false,
             blocks: vec![crate::perf::generic_pmu(*type_).to_string()],
+            generations: Vec::new(),
         }
     });
     let named = pmus.iter().flat_map(|p| {
@@ -166,6 +225,7 @@ fn perf_events(pmus: &[Pmu], patterns: &[String]) -> Vec<ListedEvent> {
             description: terms.clone(),
             reserved: false,
             blocks: vec![p.name.clone()],
+            generations: Vec::new(),
         })
     });
     generic
@@ -210,6 +270,7 @@ pub fn list_blocks(
                     description,
                     reserved: e.reserved,
                     blocks: Vec::new(),
+                    generations: Vec::new(),
                 })
                 .blocks
                 .push(b.name.clone());
@@ -229,7 +290,8 @@ pub fn list_blocks(
     })
 }
 
-/// The metrics of these kinds matching `patterns`, and their groups.
+/// The metrics of these kinds matching `patterns`, and the groups they are in, each
+/// with all of its metrics (of these kinds), matched or not.
 fn list_metrics(
     set: &MetricSet,
     kinds: &[BlockKind],
@@ -238,11 +300,20 @@ fn list_metrics(
 ) -> (Vec<ListedMetric>, BTreeMap<String, Vec<String>>) {
     let mut metrics = Vec::new();
     let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for m in set
-        .metrics
-        .iter()
-        .filter(|m| kinds.contains(&m.kind) && m.problem().is_none())
-    {
+    let usable = || {
+        set.metrics
+            .iter()
+            .filter(|m| kinds.contains(&m.kind) && m.problem().is_none())
+    };
+    let groups_of = |m: &crate::metrics::Metric| {
+        m.def
+            .group
+            .split(';')
+            .filter(|g| !g.is_empty())
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    for m in usable() {
         if !matches(
             patterns,
             m.kind,
@@ -250,11 +321,8 @@ fn list_metrics(
         ) {
             continue;
         }
-        for g in m.def.group.split(';').filter(|g| !g.is_empty()) {
-            groups
-                .entry(g.to_string())
-                .or_default()
-                .push(m.def.name.clone());
+        for g in groups_of(m) {
+            groups.entry(g).or_default();
         }
         let mut events = crate::metrics::specs_for(&[m]);
         events.extend(crate::metrics::perf_events_for(&[m]));
@@ -267,6 +335,15 @@ fn list_metrics(
             formula: details.then(|| m.def.expr.clone()),
             events: details.then_some(events),
         });
+    }
+    for m in usable() {
+        for g in groups_of(m) {
+            if let Some(names) = groups.get_mut(&g) {
+                if !names.contains(&m.def.name) {
+                    names.push(m.def.name.clone());
+                }
+            }
+        }
     }
     (metrics, groups)
 }

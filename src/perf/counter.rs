@@ -60,6 +60,9 @@ pub struct Reading {
     pub coverage: f64,
     /// Why it could not be counted (`<not supported>`), with what to do.
     pub unsupported: Option<String>,
+    /// The CPU it was counted on, when split per CPU ([`Counters::per_cpu`]); None
+    /// for the sum over every CPU (or for a process tree).
+    pub cpu: Option<usize>,
 }
 
 /// The open counters of a measurement.
@@ -70,6 +73,8 @@ pub struct Counters {
     user_only: bool,
     /// The kernel said EACCES/EPERM to some event.
     denied: bool,
+    /// Read each CPU's count apart (perf stat -A).
+    per_cpu: bool,
 }
 
 /// Why the kernel refused an event, for people.
@@ -246,7 +251,15 @@ impl Counters {
             refused,
             user_only,
             denied: was_denied,
+            per_cpu: false,
         }
+    }
+
+    /// Reads each CPU's counts apart (perf stat -A) when `on`, system-wide; summed
+    /// over CPUs otherwise.
+    pub fn per_cpu(mut self, on: bool) -> Self {
+        self.per_cpu = on;
+        self
     }
 
     /// Whether the kernel's share is left out (perf_event_paranoid forbids it):
@@ -284,45 +297,78 @@ impl Counters {
         }
     }
 
-    /// Each event's count since `start`: one read per group.
+    /// Each event's count since `start`, summed over CPUs or one per CPU (event by
+    /// event, CPUs in order): one read per group.
     pub fn read(&mut self) -> Vec<Reading> {
-        // Per event: scaled sum, raw sum, time enabled and running summed.
-        let mut acc = vec![(0f64, 0u64, 0u128, 0u128); self.events.len()];
+        let per_cpu = self.per_cpu;
+        // Per (event, CPU): scaled sum, raw sum, time enabled and running summed.
+        let mut acc: std::collections::BTreeMap<(usize, Option<usize>), Sums> =
+            std::collections::BTreeMap::new();
         for s in &mut self.slots {
             let Ok(data) = s.group.as_counter_mut().read_group() else {
                 continue;
             };
             let enabled = data.time_enabled().map_or(0, |d| d.as_nanos());
             let running = data.time_running().map_or(0, |d| d.as_nanos());
+            let cpu = s.key.1.filter(|_| per_cpu);
             for &(i, id) in &s.ids {
-                let Some(entry) = data.iter().find(|e| e.id() == id) else {
-                    continue;
-                };
-                let v = entry.value();
-                let a = &mut acc[i];
-                if running > 0 {
-                    a.0 += v as f64 * enabled as f64 / running as f64;
+                if let Some(entry) = data.iter().find(|e| e.id() == id) {
+                    acc.entry((i, cpu))
+                        .or_default()
+                        .add(entry.value(), enabled, running);
                 }
-                a.1 += v;
-                a.2 += enabled;
-                a.3 += running;
             }
         }
-        self.events
-            .iter()
-            .zip(&self.refused)
-            .zip(acc)
-            .map(|((e, refused), (scaled, raw, enabled, running))| Reading {
-                event: e.clone(),
-                value: (refused.is_none() && running > 0).then_some(scaled.round() as u64),
-                raw,
-                coverage: if enabled > 0 {
-                    running as f64 / enabled as f64
-                } else {
-                    0.0
-                },
-                unsupported: refused.clone(),
-            })
-            .collect()
+        let mut out = Vec::new();
+        let none = Sums::default();
+        for (i, (e, refused)) in self.events.iter().zip(&self.refused).enumerate() {
+            let mut of_event: Vec<_> = acc
+                .range((i, None)..=(i, Some(usize::MAX)))
+                .map(|(&(_, cpu), sums)| (cpu, sums))
+                .collect();
+            // Refused, or never read: one reading with nothing in it.
+            if of_event.is_empty() {
+                of_event.push((None, &none));
+            }
+            for (cpu, sums) in of_event {
+                out.push(sums.reading(e, refused, cpu));
+            }
+        }
+        out
+    }
+}
+
+/// What one event counted on one CPU, or summed over CPUs.
+#[derive(Default)]
+struct Sums {
+    scaled: f64,
+    raw: u64,
+    enabled: u128,
+    running: u128,
+}
+
+impl Sums {
+    fn add(&mut self, value: u64, enabled: u128, running: u128) {
+        if running > 0 {
+            self.scaled += value as f64 * enabled as f64 / running as f64;
+        }
+        self.raw += value;
+        self.enabled += enabled;
+        self.running += running;
+    }
+
+    fn reading(&self, event: &PerfEvent, refused: &Option<String>, cpu: Option<usize>) -> Reading {
+        Reading {
+            event: event.clone(),
+            value: (refused.is_none() && self.running > 0).then_some(self.scaled.round() as u64),
+            raw: self.raw,
+            coverage: if self.enabled > 0 {
+                self.running as f64 / self.enabled as f64
+            } else {
+                0.0
+            },
+            unsupported: refused.clone(),
+            cpu,
+        }
     }
 }

@@ -178,3 +178,267 @@ fn interval_tables_have_a_header_line() {
         .count();
     assert_eq!(intervals, 2, "{lines:?}");
 }
+
+/// A command that spends 0.3 s of CPU time.
+const BURN: [&str; 3] = [
+    "python3",
+    "-c",
+    "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass",
+];
+
+/// The number in a `   0.301 seconds WHAT` line after a command's counts.
+fn seconds(lines: &[String], what: &str) -> f64 {
+    let line = lines
+        .iter()
+        .find(|l| {
+            l.ends_with(&format!("seconds {what}")) || l.contains(&format!("seconds {what} ("))
+        })
+        .unwrap_or_else(|| panic!("no 'seconds {what}' in {lines:?}"));
+    line.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// The (value, unit) of a table row whose first two columns are `block event`.
+fn row(lines: &[String], block: &str, event: &str) -> (f64, String) {
+    let fields: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() > 3 && f[0] == block && f[1] == event)
+        .unwrap_or_else(|| panic!("no {block} {event} in {lines:?}"));
+    (
+        fields[2].replace(',', "").parse().unwrap(),
+        fields[3].to_string(),
+    )
+}
+
+#[test]
+fn task_clock_reads_in_msec_with_cpus_utilized_and_the_command_s_times() {
+    let cpus = online_cpus();
+    let mut args = vec!["--sim", "bf3", "stat", "-e", "task-clock"];
+    args.extend(BURN);
+    let lines = stat_report(&args);
+    assert!(
+        lines[0].ends_with(&format!("; perf events system-wide, {cpus} CPUs:")),
+        "{lines:?}"
+    );
+    let elapsed = seconds(&lines, "time elapsed");
+    let (user, sys) = (seconds(&lines, "user"), seconds(&lines, "sys"));
+    // The command's own account: 0.3 s of CPU (reading the clock, partly the kernel's).
+    assert!(
+        user + sys >= 0.29 && user + sys <= elapsed + 0.05,
+        "{lines:?}"
+    );
+    // System-wide, every CPU's task clock runs (idle included) through the window.
+    let (ms, unit) = row(&lines, "software", "task-clock");
+    assert_eq!(unit, "msec");
+    let expected_ms = elapsed * 1000.0 * cpus;
+    assert!(
+        (ms - expected_ms).abs() < 0.05 * expected_ms,
+        "{ms} ms against {expected_ms}: {lines:?}"
+    );
+    let (utilized, unit) = row(&lines, "cpus_utilized", "perf");
+    assert_eq!(unit, "CPUs");
+    assert!((utilized - cpus).abs() < 0.05 * cpus, "{lines:?}");
+}
+
+#[test]
+fn per_process_task_clock_is_the_command_s_cpu_time() {
+    let mut args = vec!["--sim", "bf3", "stat", "--per-process", "-e", "task-clock"];
+    args.extend(BURN);
+    let lines = stat_report(&args);
+    assert!(
+        lines[0].ends_with("; perf events of the command and its children:"),
+        "{lines:?}"
+    );
+    let (ms, unit) = row(&lines, "software", "task-clock");
+    assert_eq!(unit, "msec");
+    let cpu_ms = (seconds(&lines, "user") + seconds(&lines, "sys")) * 1000.0;
+    // The kernel's two accounts of the same process tree agree (to its ticks).
+    assert!(
+        ms >= 290.0 && (ms - cpu_ms).abs() < 0.1 * cpu_ms,
+        "{ms} ms against {cpu_ms}: {lines:?}"
+    );
+    let elapsed = seconds(&lines, "time elapsed");
+    let (utilized, _) = row(&lines, "cpus_utilized", "perf");
+    assert!((utilized - ms / 1000.0 / elapsed).abs() < 0.02, "{lines:?}");
+}
+
+#[test]
+fn a_splits_perf_events_per_cpu_as_perf_does() {
+    let cpus = online_cpus() as usize;
+    let lines = stat_report(&[
+        "--sim",
+        "bf3",
+        "stat",
+        "-A",
+        "-x,",
+        "-e",
+        "task-clock",
+        "-e",
+        "mss0/SKYLIB_DDN_TX_FLITS/",
+        "--duration",
+        "200ms",
+    ]);
+    let rows: Vec<Vec<&str>> = lines.iter().map(|l| l.split(',').collect()).collect();
+    // Where first, then value, unit and event, as perf stat -A -x.
+    let clocks: Vec<&Vec<&str>> = rows.iter().filter(|f| f[3] == "task-clock").collect();
+    assert_eq!(clocks.len(), cpus, "{lines:?}");
+    for (cpu, f) in clocks.iter().enumerate() {
+        assert_eq!(f[0], format!("CPU{cpu}"));
+        assert_eq!(f[2], "msec");
+        let ms: f64 = f[1].parse().unwrap();
+        assert!((ms - 200.0).abs() < 20.0, "{f:?}");
+    }
+    let mss = rows
+        .iter()
+        .find(|f| f[0] == "mss0")
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(mss[3], "mss0/SKYLIB_DDN_TX_FLITS/");
+    let flits: f64 = mss[1].parse().unwrap();
+    let truth = bf3_gb_per_s(&["mss0"], "SKYLIB_DDN_TX_FLITS") * 1e9 / 64.0 * 0.2;
+    assert!(
+        (flits - truth).abs() < 0.05 * truth,
+        "{flits} against {truth}"
+    );
+}
+
+#[test]
+fn an_event_the_kernel_refuses_reads_as_perf_says_it() {
+    // cycles: counted where the CPU has counters, else refused at open (a virtual
+    // machine, qemu-user); the run goes on either way.
+    let lines = stat_report(&[
+        "--sim",
+        "bf3",
+        "stat",
+        "-e",
+        "cycles",
+        "-e",
+        "task-clock",
+        "--duration",
+        "100ms",
+    ]);
+    let cycles = lines
+        .iter()
+        .find(|l| l.starts_with("hardware"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    if cycles.contains("<not supported>") {
+        // No coverage to speak of, no "invalid", no footnote about turns.
+        assert!(
+            !cycles.contains('%') && !cycles.contains("invalid"),
+            "{cycles}"
+        );
+        assert!(!lines.iter().any(|l| l.contains("took turns")), "{lines:?}");
+    } else {
+        assert!(cycles.contains("100.0%"), "{cycles}");
+    }
+}
+
+#[test]
+fn list_works_anywhere_and_lists_whole_groups() {
+    // No DPU here (an empty sysfs root): every generation's catalog, marked.
+    let empty = tempfile::tempdir().unwrap();
+    let root = empty.path().to_str().unwrap();
+    let out = bfperf()
+        .args([
+            "--sysfs-root",
+            root,
+            "list",
+            "HNF_REQUESTS",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no BlueField here"));
+    let csv = String::from_utf8(out.stdout).unwrap();
+    // BlueField-1 and -2 have the tile's HNF_REQUESTS (0x45); BlueField-3 has no tile.
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("event,tile,69,HNF_REQUESTS,") && l.ends_with(",bf1 bf2")),
+        "{csv}"
+    );
+    let json = bfperf()
+        .args([
+            "--sysfs-root",
+            root,
+            "list",
+            "--json",
+            "GDC_MISS_MACHINE_RD_REQ",
+        ])
+        .output()
+        .unwrap();
+    let listing: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        listing["events"][0]["generations"],
+        serde_json::json!(["bf3"])
+    );
+    // A device named that cannot be opened is still an error.
+    bfperf().args(["--device", root, "list"]).assert().failure();
+    // A group is listed whole, whichever of its metrics matched.
+    let lines = stdout_lines(&["--sim", "bf3", "list", "memory"]);
+    assert!(
+        lines.contains(
+            &"group ddr: ddr_read_bandwidth, ddr_write_bandwidth, ddr_bandwidth".to_string()
+        ),
+        "{lines:?}"
+    );
+    // Only a metric matched: no empty events table above it.
+    let lines = stdout_lines(&["--sim", "bf3", "list", "--details", "ddr_bandwidth"]);
+    assert!(lines[0].starts_with("METRIC"), "{lines:?}");
+}
+
+#[test]
+fn completion_follows_sim() {
+    let candidates = stdout_lines(&[
+        "__complete",
+        "--index",
+        "5",
+        "--",
+        "bfperf",
+        "--sim",
+        "bf3",
+        "stat",
+        "-M",
+        "ddr_",
+    ]);
+    assert!(
+        candidates.contains(&"ddr_bandwidth".to_string()),
+        "{candidates:?}"
+    );
+    let candidates = stdout_lines(&[
+        "__complete",
+        "--index",
+        "4",
+        "--",
+        "bfperf",
+        "--sim=bf3",
+        "stat",
+        "-e",
+        "llt_m",
+    ]);
+    assert!(
+        candidates.contains(&"llt_miss/".to_string()),
+        "{candidates:?}"
+    );
+    let sims = stdout_lines(&["__complete", "--index", "2", "--", "bfperf", "--sim", ""]);
+    assert_eq!(sims, ["bf1", "bf2", "bf3"]);
+}
+
+/// The lines `bfperf ARGS` prints on standard output; it must succeed.
+fn stdout_lines(args: &[&str]) -> Vec<String> {
+    let out = bfperf().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}

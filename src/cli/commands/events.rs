@@ -41,7 +41,14 @@ pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Resu
             &patterns,
             false,
         )?;
-        return out.emit(format, &ListReport { listing, patterns });
+        return out.emit(
+            format,
+            &ListReport {
+                listing,
+                patterns,
+                every_generation: false,
+            },
+        );
     }
     let r = events(&device, &a.block, a.pattern)?;
     if r.events.is_empty() {

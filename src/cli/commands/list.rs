@@ -9,6 +9,7 @@ use crate::cli::output::Format;
 use crate::cli::report::ListReport;
 use crate::cli::setup::{load_metrics, open_device};
 use crate::cli::Out;
+use crate::error::Error;
 
 /// List events, registers, perf events and PMUs, metrics and groups, as perf list
 #[derive(Debug, ClapArgs)]
@@ -26,12 +27,20 @@ pub(crate) struct Args {
     format: FormatOpts,
 }
 
-/// Prints what matches.
+/// Prints what matches: the device's, or every generation's where there is none.
 pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
-    let device = open_device(global)?;
-    let set = load_metrics(global, &[device.generation()])?;
     let pmus = crate::perf::discover(&global.sysfs_root);
-    let listing = crate::ops::list::list(&device, &pmus, &set, &a.patterns, a.details)?;
+    let (listing, every_generation) = match device_here(global)? {
+        Some(device) => {
+            let set = load_metrics(global, &[device.generation()])?;
+            let listing = crate::ops::list::list(&device, &pmus, &set, &a.patterns, a.details)?;
+            (listing, false)
+        }
+        None => {
+            diag("no BlueField here: listing every generation's events and metrics (on a DPU, its own)");
+            (every_generation_listing(global, &pmus, &a)?, true)
+        }
+    };
     if listing.events.is_empty() && listing.metrics.is_empty() {
         diag(&format!("nothing matches {}", a.patterns.join(" or ")));
     }
@@ -40,6 +49,40 @@ pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failur
         &ListReport {
             listing,
             patterns: a.patterns,
+            every_generation,
         },
     )
+}
+
+/// The device the options name, or the one found; None when none is found and
+/// none was named (as perf list works anywhere).
+fn device_here(global: &Global) -> crate::error::Result<Option<crate::device::Device>> {
+    if global.sim.is_some() || global.device.is_some() {
+        return open_device(global).map(Some);
+    }
+    match open_device(global) {
+        Err(Error::NoDevice { .. } | Error::NoHwmon { .. }) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+/// Every generation's listing, from the simulated devices' tables (the driver's).
+fn every_generation_listing(
+    global: &Global,
+    pmus: &[crate::perf::Pmu],
+    a: &Args,
+) -> crate::error::Result<crate::ops::list::Listing> {
+    let names = ["bf1", "bf2", "bf3"];
+    let mut devices = Vec::new();
+    for name in names {
+        let sim = Global {
+            sim: Some(name.to_string()),
+            ..global.clone()
+        };
+        devices.push(open_device(&sim)?);
+    }
+    let gens: Vec<_> = devices.iter().map(|d| d.generation()).collect();
+    let set = load_metrics(global, &gens)?;
+    let named: Vec<(&str, &crate::device::Device)> = names.into_iter().zip(&devices).collect();
+    crate::ops::list::list_generations(&named, pmus, &set, &a.patterns, a.details)
 }

@@ -419,10 +419,9 @@ fn plan(global: &Global, device: &crate::device::Device, a: &mut Args) -> Result
     // blocks; each is resolved here, before anything is written.
     let pmus = crate::perf::discover(&global.sysfs_root);
     let mut work = Work::from_events(&pmus, &a.events)?;
-    if work.wants_ipc(&a.metric) {
-        // As perf stat shows "insn per cycle" beside cycles and instructions.
-        a.metric.push("ipc".into());
-    }
+    // As perf stat shows "insn per cycle" and "CPUs utilized" beside their events.
+    let shadows = work.shadow_metrics(&a.metric);
+    a.metric.extend(shadows);
     let set = if a.metric.is_empty() {
         metrics::MetricSet::default()
     } else {
@@ -452,6 +451,7 @@ fn plan(global: &Global, device: &crate::device::Device, a: &mut Args) -> Result
         per_process: a.per_process,
         perf: work.perf,
         perf_cpus: crate::perf::online_cpus(&global.sysfs_root),
+        perf_per_cpu: a.no_aggr && !a.per_process,
     };
     if a.per_process && req.perf.is_empty() {
         diag("--per-process: no perf events to count (cycles, task-clock...); the blocks are counted as always");
@@ -639,8 +639,8 @@ pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
         &mut on_interval,
     );
     let signal = sig.which.load(Ordering::SeqCst);
-    let (outcome, ending) = match conclude(&a, &runs, signal, result, &planned.said) {
-        Ok(Concluded::Measured(o, e)) => (o, e),
+    let (outcome, ending) = match conclude(&a, &runs, signal, result, &planned) {
+        Ok(Concluded::Measured(o, e)) => (o, *e),
         Ok(Concluded::Exit(code)) => return Ok(code),
         Err(e) => return Err(e.into()),
     };
@@ -702,7 +702,7 @@ fn status_despite(e: &std::io::Error, ending: &Ending, signal: usize) -> Option<
 /// How a measurement ended: measured (with how it ended), or the device failed
 /// while the command ran to its end (bfperf exits with the command's status).
 enum Concluded {
-    Measured(measure::StatOutcome, Ending),
+    Measured(measure::StatOutcome, Box<Ending>),
     Exit(i32),
 }
 
@@ -713,8 +713,9 @@ fn conclude(
     runs: &Runs,
     signal: usize,
     result: Result<measure::StatOutcome>,
-    said: &[String],
+    planned: &Planned,
 ) -> Result<Concluded> {
+    let (said, req) = (&planned.said, &planned.req);
     match (&result, signal) {
         // The device failed, not the command: it is never the victim.
         (Err(_), 0) => wait_child(&runs.slot, &runs.status),
@@ -750,6 +751,34 @@ fn conclude(
         interrupted_by: (signal != 0).then(|| signal_name(signal)),
         restored: !a.no_restore,
         warnings: outcome.warnings.clone(),
+        perf_scope: match (req.perf.is_empty(), req.per_process) {
+            (true, _) => None,
+            (false, true) => Some("process"),
+            (false, false) => Some("system-wide"),
+        },
+        perf_cpus: (!req.perf.is_empty() && !req.per_process).then_some(req.perf_cpus.len()),
+        user_s: None,
+        sys_s: None,
     };
-    Ok(Concluded::Measured(outcome, ending))
+    let ending = match a.command.is_empty() {
+        true => ending,
+        false => with_child_times(ending),
+    };
+    Ok(Concluded::Measured(outcome, Box::new(ending)))
+}
+
+/// The CPU time of the commands measured (and of the children they waited for),
+/// from the kernel's account of this process's waited-for children.
+fn with_child_times(ending: Ending) -> Ending {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return ending;
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ending {
+        user_s: Some(seconds(usage.ru_utime)),
+        sys_s: Some(seconds(usage.ru_stime)),
+        ..ending
+    }
 }

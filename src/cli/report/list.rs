@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::block::BlockKind;
 use crate::cli::output::{to_json, Cell, Document, Report, Table};
 use crate::ops::list::Listing;
 
@@ -14,6 +15,9 @@ pub(crate) struct ListReport {
     pub listing: Listing,
     /// The patterns searched for (none: everything).
     pub patterns: Vec<String>,
+    /// No device was found: every generation's events, each with the generations
+    /// that have it.
+    pub every_generation: bool,
 }
 
 impl Report for ListReport {
@@ -23,7 +27,11 @@ impl Report for ListReport {
 
     fn document(&self) -> Document {
         let mut d = Document::default();
-        let mut t = Table::new(&["KIND", "EVENT", "NAME", "DESCRIPTION", "BLOCKS"]);
+        let last = match self.every_generation {
+            true => "GENERATIONS",
+            false => "BLOCKS",
+        };
+        let mut t = Table::new(&["KIND", "EVENT", "NAME", "DESCRIPTION", last]);
         for e in &self.listing.events {
             t.row(vec![
                 Cell::text(e.kind.as_str()),
@@ -33,10 +41,16 @@ impl Report for ListReport {
                 ),
                 Cell::text(&e.spec),
                 Cell::text(&e.description),
-                Cell::text(blocks_text(&e.blocks)),
+                Cell::text(match self.every_generation && e.kind != BlockKind::Perf {
+                    true => e.generations.join(","),
+                    false => blocks_text(&e.blocks),
+                }),
             ]);
         }
-        d.table(t);
+        // Only metrics matched (`list --details ddr_bandwidth`): no empty table.
+        if !self.listing.events.is_empty() {
+            d.table(t);
+        }
         for p in &self.listing.pmus {
             let on = p.cpus.as_ref().map_or_else(
                 || "every CPU".to_string(),
@@ -85,11 +99,14 @@ impl Report for ListReport {
                 Cell::text(e.kind.as_str()),
                 Cell::text(e.number.map(|n| n.to_string()).unwrap_or_default()),
                 Cell::text(match e.kind {
-                    crate::block::BlockKind::Perf => &e.spec,
+                    BlockKind::Perf => &e.spec,
                     _ => &e.name,
                 }),
                 Cell::text(&e.description),
-                Cell::text(e.blocks.join(" ")),
+                Cell::text(match e.generations.is_empty() {
+                    true => e.blocks.join(" "),
+                    false => e.generations.join(" "),
+                }),
             ]);
         }
         for m in &self.listing.metrics {

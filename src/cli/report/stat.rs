@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::cli::output::{escape, group, Cell, Document, Report, Table};
-use crate::measure::repeat::{mean_counts, mean_metrics};
+use crate::measure::repeat::{mean_counts, mean_metrics, spread_of};
 use crate::measure::{aggregate, Count, Interval, Run};
 use crate::metrics::MetricValue;
 
@@ -33,6 +33,15 @@ pub(crate) struct Ending {
     pub interrupted_by: Option<String>,
     pub restored: bool,
     pub warnings: Vec<String>,
+    /// Where perf events were counted: `system-wide` (on `perf_cpus` CPUs) or
+    /// `process` (the command and its children); null without perf events.
+    pub perf_scope: Option<&'static str>,
+    /// The CPUs system-wide perf events were counted on.
+    pub perf_cpus: Option<usize>,
+    /// CPU seconds the command (and the children it waited for) spent in user space
+    /// and in the kernel, over every run; null without a command.
+    pub user_s: Option<f64>,
+    pub sys_s: Option<f64>,
 }
 
 /// Streams a measurement's records.
@@ -99,8 +108,32 @@ struct MetricLine<'a> {
     value: &'a MetricValue,
 }
 
+/// A count's coverage; nothing for one the kernel refused (perf's `<not supported>`
+/// has no share of time to speak of).
 fn coverage_text(c: &Count) -> String {
-    format!("{:.1}%", c.coverage * 100.0)
+    match c.supported {
+        true => format!("{:.1}%", c.coverage * 100.0),
+        false => String::new(),
+    }
+}
+
+/// A count's value as a table or perf's CSV shows it.
+enum Shown {
+    Count(u64),
+    /// perf's time events (task-clock, cpu-clock) count nanoseconds; perf shows
+    /// them in milliseconds.
+    Msec(f64),
+    Missing(&'static str),
+}
+
+/// What a table or perf's CSV shows of a count: the value, and its unit.
+fn shown(c: &Count) -> (Shown, &'static str) {
+    let value = match c.value {
+        None => Shown::Missing(c.missing_text()),
+        Some(v) if c.unit == "ns" => Shown::Msec(v as f64 / 1e6),
+        Some(v) => Shown::Count(v),
+    };
+    (value, if c.unit == "ns" { "msec" } else { c.unit })
 }
 
 /// One line of an `-I` table: time, block, event or metric, value, unit, note, in
@@ -120,14 +153,18 @@ fn interval_line(
 /// What a table shows for a count's value: perf's `<not counted>` when it never
 /// got a turn.
 fn value_text(c: &Count) -> String {
-    match c.value {
-        Some(v) => group(v),
-        None => c.missing_text().into(),
+    match shown(c).0 {
+        Shown::Count(v) => group(v),
+        Shown::Msec(ms) => crate::cli::output::group_f(ms),
+        Shown::Missing(text) => text.into(),
     }
 }
 
 /// The note of a count: why it is invalid, or that it is an estimate.
 fn note_text(c: &Count) -> String {
+    if !c.supported {
+        return c.invalid.clone().unwrap_or_default();
+    }
     if !c.valid {
         return format!(
             "invalid: {}",
@@ -270,11 +307,17 @@ impl<'w> StatWriter<'w> {
             .enumerate()
             .map(|(i, c)| {
                 let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
-                r.push(
-                    c.value
-                        .map_or_else(|| c.missing_text().into(), |v| v.to_string()),
-                );
-                r.push(c.unit.to_string());
+                // -A: where it was counted first, as perf's `CPU0`.
+                if !self.aggregate {
+                    r.push(self.text(&c.block));
+                }
+                let (value, unit) = shown(c);
+                r.push(match value {
+                    Shown::Count(v) => v.to_string(),
+                    Shown::Msec(ms) => format!("{ms:.2}"),
+                    Shown::Missing(text) => text.into(),
+                });
+                r.push(unit.to_string());
                 // perf's own events are named as perf names them (`cycles`, `PMU/EV/`).
                 r.push(self.text(&match c.kind {
                     crate::block::BlockKind::Perf => c.event.clone(),
@@ -310,7 +353,8 @@ impl<'w> StatWriter<'w> {
             .iter()
             .map(|v| {
                 let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
-                r.extend(std::iter::repeat_n(String::new(), 5));
+                let location = usize::from(!self.aggregate);
+                r.extend(std::iter::repeat_n(String::new(), 5 + location));
                 r.push(v.value.map(|x| format!("{x:.6}")).unwrap_or_default());
                 r.push(self.text(&format!("{} {} {}", v.unit, v.metric, v.block)));
                 r
@@ -469,8 +513,8 @@ impl<'w> StatWriter<'w> {
                 }
                 let time = format!("{:.3}", i.time_s);
                 for c in &counts {
-                    let (value, note) = (value_text(c), note_text(c));
-                    interval_line(self.w, [&time, &c.block, &c.event, &value, c.unit, &note])?;
+                    let (value, note, unit) = (value_text(c), note_text(c), shown(c).1);
+                    interval_line(self.w, [&time, &c.block, &c.event, &value, unit, &note])?;
                 }
             }
         }
@@ -519,8 +563,7 @@ impl<'w> StatWriter<'w> {
                 let report = SummaryTable {
                     mean: &mean,
                     metrics: &mean_metrics(metrics),
-                    runs: runs.len(),
-                    elapsed_s,
+                    elapsed: runs.iter().map(|r| r.elapsed_s).collect(),
                     ending,
                 };
                 crate::cli::output::renderer(crate::cli::output::Format::Table, self.width, false)
@@ -672,9 +715,50 @@ impl<'w> StatWriter<'w> {
 struct SummaryTable<'a> {
     mean: &'a [(Count, Option<f64>)],
     metrics: &'a [MetricValue],
-    runs: usize,
-    elapsed_s: f64,
+    /// Each run's length, seconds.
+    elapsed: Vec<f64>,
     ending: &'a Ending,
+}
+
+impl SummaryTable<'_> {
+    /// The first line: what was measured, for how long, and where perf events were
+    /// counted (perf's "for 'system wide'").
+    fn heading(&self) -> String {
+        let e = self.ending;
+        let what = match &e.command {
+            Some(c) => format!("'{c}'"),
+            None => "the period".to_string(),
+        };
+        let runs = match self.elapsed.len() {
+            n if n > 1 => format!(" ({n} runs)"),
+            _ => String::new(),
+        };
+        let perf = match (e.perf_scope, e.perf_cpus) {
+            (Some("process"), _) => "; perf events of the command and its children".into(),
+            (Some(_), Some(n)) => format!("; perf events system-wide, {n} CPUs"),
+            _ => String::new(),
+        };
+        let (mean, _) = spread_of(&self.elapsed);
+        format!("counts for {what}{runs}, {mean:.3} s{perf}:")
+    }
+
+    /// After a command, as perf stat: the time elapsed (with its spread over -r
+    /// runs), then the command's user and system time (one run).
+    fn times(&self, d: &mut Document) {
+        let e = self.ending;
+        if e.command.is_none() {
+            return;
+        }
+        let (mean, sd) = spread_of(&self.elapsed);
+        let spread = sd.map_or_else(String::new, |sd| format!(" ( +- {sd:.2}% )"));
+        d.line(String::new());
+        d.line(format!("{mean:>14.9} seconds time elapsed{spread}"));
+        if let (Some(user), Some(sys), 1) = (e.user_s, e.sys_s, self.elapsed.len()) {
+            d.line(String::new());
+            d.line(format!("{user:>14.9} seconds user"));
+            d.line(format!("{sys:>14.9} seconds sys"));
+        }
+    }
 }
 
 impl Report for SummaryTable<'_> {
@@ -684,17 +768,8 @@ impl Report for SummaryTable<'_> {
 
     fn document(&self) -> Document {
         let mut d = Document::default();
-        let what = match &self.ending.command {
-            Some(c) => format!("'{c}'"),
-            None => "the period".to_string(),
-        };
-        let runs = if self.runs > 1 {
-            format!(" ({} runs)", self.runs)
-        } else {
-            String::new()
-        };
-        d.line(format!("counts for {what}{runs}, {:.3} s:", self.elapsed_s));
-        let spread = self.runs > 1;
+        d.line(self.heading());
+        let spread = self.elapsed.len() > 1;
         let mut header = vec!["BLOCK", "EVENT", "VALUE", "UNIT", "COVERAGE"];
         if spread {
             header.push("+-");
@@ -709,11 +784,12 @@ impl Report for SummaryTable<'_> {
                     c.block.clone()
                 }),
                 Cell::text(&c.event),
-                match c.value {
-                    Some(v) => Cell::Int(v),
-                    None => Cell::text(c.missing_text()),
+                match shown(c).0 {
+                    Shown::Count(v) => Cell::Int(v),
+                    Shown::Msec(ms) => Cell::Float(ms),
+                    Shown::Missing(text) => Cell::text(text),
                 },
-                Cell::text(c.unit),
+                Cell::text(shown(c).1),
                 Cell::text(coverage_text(c)),
             ];
             if spread {
@@ -743,6 +819,7 @@ impl Report for SummaryTable<'_> {
         if !self.ending.restored {
             d.line("the counters were left programmed (--no-restore)");
         }
+        self.times(&mut d);
         d
     }
 }
