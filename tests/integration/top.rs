@@ -511,3 +511,55 @@ fn top_beside_the_exporter_is_counted_by_it_and_a_killed_top_leaves_nothing() {
     );
     assert_eq!(m.config("gic0"), gic0);
 }
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z')),
+    }
+}
+
+#[test]
+fn top_ends_and_restores_when_its_terminal_vanishes() {
+    if !tmux_available() {
+        return;
+    }
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let blocks = ["mss0", "llt0", "llt_miss7", "gic0"];
+    let before: Vec<_> = blocks.iter().map(|b| m.config(b)).collect();
+    let cmd = format!(
+        "exec {bin} --sysfs-root {root} --lock-file {lock} top -i 300ms -e gic0/AW_BEATS/",
+        bin = assert_cmd::cargo::cargo_bin!("bfperf").display(),
+        root = m.root().display(),
+        lock = dir.path().join("lock").display(),
+    );
+    let t = Tmux::start(&cmd, 100, 30);
+    t.wait_for("the panels with values", |s| {
+        shown(s, "ddr_read_bandwidth").is_some()
+    });
+    assert_ne!(
+        blocks.iter().map(|b| m.config(b)).collect::<Vec<_>>(),
+        before
+    );
+    let pid: i32 = t.display("#{pane_pid}").parse().unwrap();
+    // The terminal goes away under top: its pty is closed (and a hangup sent).
+    drop(t);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !ended(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "top still runs after its terminal vanished"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        blocks.iter().map(|b| m.config(b)).collect::<Vec<_>>(),
+        before
+    );
+}

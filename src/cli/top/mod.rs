@@ -464,6 +464,7 @@ fn event_loop(
     sources.watch.sample(monotonic_ns());
     let mut next = Instant::now() + app.interval.min(Duration::from_millis(500));
     let mut last_tick = Instant::now();
+    let mut terminal = TerminalWatch { empty: 0 };
     draw(term, app)?;
     while !stop.load(Ordering::SeqCst) {
         let now = Instant::now();
@@ -480,16 +481,73 @@ fn event_loop(
             last_tick = now;
         }
         let wait = next.saturating_duration_since(Instant::now()).min(TICK);
-        if event::poll(wait).unwrap_or(false) {
-            if let Ok(Event::Key(k)) = event::read() {
-                if k.kind != KeyEventKind::Release && key(app, k) {
-                    return Ok(());
-                }
-            }
-            draw(term, app)?;
+        match terminal.wait(wait) {
+            Tty::Gone => return Ok(()),
+            Tty::Quiet => continue,
+            Tty::Input => {}
         }
+        if let Ok(Event::Key(k)) = event::read() {
+            if k.kind != KeyEventKind::Release && key(app, k) {
+                return Ok(());
+            }
+        }
+        draw(term, app)?;
     }
     Ok(())
+}
+
+/// What the terminal did while top waited.
+enum Tty {
+    /// An event to read.
+    Input,
+    /// Nothing in the time waited.
+    Quiet,
+    /// Hung up or closed: top ends, and puts the device back.
+    Gone,
+}
+
+/// Watches standard input (the terminal) for input and for its end, with poll(2):
+/// crossterm's reader spins on a terminal that hung up, deaf to signals.
+struct TerminalWatch {
+    /// Reads that found nothing in a row: a terminal at its end without a hangup.
+    empty: u32,
+}
+
+impl TerminalWatch {
+    /// Waits up to `wait` for a key (or the terminal's end) on standard input.
+    fn wait(&mut self, wait: Duration) -> Tty {
+        // crossterm may hold events it read before; they come first.
+        if event::poll(Duration::ZERO).unwrap_or(false) {
+            self.empty = 0;
+            return Tty::Input;
+        }
+        let mut fd = libc::pollfd {
+            fd: libc::STDIN_FILENO,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one pollfd, owned here, for the duration of the call.
+        let n = unsafe { libc::poll(&mut fd, 1, ms) };
+        if fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            return Tty::Gone;
+        }
+        // Nothing (or EINTR: a signal, whose flag the loop reads).
+        if n <= 0 || fd.revents & libc::POLLIN == 0 {
+            self.empty = 0;
+            return Tty::Quiet;
+        }
+        if event::poll(Duration::ZERO).unwrap_or(false) {
+            self.empty = 0;
+            return Tty::Input;
+        }
+        // Readable but no event, many times in a row: the end of the file.
+        self.empty += 1;
+        match self.empty > 100 {
+            true => Tty::Gone,
+            false => Tty::Quiet,
+        }
+    }
 }
 
 /// Handles a key; true to quit.
