@@ -18,6 +18,10 @@ struct Watched<'d> {
     kind: BlockKind,
     /// The event's or register's name (`counter 3` when the event has no name).
     name: String,
+    /// The counter (None for a register).
+    counter: Option<u32>,
+    /// What it counts: `events`, or a register's unit (`bytes`...).
+    unit: &'static str,
     /// The counter's event is not known to count (stopped, or never programmed).
     idle: bool,
     level: bool,
@@ -35,6 +39,10 @@ pub struct Rate {
     pub kind: BlockKind,
     /// The event's or register's name.
     pub name: String,
+    /// The counter it is read from (None for a register or a perf event).
+    pub counter: Option<u32>,
+    /// What it counts: `events`, `cycles`, or a register's unit (`bytes`...).
+    pub unit: &'static str,
     /// Per second over the last interval (a level: its value); None before the
     /// second sample, after a reset or when the file could not be read.
     pub per_s: Option<f64>,
@@ -72,6 +80,8 @@ impl<'d> Watch<'d> {
                         block: b.name.clone(),
                         kind: b.kind,
                         name: r.trim_end().to_string(),
+                        counter: None,
+                        unit: crate::kinds::register_unit(r.trim_end()),
                         idle: false,
                         level: def.role(r) != Role::Count,
                         width_bits: b.width_bits,
@@ -99,6 +109,8 @@ impl<'d> Watch<'d> {
                     block: b.name.clone(),
                     kind: b.kind,
                     name: named.unwrap_or_else(|| format!("counter {c}")),
+                    counter: Some(c),
+                    unit: "events",
                     idle,
                     level: false,
                     width_bits: b.width_bits,
@@ -137,6 +149,8 @@ impl<'d> Watch<'d> {
                 block: w.block.clone(),
                 kind: w.kind,
                 name: w.name.clone(),
+                counter: w.counter,
+                unit: w.unit,
                 per_s,
                 idle: w.idle,
                 level: w.level,

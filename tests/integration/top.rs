@@ -563,3 +563,117 @@ fn top_ends_and_restores_when_its_terminal_vanishes() {
         before
     );
 }
+
+/// The raw view's rows on `screen`: (block, counter, name, value).
+fn raw_rows(screen: &str) -> Vec<(String, String, String, String)> {
+    screen
+        .lines()
+        .filter_map(|l| l.strip_prefix('│')?.strip_suffix('│'))
+        .filter(|l| !l.starts_with("BLOCK"))
+        .filter_map(|l| {
+            // Columns: block (16), counter (4), name, value; one space between.
+            let chars: Vec<char> = l.chars().collect();
+            let cut = |a: usize, b: usize| -> String {
+                chars[a.min(chars.len())..b.min(chars.len())]
+                    .iter()
+                    .collect::<String>()
+                    .trim()
+                    .to_string()
+            };
+            let block = cut(0, 16);
+            let rest = cut(22, chars.len());
+            let (name, value) = rest.split_once(char::is_whitespace)?;
+            (!block.is_empty()).then(|| {
+                (
+                    block,
+                    cut(17, 21),
+                    name.to_string(),
+                    value.trim().to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn top_at_80_columns_numbers_counters_shows_bytes_in_gb_per_s_and_keeps_its_order() {
+    if !tmux_available() {
+        return;
+    }
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = format!(
+        "exec {bin} --sysfs-root {root} --lock-file {lock} top -i 300ms",
+        bin = assert_cmd::cargo::cargo_bin!("bfperf").display(),
+        root = m.root().display(),
+        lock = dir.path().join("lock").display(),
+    );
+    let t = Tmux::start(&cmd, 80, 40);
+    t.wait_for("the panels with values", |s| {
+        shown(s, "memory_read_bandwidth").is_some()
+    });
+    t.keys("3");
+    let screen = t.wait_for("the raw view with rates", |s| {
+        raw_rows(s).iter().any(|r| r.3.ends_with("GB/s"))
+    });
+    // A byte register reads in bytes per second, as the simulator drives it.
+    let (sim, _) =
+        bfperf::sim::Sim::with_manual_clock(bfperf::Generation::Bf2, bfperf::sim::Kernel::V6_16);
+    let truth = sim.register_rate("pcie0", "IN_P_BYTE_CNT").unwrap() as f64 / 1e9;
+    let rows = raw_rows(&screen);
+    let pcie = rows
+        .iter()
+        .find(|r| r.0 == "pcie0" && r.2 == "IN_P_BYTE_CNT")
+        .unwrap_or_else(|| panic!("{screen}"));
+    let got: f64 = pcie.3.strip_suffix(" GB/s").unwrap().parse().unwrap();
+    assert!(
+        ((got - truth) / truth).abs() < 0.05,
+        "{got} GB/s, simulator {truth}"
+    );
+    assert_eq!(pcie.1, "", "a register has no counter number");
+    // Each counter of a block is its own numbered row.
+    let l3: Vec<&String> = rows
+        .iter()
+        .filter(|r| r.0 == "l3cachehalf0")
+        .map(|r| &r.1)
+        .collect();
+    let mut numbers: Vec<u32> = l3.iter().map(|c| c.parse().unwrap()).collect();
+    numbers.sort();
+    numbers.dedup();
+    assert_eq!(numbers.len(), l3.len(), "{screen}");
+    // Sorted by activity, equal rows keep their order from refresh to refresh.
+    let order = |rows: &[(String, String, String, String)]| -> Vec<(String, String, String)> {
+        rows.iter()
+            .map(|r| (r.0.clone(), r.1.clone(), r.2.clone()))
+            .collect()
+    };
+    let first = order(&rows);
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(350));
+        assert_eq!(order(&raw_rows(&t.screen())), first);
+    }
+    drop(t);
+
+    // Read-only at 80 columns: the reasons are whole, the header cut at a word.
+    let t = Tmux::start(
+        &format!(
+            "exec {} --sysfs-root {} top --read-only -i 300ms",
+            assert_cmd::cargo::cargo_bin!("bfperf").display(),
+            m.root().display()
+        ),
+        80,
+        30,
+    );
+    // The tiles' and L3's counters are not programmed: each panel says so whole.
+    let screen = t.wait_for("the reasons", |s| {
+        s.matches("│memory_read_bandwidth  -            not counted on this device ")
+            .count()
+            == 1
+    });
+    assert!(
+        screen.contains("lock: read-only: nothing is written;"),
+        "{screen}"
+    );
+}

@@ -52,6 +52,8 @@ impl Cores {
                 block: c.block.clone(),
                 kind: BlockKind::Perf,
                 name: c.event.clone(),
+                counter: None,
+                unit: c.unit,
                 per_s: c.value.filter(|_| span_s > 0.0).map(|v| v as f64 / span_s),
                 // Refused by the kernel: the raw view says <not supported>.
                 idle: !c.supported,

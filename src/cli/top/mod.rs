@@ -614,6 +614,8 @@ fn refresh(app: &mut App, sources: &mut Sources) {
                 block: c.block.clone(),
                 kind: c.kind,
                 name: c.event.clone(),
+                counter: c.counter,
+                unit: c.unit,
                 per_s: c.value.filter(|_| span > 0.0).map(|v| v as f64 / span),
                 idle: false,
                 level: false,

@@ -7,8 +7,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table, Tabs, Wrap};
 use ratatui::Frame;
 
+use std::cmp::Reverse;
+
 use crate::cli::output::readable;
-use crate::cli::top::{App, MetricRow, Tab};
+use crate::cli::top::{App, MetricRow, PanelState, Tab};
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
@@ -87,7 +89,10 @@ fn header(f: &mut Frame, app: &App, area: Rect) {
             )),
         ]),
         Line::from(Span::styled(
-            format!("{}  lock: {}", app.device, app.owner),
+            fit(
+                &format!("{}  lock: {}", app.device, app.owner),
+                area.width as usize,
+            ),
             dim(app),
         )),
     ];
@@ -135,6 +140,49 @@ fn coverage_text(row: &MetricRow) -> String {
     }
 }
 
+/// `text` in `width` columns: whole, or cut after the last whole word (or `_` part)
+/// that fits, with `…`, never mid-word when a word boundary is in the second half.
+pub(super) fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let room = width - 1;
+    let cut: String = text.chars().take(room).collect();
+    let boundary = cut
+        .char_indices()
+        .filter(|(_, c)| matches!(c, ' ' | '_' | ',' | ';' | ':' | '/' | '('))
+        .map(|(i, _)| i)
+        .rfind(|&i| i >= room / 2);
+    match boundary {
+        Some(i) => format!("{}…", cut[..i].trim_end()),
+        None => format!("{cut}…"),
+    }
+}
+
+/// The width of the metric names' column: the longest name, within reason.
+fn name_width(app: &App) -> usize {
+    app.panels
+        .iter()
+        .flat_map(|p| &p.rows)
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(12, 32)
+}
+
+/// An activity that sorts the same through jitter: 20 steps per decade (values
+/// within about 12 % are equal), then the tie-breaks in order.
+fn activity(v: Option<f64>) -> i64 {
+    match v {
+        Some(v) if v > 0.0 => (v.log10() * 20.0).floor() as i64,
+        Some(_) => i64::MIN + 1,
+        None => i64::MIN,
+    }
+}
+
 fn overview(f: &mut Frame, app: &App, area: Rect) {
     let n = app.panels.len().max(1);
     let mut heights: Vec<Constraint> = app
@@ -144,51 +192,93 @@ fn overview(f: &mut Frame, app: &App, area: Rect) {
         .collect();
     heights.push(Constraint::Min(0));
     let areas = Layout::vertical(heights).split(area);
+    // Borders and the spaces between five columns, then the name, value and strip.
+    let name = name_width(app);
+    let fixed = 2 + 4 + name + 12 + 10;
     let width = area.width as usize;
-    let spark = width.saturating_sub(64).clamp(8, 60);
+    let spark = width.saturating_sub(fixed + 24).clamp(8, 60);
+    let note = width.saturating_sub(fixed + spark).max(6);
     for (p, a) in app.panels.iter().zip(areas.iter()).take(n) {
-        let rows: Vec<Row> = p
-            .rows
-            .iter()
-            .map(|r| {
-                let strip = sparkline(
-                    r.blocks
-                        .iter()
-                        .filter_map(|(_, v)| v.as_ref())
-                        .collect::<Vec<_>>()
-                        .into_iter(),
-                    16,
-                );
-                Row::new(vec![
-                    Cell::from(r.name.clone()),
-                    Cell::from(value_text(r.total, &r.unit)).style(style(app, Color::Green)),
-                    Cell::from(sparkline(r.history.iter(), spark)).style(style(app, Color::Cyan)),
-                    Cell::from(strip).style(style(app, Color::Magenta)),
-                    Cell::from(coverage_text(r)).style(dim(app)),
-                ])
-            })
-            .collect();
-        let table = Table::new(
-            rows,
-            [
-                Constraint::Length(24),
-                Constraint::Length(12),
-                Constraint::Length(spark as u16),
-                Constraint::Length(10),
-                Constraint::Min(6),
-            ],
-        )
-        .block(Block::bordered().title(format!(" {} ", p.title)));
-        f.render_widget(table, *a);
+        // A panel with no value at all has no history to draw: its reasons get the
+        // room.
+        let table = match p.rows.iter().any(|r| r.total.is_some()) {
+            true => panel_table(app, p, name, spark, note),
+            false => reasons_table(app, p, name, width.saturating_sub(2 + 2 + name + 12)),
+        };
+        f.render_widget(
+            table.block(Block::bordered().title(format!(" {} ", p.title))),
+            *a,
+        );
     }
+}
+
+/// A panel's rows: name, value, history, the blocks' strip, note.
+fn panel_table<'a>(app: &App, p: &PanelState, name: usize, spark: usize, note: usize) -> Table<'a> {
+    let rows: Vec<Row> = p
+        .rows
+        .iter()
+        .map(|r| {
+            let strip = sparkline(
+                r.blocks
+                    .iter()
+                    .filter_map(|(_, v)| v.as_ref())
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+                10,
+            );
+            Row::new(vec![
+                Cell::from(fit(&r.name, name)),
+                Cell::from(value_text(r.total, &r.unit)).style(style(app, Color::Green)),
+                Cell::from(sparkline(r.history.iter(), spark)).style(style(app, Color::Cyan)),
+                Cell::from(strip).style(style(app, Color::Magenta)),
+                Cell::from(fit(&coverage_text(r), note)).style(dim(app)),
+            ])
+        })
+        .collect();
+    Table::new(
+        rows,
+        [
+            Constraint::Length(name as u16),
+            Constraint::Length(12),
+            Constraint::Length(spark as u16),
+            Constraint::Length(10),
+            Constraint::Min(6),
+        ],
+    )
+}
+
+/// A panel without values: name, `-`, and why.
+fn reasons_table<'a>(app: &App, p: &PanelState, name: usize, note: usize) -> Table<'a> {
+    let rows: Vec<Row> = p
+        .rows
+        .iter()
+        .map(|r| {
+            Row::new(vec![
+                Cell::from(fit(&r.name, name)),
+                Cell::from(value_text(r.total, &r.unit)).style(style(app, Color::Green)),
+                Cell::from(fit(&coverage_text(r), note)).style(dim(app)),
+            ])
+        })
+        .collect();
+    Table::new(
+        rows,
+        [
+            Constraint::Length(name as u16),
+            Constraint::Length(12),
+            Constraint::Min(6),
+        ],
+    )
 }
 
 fn shown(app: &App, block: &str) -> bool {
     app.filter.is_empty() || block.contains(app.filter.as_str())
 }
 
-fn blocks(f: &mut Frame, app: &App, area: Rect) {
-    let mut rows: Vec<(String, String, Option<f64>, f64, String)> = Vec::new();
+/// One row of the blocks view: metric, block, value, share of the busiest, unit.
+type BlockRow = (String, String, Option<f64>, f64, String);
+
+fn block_rows(app: &App) -> Vec<BlockRow> {
+    let mut rows: Vec<BlockRow> = Vec::new();
     for p in &app.panels {
         for r in &p.rows {
             let max = r
@@ -205,20 +295,31 @@ fn blocks(f: &mut Frame, app: &App, area: Rect) {
             }
         }
     }
+    let natural = crate::device::natural_key;
     if app.by_name {
-        rows.sort_by(|a, b| {
-            (&a.0, crate::device::natural_key(&a.1)).cmp(&(&b.0, crate::device::natural_key(&b.1)))
-        });
+        rows.sort_by(|a, b| (&a.0, natural(&a.1)).cmp(&(&b.0, natural(&b.1))));
     } else {
-        rows.sort_by(|a, b| a.0.cmp(&b.0).then(b.3.total_cmp(&a.3)));
+        // Busiest first by whole percent of the busiest, then by block: stable.
+        let percent = |share: f64| -((share * 100.0).round() as i64);
+        rows.sort_by(|a, b| {
+            (&a.0, percent(a.3), natural(&a.1)).cmp(&(&b.0, percent(b.3), natural(&b.1)))
+        });
     }
-    let bar_width = (area.width as usize).saturating_sub(58).clamp(10, 60);
+    rows
+}
+
+fn blocks(f: &mut Frame, app: &App, area: Rect) {
+    let rows = block_rows(app);
+    let name = name_width(app);
+    let bar_width = (area.width as usize)
+        .saturating_sub(name + 34)
+        .clamp(10, 60);
     let table_rows: Vec<Row> = rows
         .iter()
         .map(|(m, b, v, share, unit)| {
             let filled = (share * bar_width as f64).round() as usize;
             Row::new(vec![
-                Cell::from(m.clone()),
+                Cell::from(fit(m, name)),
                 Cell::from(b.clone()),
                 Cell::from(value_text(*v, unit)).style(style(app, Color::Green)),
                 Cell::from("█".repeat(filled)).style(style(app, heat(*share))),
@@ -228,7 +329,7 @@ fn blocks(f: &mut Frame, app: &App, area: Rect) {
     let table = Table::new(
         table_rows,
         [
-            Constraint::Length(24),
+            Constraint::Length(name as u16),
             Constraint::Length(14),
             Constraint::Length(14),
             Constraint::Min(10),
@@ -247,32 +348,49 @@ fn heat(share: f64) -> Color {
     }
 }
 
+/// What the raw view shows of a rate: per second in its unit (`GB/s` for bytes), a
+/// level as it is, or why there is none.
+fn raw_value(r: &crate::ops::watch::Rate) -> String {
+    match (r.per_s, r.level, r.idle) {
+        // A perf event is idle when the kernel refused it.
+        (_, _, true) if r.kind == crate::block::BlockKind::Perf => "<not supported>".to_string(),
+        (_, _, true) => "not programmed".to_string(),
+        (Some(v), true, _) => format!("{v:.0}"),
+        (Some(v), false, _) => {
+            let (n, u) = match r.unit {
+                "bytes" => readable(v, "B/s"),
+                _ => readable(v, "/s"),
+            };
+            format!("{n} {u}")
+        }
+        (None, _, _) => "-".to_string(),
+    }
+}
+
 fn raw(f: &mut Frame, app: &App, area: Rect) {
     let mut rates: Vec<&crate::ops::watch::Rate> =
         app.raw.iter().filter(|r| shown(app, &r.block)).collect();
+    let natural = crate::device::natural_key;
     if !app.by_name {
-        rates.sort_by(|a, b| b.per_s.unwrap_or(-1.0).total_cmp(&a.per_s.unwrap_or(-1.0)));
+        // Busiest first; equal activity in block and counter order, every refresh.
+        rates.sort_by(|a, b| {
+            let key = |r: &crate::ops::watch::Rate| {
+                (Reverse(activity(r.per_s)), natural(&r.block), r.counter)
+            };
+            key(a).cmp(&key(b))
+        });
     }
+    let name = (area.width as usize)
+        .saturating_sub(2 + 3 + 16 + 4 + 16)
+        .clamp(20, 44);
     let rows: Vec<Row> = rates
         .iter()
         .map(|r| {
-            let value = match (r.per_s, r.level, r.idle) {
-                // A perf event is idle when the kernel refused it.
-                (_, _, true) if r.kind == crate::block::BlockKind::Perf => {
-                    "<not supported>".to_string()
-                }
-                (_, _, true) => "not programmed".to_string(),
-                (Some(v), true, _) => format!("{v:.0}"),
-                (Some(v), false, _) => {
-                    let (n, u) = readable(v, "/s");
-                    format!("{n} {u}")
-                }
-                (None, _, _) => "-".to_string(),
-            };
             Row::new(vec![
                 Cell::from(r.block.clone()),
-                Cell::from(r.name.clone()),
-                Cell::from(value),
+                Cell::from(r.counter.map(|c| c.to_string()).unwrap_or_default()),
+                Cell::from(fit(&r.name, name)),
+                Cell::from(raw_value(r)),
             ])
         })
         .collect();
@@ -280,11 +398,12 @@ fn raw(f: &mut Frame, app: &App, area: Rect) {
         rows,
         [
             Constraint::Length(16),
-            Constraint::Length(36),
+            Constraint::Length(4),
+            Constraint::Length(name as u16),
             Constraint::Min(12),
         ],
     )
-    .header(Row::new(vec!["BLOCK", "EVENT OR REGISTER", "PER SECOND"]).style(dim(app)))
+    .header(Row::new(vec!["BLOCK", "CTR", "EVENT OR REGISTER", "PER SECOND"]).style(dim(app)))
     .block(Block::bordered().title(" Raw: every counter and register "));
     f.render_widget(table, area);
 }
