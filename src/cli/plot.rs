@@ -12,6 +12,13 @@ use crate::ops::diff::Diff;
 
 const WIDTH: u32 = 1100;
 const CHART_HEIGHT: u32 = 340;
+/// Series a legend inside the chart holds; more go in a column beside it, busiest
+/// first.
+const INSIDE_LEGEND: usize = 8;
+/// Most series a chart draws: beyond, the busiest by mean, said in its title.
+const MOST_LINES: usize = 32;
+const LEGEND_WIDTH: u32 = 260;
+const LEGEND_ROW: u32 = 16;
 
 /// Fonts tried for PNG text, in order (Debian's fonts-dejavu-core first).
 const FONTS: &[&str] = &[
@@ -49,7 +56,7 @@ pub(super) fn run(a: PlotOptions) -> Result<()> {
     extension(&a.output)?;
     let files: Vec<&Path> = a.runs.iter().map(|p| p.as_path()).collect();
     let (title, charts) = series::charts(&files, a.per_block)?;
-    let height = CHART_HEIGHT * charts.len() as u32 + 40;
+    let height = charts.iter().map(chart_height).sum::<u32>() + 40;
     draw(
         &a.output,
         (WIDTH, height),
@@ -96,10 +103,11 @@ fn render<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, job: &Job) -> Resul
     root.fill(&WHITE).map_err(plot_err)?;
     match job {
         Job::Runs { title, charts } => {
-            let root = root.titled(title, ("sans-serif", 22)).map_err(plot_err)?;
-            let areas = root.split_evenly((charts.len(), 1));
-            for (chart, area) in charts.iter().zip(&areas) {
-                line_chart(area, chart)?;
+            let mut rest = root.titled(title, ("sans-serif", 22)).map_err(plot_err)?;
+            for chart in charts.iter() {
+                let (area, below) = rest.split_vertically(chart_height(chart) as i32);
+                line_chart(&area, chart)?;
+                rest = below;
             }
         }
         Job::Bars { interval_s, bars } => bar_chart(root, *interval_s, bars)?,
@@ -150,15 +158,36 @@ fn bar_chart<DB: DrawingBackend>(
     Ok(())
 }
 
+/// A chart's height: room for its legend's column when it has one.
+fn chart_height(c: &Chart) -> u32 {
+    match c.lines.len().min(MOST_LINES) {
+        n if n > INSIDE_LEGEND => CHART_HEIGHT.max(80 + LEGEND_ROW * n as u32),
+        _ => CHART_HEIGHT,
+    }
+}
+
+/// The lines a chart draws, in legend order: all of them as they come, or, beyond
+/// the inside legend, the busiest first by mean (the [`MOST_LINES`] busiest at most).
+fn drawn(c: &Chart) -> Vec<&series::Line> {
+    let mut lines: Vec<&series::Line> = c.lines.iter().collect();
+    if lines.len() > INSIDE_LEGEND {
+        let mean = |l: &series::Line| {
+            l.points.iter().map(|p| p.1).sum::<f64>() / l.points.len().max(1) as f64
+        };
+        lines.sort_by(|a, b| mean(b).total_cmp(&mean(a)));
+        lines.truncate(MOST_LINES);
+    }
+    lines
+}
+
 fn line_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> Result<()> {
-    let xmax = c
-        .lines
+    let lines = drawn(c);
+    let xmax = lines
         .iter()
         .flat_map(|l| l.points.iter().map(|p| p.0))
         .fold(0.0, f64::max)
         .max(1e-3);
-    let ymax = c
-        .lines
+    let ymax = lines
         .iter()
         .flat_map(|l| l.points.iter().map(|p| p.1))
         .fold(0.0, f64::max);
@@ -168,13 +197,31 @@ fn line_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> R
     } else {
         1.0
     };
-    let title = match c.not_finite {
-        0 => c.title.clone(),
-        n => format!("{} ({n} values not finite, not drawn)", c.title),
+    let mut title = c.title.clone();
+    if lines.len() < c.lines.len() {
+        title += &format!(
+            " (the {} busiest of {} by mean)",
+            lines.len(),
+            c.lines.len()
+        );
+    }
+    if c.not_finite > 0 {
+        title += &format!(" ({} values not finite, not drawn)", c.not_finite);
+    }
+    let beside = lines.len() > INSIDE_LEGEND;
+    let (plot, legend) = match beside {
+        true => {
+            let (w, _) = area.dim_in_pixel();
+            let (plot, legend) = area.split_horizontally(w.saturating_sub(LEGEND_WIDTH) as i32);
+            (plot, Some(legend))
+        }
+        false => (area.clone(), None),
     };
-    let mut chart = ChartBuilder::on(area)
+    let mut chart = ChartBuilder::on(&plot)
         .caption(&title, ("sans-serif", 18))
         .margin(12)
+        // Room for the last x label, centred on the right edge.
+        .margin_right(36)
         .x_label_area_size(34)
         .y_label_area_size(80)
         .build_cartesian_2d(0.0..xmax, 0.0..ymax)
@@ -186,25 +233,49 @@ fn line_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> R
         .y_label_formatter(&|y| si(*y))
         .draw()
         .map_err(plot_err)?;
-    for (i, l) in c.lines.iter().enumerate() {
+    for (i, l) in lines.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        chart
+        let drawn = chart
             .draw_series(LineSeries::new(
                 l.points.iter().copied(),
                 color.stroke_width(2),
             ))
-            .map_err(plot_err)?
-            .label(l.label.clone())
-            .legend(move |(x, y)| {
+            .map_err(plot_err)?;
+        if !beside {
+            drawn.label(l.label.clone()).legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
             });
+        }
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
+    match legend {
+        Some(legend) => legend_column(&legend, &lines),
+        None => chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_err),
+    }
+}
+
+/// The legend as a column beside the chart: a swatch and a label per line.
+fn legend_column<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    lines: &[&series::Line],
+) -> Result<()> {
+    area.draw(&Text::new("busiest first", (8, 40), ("sans-serif", 13)))
         .map_err(plot_err)?;
+    for (i, l) in lines.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let y = 64 + (i as u32 * LEGEND_ROW) as i32;
+        area.draw(&PathElement::new(
+            vec![(8, y), (26, y)],
+            color.stroke_width(2),
+        ))
+        .map_err(plot_err)?;
+        area.draw(&Text::new(l.label.clone(), (32, y - 7), ("sans-serif", 13)))
+            .map_err(plot_err)?;
+    }
     Ok(())
 }
 

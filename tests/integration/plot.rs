@@ -318,3 +318,103 @@ fn extreme_values_are_drawn_or_said_never_hang() {
     // Two charts (the counts, the metric), a line and its legend entry each.
     assert_eq!(series_lines(&drawn), 4);
 }
+
+/// The x of every text and the points of every 2-px polyline of an SVG.
+fn placed(svg: &str) -> (Vec<(f64, String)>, Vec<Vec<(f64, f64)>>) {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let texts = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| {
+            let x: f64 = n.attribute("x")?.parse().ok()?;
+            Some((x, n.text()?.trim().to_string()))
+        })
+        .collect();
+    let lines = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke-width") == Some("2"))
+        .map(|n| {
+            n.attribute("points")
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| {
+                    let (x, y) = p.split_once(',')?;
+                    Some((x.parse().ok()?, y.parse().ok()?))
+                })
+                .collect()
+        })
+        .collect();
+    (texts, lines)
+}
+
+#[test]
+fn many_series_get_a_legend_beside_the_chart_and_the_busiest_are_drawn() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 events on each of the 8 llt blocks, two runs: 64 series on one chart.
+    let run = run_to(
+        dir.path(),
+        "llt.ndjson",
+        &[
+            "--sim",
+            "bf3",
+            "stat",
+            "-o",
+            "-",
+            "-e",
+            "llt/GDC_BANK0_RD_REQ,GDC_BANK1_RD_REQ,GDC_BANK0_WR_REQ,GDC_BANK1_WR_REQ/",
+            "-A",
+            "-I",
+            "200",
+            "--json",
+            "--duration",
+            "650ms",
+        ],
+    );
+    let again = dir.path().join("again.ndjson");
+    std::fs::copy(&run, &again).unwrap();
+    let svg = dir.path().join("llt.svg");
+    bfperf()
+        .arg("plot")
+        .arg(&run)
+        .arg(&again)
+        .arg("--per-block")
+        .arg("-o")
+        .arg(&svg)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let (texts, lines) = placed(&text);
+    assert!(
+        texts
+            .iter()
+            .any(|(_, t)| t == "llt: events per second (the 32 busiest of 64 by mean)"),
+        "{texts:?}"
+    );
+    // 32 lines and 32 swatches; the swatches in a column right of the plot.
+    assert_eq!(lines.len(), 64);
+    let plot_right = 1100.0 - 260.0;
+    let swatches: Vec<&Vec<(f64, f64)>> = lines
+        .iter()
+        .filter(|l| l.len() == 2 && l.iter().all(|p| p.0 >= plot_right))
+        .collect();
+    assert_eq!(swatches.len(), 32, "{lines:?}");
+    // Each swatch's label beside it, none on top of another.
+    let mut ys: Vec<f64> = swatches.iter().map(|l| l[0].1).collect();
+    ys.dedup();
+    assert_eq!(ys.len(), 32);
+    assert!(texts
+        .iter()
+        .any(|(x, t)| *x >= plot_right && t == "busiest first"));
+    // The reads (twice the writes) are the busiest; the writes are left out.
+    let legend: Vec<&String> = texts
+        .iter()
+        .filter(|(x, t)| *x >= plot_right && t.contains("_REQ"))
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(legend.len(), 32, "{legend:?}");
+    assert!(legend.iter().all(|t| t.contains("_RD_REQ")), "{legend:?}");
+    // Every label of the plot's axes inside it, the last x label too.
+    for (x, t) in texts.iter().filter(|(_, t)| t.parse::<f64>().is_ok()) {
+        assert!(*x < plot_right - 12.0, "x label {t} at {x}");
+    }
+}
