@@ -319,8 +319,11 @@ fn extreme_values_are_drawn_or_said_never_hang() {
     assert_eq!(series_lines(&drawn), 4);
 }
 
+/// Texts at their x, and polylines as their points.
+type Placed = (Vec<(f64, String)>, Vec<Vec<(f64, f64)>>);
+
 /// The x of every text and the points of every 2-px polyline of an SVG.
-fn placed(svg: &str) -> (Vec<(f64, String)>, Vec<Vec<(f64, f64)>>) {
+fn placed(svg: &str) -> Placed {
     let doc = roxmltree::Document::parse(svg).unwrap();
     let texts = doc
         .descendants()
