@@ -30,7 +30,8 @@ for f in /usr/share/bash-completion/completions/bfperf \
          /usr/lib/systemd/system/bfperf-exporter.service \
          /usr/share/bfperf/prometheus/bfperf.rules.yml \
          /usr/share/bfperf/grafana/bfperf.json \
-         /usr/share/doc/bfperf/copyright; do
+         /usr/share/doc/bfperf/copyright \
+         /usr/share/doc/bfperf/examples/workloads/burst.toml; do
   [ -s "$f" ] || fail "$f is missing"
 done
 [ -s /etc/bfperf/exporter.toml ] || fail "/etc/bfperf/exporter.toml is missing"

@@ -58,6 +58,7 @@ pub(crate) struct Global {
         long,
         global = true,
         value_name = "GEN[@KERNEL]",
+        env = "BFPERF_SIM",
         conflicts_with = "device"
     )]
     pub sim: Option<String>,

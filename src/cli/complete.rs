@@ -103,6 +103,7 @@ fn parse_line(root: &clap::Command, words: &[String]) -> Line {
             sysfs_root: std::env::var_os("BFPERF_SYSFS_ROOT")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from("/sys")),
+            sim: std::env::var("BFPERF_SIM").ok().filter(|s| !s.is_empty()),
             ..Global::default()
         },
         ..Line::default()

@@ -120,6 +120,7 @@ pub fn tree_contents(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 pub fn bfperf() -> Command {
     let mut c = Command::new(assert_cmd::cargo::cargo_bin!("bfperf"));
     c.env_remove("BFPERF_SYSFS_ROOT");
+    c.env_remove("BFPERF_SIM");
     c.env("BFPERF_PAGE_SIZE", "4096");
     c
 }

@@ -46,6 +46,7 @@ mod output;
 mod perf;
 mod plot;
 mod program;
+mod readme;
 mod security;
 mod sim;
 mod snapshot;

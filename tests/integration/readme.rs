@@ -1,0 +1,262 @@
+//! Every `bfperf` command in README.md's `sh` blocks runs, as written, on the
+//! simulated generation it names, so that no example can rot.
+//!
+//! Which generation: the one a command names itself (`--sim`, `--sysfs-root`); else a
+//! `BF1`, `BF2` or `BF3` in its comment; else the `<!-- generation: bfN -->` marker
+//! above its block; else BlueField-3. It is given as `BFPERF_SIM`, so the command line
+//! is the README's. The commands run in order through `sh`, in one scratch directory
+//! (so `snapshot -o before.json` feeds the `diff` below it), with `./workload` and
+//! `make` standing for the reader's program and `examples/` at hand. Only what would
+//! make the suite slow or touch the machine is changed, and always the same way:
+//! durations become 300 ms and `sleep N` 0.2 s; redirections to paths outside the
+//! scratch directory land inside it, as `/tmp/bf` and `/var/lib/` paths do, and port
+//! 9839 becomes any free port. Long-running
+//! commands (`exporter`, `top` in a pseudo-terminal, `sim mount … &`) must still be
+//! running after a second and a half; every other command must exit 0.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Stdio};
+use std::time::{Duration, Instant};
+
+/// One command of README.md: its line, the generation it runs on, and the line
+/// it runs as (the changes above made).
+#[derive(Debug)]
+struct Example {
+    line: String,
+    generation: Option<String>,
+    run_as: String,
+}
+
+/// The `bfperf` lines of README's `sh` blocks, in order.
+fn examples(readme: &str, scratch: &Path) -> Vec<Example> {
+    let mut out = Vec::new();
+    let mut marked: Option<String> = None;
+    let mut in_sh = false;
+    for line in readme.lines() {
+        let t = line.trim();
+        if let Some(g) = t
+            .strip_prefix("<!-- generation: ")
+            .and_then(|r| r.strip_suffix(" -->"))
+        {
+            marked = Some(g.to_string());
+            continue;
+        }
+        if let Some(info) = t.strip_prefix("```") {
+            in_sh = !in_sh && info.starts_with("sh");
+            if !in_sh {
+                marked = None;
+            }
+            continue;
+        }
+        if in_sh && t.starts_with("bfperf ") {
+            let (command, comment) = split_comment(t);
+            let generation = generation_of(command, comment, marked.as_deref());
+            out.push(Example {
+                line: t.to_string(),
+                generation,
+                run_as: run_as(command, scratch),
+            });
+        }
+    }
+    out
+}
+
+/// The command and its comment (`# ...` outside quotes).
+fn split_comment(line: &str) -> (&str, &str) {
+    let mut quote: Option<char> = None;
+    let mut previous = ' ';
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '#') if previous.is_whitespace() => {
+                return (line[..i].trim_end(), &line[i + 1..]);
+            }
+            _ => {}
+        }
+        previous = c;
+    }
+    (line, "")
+}
+
+/// None when the command names its device itself.
+fn generation_of(command: &str, comment: &str, marked: Option<&str>) -> Option<String> {
+    if command.contains("--sim") || command.contains("--sysfs-root") || command.contains(" sim ") {
+        return None;
+    }
+    let named = ["BF1", "BF2", "BF3"]
+        .into_iter()
+        .find(|g| comment.contains(g))
+        .map(str::to_ascii_lowercase);
+    Some(
+        named
+            .or(marked.map(str::to_string))
+            .unwrap_or_else(|| "bf3".into()),
+    )
+}
+
+/// The command with its durations shortened and its paths kept in `scratch`.
+fn run_as(command: &str, scratch: &Path) -> String {
+    let words: Vec<&str> = command.split(' ').collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i];
+        let next = words.get(i + 1).copied();
+        match (w, next) {
+            ("--duration", Some(_)) => {
+                out.push("--duration 300ms".into());
+                i += 1;
+            }
+            ("sleep", Some(_)) => {
+                out.push("sleep 0.2".into());
+                i += 1;
+            }
+            (">", Some(path)) if path.starts_with('/') || path.contains(['~', '$']) => {
+                out.push("> redirected.out".into());
+                i += 1;
+            }
+            _ => out.push(w.to_string()),
+        }
+        i += 1;
+    }
+    out.join(" ")
+        .replace("/tmp/bf", &scratch.join("bf").display().to_string())
+        .replace("/var/lib/", &format!("{}/", scratch.display()))
+        .replace(":9839", ":0")
+}
+
+/// A scratch directory with the reader's stand-ins: `./workload`, `make` on the
+/// PATH (beside `bfperf`), and `examples/`.
+fn scratch() -> (tempfile::TempDir, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("node_exporter/textfile")).unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let script = |path: PathBuf| {
+        std::fs::write(&path, "#!/bin/sh\nsleep 0.1\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    script(dir.path().join("workload"));
+    script(bin.join("make"));
+    std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin!("bfperf"), bin.join("bfperf"))
+        .unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::os::unix::fs::symlink(repo.join("examples"), dir.path().join("examples")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (dir, path)
+}
+
+/// How a long-running command is judged: still running after a while.
+fn long_running(e: &Example) -> bool {
+    e.run_as.contains(" exporter") || e.run_as.contains(" top") || e.run_as.ends_with('&')
+}
+
+/// Runs one example; None when it did what it should, else what went wrong.
+fn run(
+    e: &Example,
+    dir: &Path,
+    path: &str,
+    mounts: &mut Vec<std::process::Child>,
+) -> Option<String> {
+    let command = e.run_as.trim_end_matches('&').trim_end();
+    // top draws in a terminal: `script` gives it one.
+    let shell = match e.run_as.contains(" top") {
+        true => format!(
+            "exec script -qec '{}' /dev/null",
+            command.replace('\'', "'\\''")
+        ),
+        false => format!("exec {command}"),
+    };
+    let mut p = Process::new("sh");
+    p.args(["-c", &shell])
+        .current_dir(dir)
+        .env("PATH", path)
+        .env_remove("BFPERF_SYSFS_ROOT")
+        .env("BFPERF_PAGE_SIZE", "4096")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match &e.generation {
+        Some(g) => p.env("BFPERF_SIM", g),
+        None => p.env_remove("BFPERF_SIM"),
+    };
+    let mut child = p.spawn().unwrap();
+    if long_running(e) {
+        let deadline = Instant::now() + Duration::from_millis(1500);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                let out = child.wait_with_output().unwrap();
+                return Some(format!(
+                    "ended early ({status}): {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // A mount serves the commands below it; the others end here.
+        if e.run_as.ends_with('&') {
+            mounts.push(child);
+            return None;
+        }
+        // SAFETY: signals the child this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let _ = child.wait();
+        return None;
+    }
+    let out = child.wait_with_output().unwrap();
+    (!out.status.success()).then(|| {
+        format!(
+            "{}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        )
+    })
+}
+
+#[test]
+fn every_readme_command_runs_on_the_generation_it_names() {
+    let (dir, path) = scratch();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let all = examples(&readme, dir.path());
+    assert!(all.len() > 50, "only {} commands found", all.len());
+    let mut failed = Vec::new();
+    let mut mounts = Vec::new();
+    for e in &all {
+        if let Some(why) = run(e, dir.path(), &path, &mut mounts) {
+            failed.push(format!(
+                "{}\n  on {} as: {}\n  {why}",
+                e.line,
+                e.generation.as_deref().unwrap_or("its own device"),
+                e.run_as
+            ));
+        }
+    }
+    // The mounts end when their directory is unmounted.
+    for mut m in mounts {
+        let bf = dir.path().join("bf");
+        if Process::new("fusermount3")
+            .arg("-u")
+            .arg(&bf)
+            .status()
+            .is_err()
+        {
+            let _ = Process::new("umount").arg("-l").arg(&bf).status();
+        }
+        let _ = m.kill();
+        let _ = m.wait();
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} README commands failed:\n{}",
+        failed.len(),
+        all.len(),
+        failed.join("\n")
+    );
+}
