@@ -35,7 +35,6 @@ pub struct ListedEvent {
     pub blocks: Vec<String>,
     /// Without a device ([`list_generations`]): the generations that have it (`bf1`,
     /// `bf2`, `bf3`, as `--sim` takes them); empty on a device.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub generations: Vec<String>,
 }
 
