@@ -20,15 +20,20 @@ fn ddr_read_truth() -> f64 {
     bf3_gb_per_s(&["mss0", "mss1"], "SKYLIB_DDN_TX_FLITS")
 }
 
-/// stat's report lines (on stderr) from `bfperf ARGS`, which must succeed.
-fn stat_report(args: &[&str]) -> Vec<String> {
+/// `bfperf ARGS`, which must succeed.
+fn succeeded(args: &[&str]) -> std::process::Output {
     let out = bfperf().args(args).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    report(&out.stderr)
+    out
+}
+
+/// stat's report lines (on stderr) from `bfperf ARGS`, which must succeed.
+fn stat_report(args: &[&str]) -> Vec<String> {
+    report(&succeeded(args).stderr)
 }
 
 fn close(got: f64, want: f64, what: &str) {
@@ -337,22 +342,14 @@ fn list_works_anywhere_and_lists_whole_groups() {
     // No DPU here (an empty sysfs root): every generation's catalog, marked.
     let empty = tempfile::tempdir().unwrap();
     let root = empty.path().to_str().unwrap();
-    let out = bfperf()
-        .args([
-            "--sysfs-root",
-            root,
-            "list",
-            "HNF_REQUESTS",
-            "--format",
-            "csv",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeded(&[
+        "--sysfs-root",
+        root,
+        "list",
+        "HNF_REQUESTS",
+        "--format",
+        "csv",
+    ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("no BlueField here"));
     let csv = String::from_utf8(out.stdout).unwrap();
     // BlueField-1 and -2 have the tile's HNF_REQUESTS (0x45); BlueField-3 has no tile.
@@ -430,14 +427,8 @@ fn completion_follows_sim() {
 
 /// The lines `bfperf ARGS` prints on standard output; it must succeed.
 fn stdout_lines(args: &[&str]) -> Vec<String> {
-    let out = bfperf().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
+    let out = succeeded(args);
+    String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(str::to_string)
         .collect()

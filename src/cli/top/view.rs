@@ -202,8 +202,11 @@ fn overview(f: &mut Frame, app: &App, area: Rect) {
         // A panel with no value at all has no history to draw: its reasons get the
         // room.
         let table = match p.rows.iter().any(|r| r.total.is_some()) {
-            true => panel_table(app, p, name, spark, note),
-            false => reasons_table(app, p, name, width.saturating_sub(2 + 2 + name + 12)),
+            true => panel_table(app, p, [name, spark, note], true),
+            false => {
+                let note = width.saturating_sub(2 + 2 + name + 12);
+                panel_table(app, p, [name, 0, note], false)
+            }
         };
         f.render_widget(
             table.block(Block::bordered().title(format!(" {} ", p.title))),
@@ -212,62 +215,36 @@ fn overview(f: &mut Frame, app: &App, area: Rect) {
     }
 }
 
-/// A panel's rows: name, value, history, the blocks' strip, note.
-fn panel_table<'a>(app: &App, p: &PanelState, name: usize, spark: usize, note: usize) -> Table<'a> {
+/// A panel's rows: name, value, history and the blocks' strip (when `history`),
+/// note.
+fn panel_table<'a>(app: &App, p: &PanelState, widths: [usize; 3], history: bool) -> Table<'a> {
+    let [name, spark, note] = widths;
     let rows: Vec<Row> = p
         .rows
         .iter()
         .map(|r| {
-            let strip = sparkline(
-                r.blocks
-                    .iter()
-                    .filter_map(|(_, v)| v.as_ref())
-                    .collect::<Vec<_>>()
-                    .into_iter(),
-                10,
-            );
-            Row::new(vec![
+            let mut cells = vec![
                 Cell::from(fit(&r.name, name)),
                 Cell::from(value_text(r.total, &r.unit)).style(style(app, Color::Green)),
-                Cell::from(sparkline(r.history.iter(), spark)).style(style(app, Color::Cyan)),
-                Cell::from(strip).style(style(app, Color::Magenta)),
-                Cell::from(fit(&coverage_text(r), note)).style(dim(app)),
-            ])
+            ];
+            if history {
+                let strip = sparkline(r.blocks.iter().filter_map(|(_, v)| v.as_ref()), 10);
+                cells.push(
+                    Cell::from(sparkline(r.history.iter(), spark)).style(style(app, Color::Cyan)),
+                );
+                cells.push(Cell::from(strip).style(style(app, Color::Magenta)));
+            }
+            cells.push(Cell::from(fit(&coverage_text(r), note)).style(dim(app)));
+            Row::new(cells)
         })
         .collect();
-    Table::new(
-        rows,
-        [
-            Constraint::Length(name as u16),
-            Constraint::Length(12),
-            Constraint::Length(spark as u16),
-            Constraint::Length(10),
-            Constraint::Min(6),
-        ],
-    )
-}
-
-/// A panel without values: name, `-`, and why.
-fn reasons_table<'a>(app: &App, p: &PanelState, name: usize, note: usize) -> Table<'a> {
-    let rows: Vec<Row> = p
-        .rows
-        .iter()
-        .map(|r| {
-            Row::new(vec![
-                Cell::from(fit(&r.name, name)),
-                Cell::from(value_text(r.total, &r.unit)).style(style(app, Color::Green)),
-                Cell::from(fit(&coverage_text(r), note)).style(dim(app)),
-            ])
-        })
-        .collect();
-    Table::new(
-        rows,
-        [
-            Constraint::Length(name as u16),
-            Constraint::Length(12),
-            Constraint::Min(6),
-        ],
-    )
+    let mut widths = vec![Constraint::Length(name as u16), Constraint::Length(12)];
+    if history {
+        widths.push(Constraint::Length(spark as u16));
+        widths.push(Constraint::Length(10));
+    }
+    widths.push(Constraint::Min(6));
+    Table::new(rows, widths)
 }
 
 fn shown(app: &App, block: &str) -> bool {
