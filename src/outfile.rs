@@ -340,7 +340,8 @@ fn open_inherited(path: &Path, fd: i32) -> Result<Sink> {
 fn open_stream(path: &Path, ft: fs::FileType) -> Result<Sink> {
     use std::os::unix::fs::OpenOptionsExt;
     if ft.is_socket() {
-        let stream = std::os::unix::net::UnixStream::connect(path).map_err(|e| Error::File {
+        let connect = |p: &Path| std::os::unix::net::UnixStream::connect(p);
+        let stream = with_socket_path(path, connect).map_err(|e| Error::File {
             what: "cannot connect to the socket",
             path: path.to_path_buf(),
             source: e,
@@ -440,4 +441,32 @@ pub(crate) fn replace(
             })?;
     }
     sink.finish()
+}
+
+/// The longest path a Unix socket address holds (sun_path, with its final NUL).
+const SUN_PATH: usize = 108;
+
+/// Calls `f` with `path`, or — when it is too long for a socket's address — with
+/// the same file through its directory opened here (`/proc/self/fd/N/NAME`), so
+/// that a socket may be bound and reached however deep its directory is.
+pub(crate) fn with_socket_path<T>(
+    path: &Path,
+    f: impl FnOnce(&Path) -> io::Result<T>,
+) -> io::Result<T> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    if path.as_os_str().len() < SUN_PATH {
+        return f(path);
+    }
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return f(path);
+    };
+    let dir = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)?;
+    let short = Path::new("/proc/self/fd")
+        .join(dir.as_raw_fd().to_string())
+        .join(name);
+    f(&short)
 }

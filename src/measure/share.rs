@@ -116,7 +116,8 @@ impl<'d> Shared<'d> {
         specs: &[String],
         command: String,
     ) -> Result<Option<Shared<'d>>> {
-        let stream = match UnixStream::connect(socket) {
+        let connect = |p: &Path| UnixStream::connect(p);
+        let stream = match crate::outfile::with_socket_path(socket, connect) {
             Ok(s) => s,
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ECONNREFUSED)) => {
                 return Ok(None)

@@ -1695,3 +1695,29 @@ fn a_socket_of_another_user_is_never_asked() {
         .stderr(predicate::str::contains("uid 1234, neither root nor you"));
     assert_eq!(c.contents(), before);
 }
+
+/// A lock in a directory too deep for a socket's address (108 bytes): the exporter
+/// still listens beside it and stat still asks it.
+#[test]
+fn a_deep_state_directory_still_shares_the_device() {
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let top = tempfile::tempdir().unwrap();
+    let deep = top
+        .path()
+        .join("a-directory-name-of-forty-characters-each")
+        .join("another-directory-name-of-forty-characters");
+    std::fs::create_dir_all(&deep).unwrap();
+    assert!(deep.join("lock.sock").as_os_str().len() > 108);
+    let cfg = config(&deep, "events = [\"default\"]\n");
+    let (_e, _port) = serve(&m, &deep, &cfg);
+    let out = stat_beside(
+        &m,
+        &deep.join("lock"),
+        &["-e", "gic0/AW_BEATS/", "--duration", "200ms"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("owned by the exporter"), "{err}");
+}

@@ -58,7 +58,8 @@ impl Clients {
             }
             std::fs::remove_file(&path).map_err(cannot)?;
         }
-        let listener = UnixListener::bind(&path).map_err(cannot)?;
+        let bind = |p: &Path| UnixListener::bind(p);
+        let listener = crate::outfile::with_socket_path(&path, bind).map_err(cannot)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(cannot)?;
         if let Some(gid) = group {
             // Only then open to the group: never a moment open to anyone else.

@@ -8,7 +8,7 @@ mod cores;
 mod panels;
 mod view;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Stdout};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -89,6 +89,9 @@ pub(super) struct App {
     pub color: bool,
     pub panels: Vec<PanelState>,
     pub raw: Vec<Rate>,
+    /// Each raw row's activity as sorted: it moves only when the rate moves by more
+    /// than a tenth, so jitter never reorders rows. Keyed by block, counter, name.
+    pub raw_order: HashMap<(String, Option<u32>, String), f64>,
     pub refreshes: u64,
 }
 
@@ -384,6 +387,7 @@ pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
         color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         panels: panel_states(&titled, &set),
         raw: Vec::new(),
+        raw_order: HashMap::new(),
         refreshes: 0,
     };
     let cpus = crate::perf::online_cpus(&global.sysfs_root);
@@ -550,6 +554,22 @@ impl TerminalWatch {
     }
 }
 
+/// The raw rows' sort values: a rate that moved by a tenth or less keeps the one it
+/// had.
+fn keep_raw_order(app: &mut App) {
+    let mut order = HashMap::new();
+    for r in &app.raw {
+        let key = (r.block.clone(), r.counter, r.name.clone());
+        let now = r.per_s.unwrap_or(-1.0);
+        let kept = match app.raw_order.get(&key) {
+            Some(&was) if (now - was).abs() <= 0.1 * was.abs() => was,
+            _ => now,
+        };
+        order.insert(key, kept);
+    }
+    app.raw_order = order;
+}
+
 /// Handles a key; true to quit.
 fn key(app: &mut App, k: KeyEvent) -> bool {
     if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
@@ -621,6 +641,7 @@ fn refresh(app: &mut App, sources: &mut Sources) {
                 level: false,
             }));
     }
+    keep_raw_order(app);
     for panel in &mut app.panels {
         for row in &mut panel.rows {
             let mine: Vec<&MetricValue> = values.iter().filter(|v| v.metric == row.name).collect();

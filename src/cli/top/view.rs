@@ -173,13 +173,26 @@ fn name_width(app: &App) -> usize {
         .clamp(12, 32)
 }
 
-/// An activity that sorts the same through jitter: 20 steps per decade (values
-/// within about 12 % are equal), then the tie-breaks in order.
-fn activity(v: Option<f64>) -> i64 {
-    match v {
-        Some(v) if v > 0.0 => (v.log10() * 20.0).floor() as i64,
-        Some(_) => i64::MIN + 1,
-        None => i64::MIN,
+/// An f64 that sorts (by `total_cmp`).
+struct Ordered(f64);
+
+impl PartialEq for Ordered {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Ordered {}
+
+impl PartialOrd for Ordered {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ordered {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
     }
 }
 
@@ -349,13 +362,18 @@ fn raw(f: &mut Frame, app: &App, area: Rect) {
         app.raw.iter().filter(|r| shown(app, &r.block)).collect();
     let natural = crate::device::natural_key;
     if !app.by_name {
-        // Busiest first; equal activity in block and counter order, every refresh.
-        rates.sort_by(|a, b| {
-            let key = |r: &crate::ops::watch::Rate| {
-                (Reverse(activity(r.per_s)), natural(&r.block), r.counter)
-            };
-            key(a).cmp(&key(b))
-        });
+        // Busiest first (by the value kept through jitter), then block and counter:
+        // the same order every refresh.
+        let key = |r: &&crate::ops::watch::Rate| {
+            let kept = app
+                .raw_order
+                .get(&(r.block.clone(), r.counter, r.name.clone()))
+                .copied()
+                .or(r.per_s)
+                .unwrap_or(-1.0);
+            (Reverse(Ordered(kept)), natural(&r.block), r.counter)
+        };
+        rates.sort_by_cached_key(key);
     }
     let name = (area.width as usize)
         .saturating_sub(2 + 3 + 16 + 4 + 16)
