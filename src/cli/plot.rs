@@ -242,9 +242,9 @@ fn line_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> R
             ))
             .map_err(plot_err)?;
         if !beside {
-            drawn.label(l.label.clone()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+            drawn
+                .label(l.label.clone())
+                .legend(move |(x, y)| swatch(x, y, color));
         }
     }
     match legend {
@@ -258,6 +258,11 @@ fn line_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, c: &Chart) -> R
     }
 }
 
+/// A line's sample in a legend: 18 pixels of its colour, as wide as its line.
+fn swatch(x: i32, y: i32, color: RGBAColor) -> PathElement<(i32, i32)> {
+    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+}
+
 /// The legend as a column beside the chart: a swatch and a label per line.
 fn legend_column<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -268,11 +273,7 @@ fn legend_column<DB: DrawingBackend>(
     for (i, l) in lines.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         let y = 64 + (i as u32 * LEGEND_ROW) as i32;
-        area.draw(&PathElement::new(
-            vec![(8, y), (26, y)],
-            color.stroke_width(2),
-        ))
-        .map_err(plot_err)?;
+        area.draw(&swatch(8, y, color)).map_err(plot_err)?;
         area.draw(&Text::new(l.label.clone(), (32, y - 7), ("sans-serif", 13)))
             .map_err(plot_err)?;
     }

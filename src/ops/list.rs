@@ -132,37 +132,39 @@ pub fn list_generations(
     patterns: &[String],
     details: bool,
 ) -> Result<Listing> {
-    let mut merged = Listing {
-        events: Vec::new(),
-        pmus: Vec::new(),
-        metrics: Vec::new(),
-        groups: BTreeMap::new(),
-    };
+    // Merged by the order `list` shows them in.
+    let mut merged: BTreeMap<(&'static str, Option<u32>, String), ListedEvent> = BTreeMap::new();
     let mut kinds = Vec::new();
     for (generation, device) in devices {
         let all: Vec<&Block> = device.blocks().iter().collect();
         kinds.extend(all.iter().map(|b| b.kind));
         let listing = list_blocks(device, &all, &MetricSet::default(), patterns, false)?;
         for e in listing.events {
-            let same =
-                |m: &&mut ListedEvent| (m.kind, &m.name, m.number) == (e.kind, &e.name, e.number);
-            match merged.events.iter_mut().find(same) {
-                Some(m) => m.generations.push(generation.to_string()),
-                None => merged.events.push(ListedEvent {
+            merged
+                .entry(order(&e))
+                .or_insert_with(|| ListedEvent {
                     blocks: Vec::new(),
-                    generations: vec![generation.to_string()],
                     ..e
-                }),
-            }
+                })
+                .generations
+                .push(generation.to_string());
         }
     }
-    merged.events.sort_by(|a, b| {
-        (a.kind.as_str(), a.number, &a.name).cmp(&(b.kind.as_str(), b.number, &b.name))
-    });
     kinds.sort_by_key(|k| k.as_str());
     kinds.dedup();
-    (merged.metrics, merged.groups) = list_metrics(set, &kinds, patterns, details);
-    Ok(with_perf(merged, pmus, set, patterns, details))
+    let (metrics, groups) = list_metrics(set, &kinds, patterns, details);
+    let listing = Listing {
+        events: merged.into_values().collect(),
+        pmus: Vec::new(),
+        metrics,
+        groups,
+    };
+    Ok(with_perf(listing, pmus, set, patterns, details))
+}
+
+/// Where an event stands in a listing: by kind, then number, then name.
+fn order(e: &ListedEvent) -> (&'static str, Option<u32>, String) {
+    (e.kind.as_str(), e.number, e.name.clone())
 }
 
 /// A listing with the kernel's perf events, its PMUs and the perf metrics added.
@@ -276,9 +278,7 @@ pub fn list_blocks(
         }
     }
     let mut events: Vec<ListedEvent> = events.into_values().collect();
-    events.sort_by(|a, b| {
-        (a.kind.as_str(), a.number, &a.name).cmp(&(b.kind.as_str(), b.number, &b.name))
-    });
+    events.sort_by_cached_key(order);
     let kinds: Vec<BlockKind> = blocks.iter().map(|b| b.kind).collect();
     let (metrics, groups) = list_metrics(set, &kinds, patterns, details);
     Ok(Listing {

@@ -777,6 +777,7 @@ impl Report for SummaryTable<'_> {
         header.push("NOTE");
         let mut t = Table::new(&header);
         for (c, sd) in self.mean {
+            let (value, unit) = shown(c);
             let mut row = vec![
                 Cell::text(if c.blocks > 1 {
                     format!("{} ({} blocks)", c.block, c.blocks)
@@ -784,12 +785,12 @@ impl Report for SummaryTable<'_> {
                     c.block.clone()
                 }),
                 Cell::text(&c.event),
-                match shown(c).0 {
+                match value {
                     Shown::Count(v) => Cell::Int(v),
                     Shown::Msec(ms) => Cell::Float(ms),
                     Shown::Missing(text) => Cell::text(text),
                 },
-                Cell::text(shown(c).1),
+                Cell::text(unit),
                 Cell::text(coverage_text(c)),
             ];
             if spread {
