@@ -125,6 +125,14 @@ pub fn bfperf() -> Command {
     c
 }
 
+/// `bfperf --sim GEN stat -o -`: stat on the in-process simulator of a generation,
+/// its counts on standard output; the caller adds the rest.
+pub fn sim_stat(gen: &str) -> Command {
+    let mut c = bfperf();
+    c.args(["--sim", gen, "stat", "-o", "-"]);
+    c
+}
+
 /// Whether the tests run under user-mode emulation (.ci/aarch64 sets
 /// BFPERF_TEST_EMULATED), where starting a process takes longer.
 pub fn emulated() -> bool {

@@ -17,18 +17,8 @@ fn truth(gen: Generation, blocks: &[&str], event: u32) -> f64 {
 
 /// `stat --json` over 500 ms: each (block, event) count per second.
 fn rates(args: &[&str]) -> Vec<(String, String, f64)> {
-    let mut cmd = bfperf();
-    cmd.args([
-        "--sim",
-        "bf2",
-        "stat",
-        "-o",
-        "-",
-        "--json",
-        "--duration",
-        "500ms",
-    ])
-    .args(args);
+    let mut cmd = sim_stat("bf2");
+    cmd.args(["--json", "--duration", "500ms"]).args(args);
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
@@ -117,49 +107,24 @@ fn every_form_of_the_grammar_counts_what_the_simulator_counts() {
 
 #[test]
 fn refused_forms_name_the_token_and_the_right_spelling() {
-    bfperf()
-        .args([
-            "--sim",
-            "bf2",
-            "stat",
-            "-o",
-            "-",
-            "-e",
-            "tile/HITS_BANK0/",
-            "--duration",
-            "10ms",
-        ])
+    sim_stat("bf2")
+        .args(["-e", "tile/HITS_BANK0/", "--duration", "10ms"])
         .assert()
         .code(1)
         .stderr(
             predicate::str::contains("HITS_BANK0 is an event of l3cache")
                 .and(predicate::str::contains("l3cache/HITS_BANK0/")),
         );
-    bfperf()
-        .args([
-            "--sim",
-            "bf2",
-            "stat",
-            "-o",
-            "-",
-            "-e",
-            "MEMORY_REDS",
-            "--duration",
-            "10ms",
-        ])
+    sim_stat("bf2")
+        .args(["-e", "MEMORY_REDS", "--duration", "10ms"])
         .assert()
         .code(1)
         .stderr(
             predicate::str::contains("MEMORY_REDS").and(predicate::str::contains("MEMORY_READS")),
         );
     // -a is a no-op said aloud; --interval-count stops after N intervals; -j is NDJSON.
-    let out = bfperf()
+    let out = sim_stat("bf2")
         .args([
-            "--sim",
-            "bf2",
-            "stat",
-            "-o",
-            "-",
             "-a",
             "-e",
             "HNF_REQUESTS",
@@ -259,12 +224,7 @@ fn perf_csv(text: &str, sep: char, interval: bool) -> Vec<PerfLine> {
 #[test]
 fn dash_x_writes_perfs_columns() {
     let reads = truth(Generation::Bf2, &TILES, 0x4c);
-    let out = stdout_of(bfperf().args([
-        "--sim",
-        "bf2",
-        "stat",
-        "-o",
-        "-",
+    let out = stdout_of(sim_stat("bf2").args([
         "-x,",
         "-e",
         "tile/MEMORY_READS/",
@@ -296,18 +256,8 @@ fn dash_x_writes_perfs_columns() {
         "memory_read_bandwidth",
     );
     // Without -I: no time column.
-    let out = stdout_of(bfperf().args([
-        "--sim",
-        "bf2",
-        "stat",
-        "-o",
-        "-",
-        "-x;",
-        "-e",
-        "tile/MEMORY_READS/",
-        "--duration",
-        "300ms",
-    ]));
+    let out =
+        stdout_of(sim_stat("bf2").args(["-x;", "-e", "tile/MEMORY_READS/", "--duration", "300ms"]));
     let lines = perf_csv(&out, ';', false);
     assert_eq!(lines.len(), 1, "{out}");
     assert_eq!(lines[0].event, "tile/MEMORY_READS/");
@@ -315,12 +265,7 @@ fn dash_x_writes_perfs_columns() {
 
 #[test]
 fn metric_only_prints_the_metrics_alone() {
-    let out = stdout_of(bfperf().args([
-        "--sim",
-        "bf3",
-        "stat",
-        "-o",
-        "-",
+    let out = stdout_of(sim_stat("bf3").args([
         "-M",
         "ddr",
         "--metric-only",
@@ -350,18 +295,8 @@ fn metric_only_prints_the_metrics_alone() {
 
 /// `stat --json -A` over 600 ms on tile0: each event's (count per second, coverage).
 fn tile0_counts(specs: &[&str]) -> Vec<(String, f64, f64)> {
-    let mut cmd = bfperf();
-    cmd.args([
-        "--sim",
-        "bf2",
-        "stat",
-        "-o",
-        "-",
-        "--json",
-        "-A",
-        "--duration",
-        "600ms",
-    ]);
+    let mut cmd = sim_stat("bf2");
+    cmd.args(["--json", "-A", "--duration", "600ms"]);
     for s in specs {
         cmd.args(["-e", s]);
     }
@@ -430,18 +365,8 @@ fn a_group_is_counted_in_one_turn_and_refused_when_it_cannot_fit() {
         ("{{tile/MEMORY_READS/}}", "do not nest"),
         ("{tile/MEMORY_READS/}:u", "modifiers"),
     ] {
-        bfperf()
-            .args([
-                "--sim",
-                "bf2",
-                "stat",
-                "-o",
-                "-",
-                "--duration",
-                "10ms",
-                "-e",
-                spec,
-            ])
+        sim_stat("bf2")
+            .args(["--duration", "10ms", "-e", spec])
             .assert()
             .code(1)
             .stderr(predicate::str::contains(problem).and(predicate::str::contains(spec)));

@@ -7,18 +7,8 @@ use crate::common::*;
 
 #[test]
 fn cpu_clock_and_a_tile_count_share_one_window() {
-    let mut out = bfperf();
-    out.args([
-        "--sim",
-        "bf2",
-        "stat",
-        "-o",
-        "-",
-        "--json",
-        "--duration",
-        "600ms",
-    ])
-    .args([
+    let mut out = sim_stat("bf2");
+    out.args(["--json", "--duration", "600ms"]).args([
         "-e",
         "cpu-clock",
         "-e",
@@ -129,8 +119,8 @@ fn per_process_counts_the_command_tree_from_its_exec() {
     // bash burns CPU itself and in a child, then says both CPU times (`times`).
     let script = "burn() { i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done; }; \
                   (burn); burn; times >&2";
-    let out = bfperf()
-        .args(["--sim", "bf2", "stat", "-o", "-", "--json", "--per-process"])
+    let out = sim_stat("bf2")
+        .args(["--json", "--per-process"])
         .args(["-e", "task-clock", "-e", "tile/MEMORY_READS/"])
         .args(["--", "bash", "-c", script])
         .output()
@@ -217,17 +207,8 @@ fn a_metric_mixes_a_perf_event_with_block_events() {
 #[test]
 fn ipc_beside_cycles_and_instructions_is_a_value_or_says_why_not() {
     let records = ndjson(&stdout_of(
-        bfperf()
-            .args([
-                "--sim",
-                "bf3",
-                "stat",
-                "-o",
-                "-",
-                "--json",
-                "-e",
-                "cycles,instructions",
-            ])
+        sim_stat("bf3")
+            .args(["--json", "-e", "cycles,instructions"])
             .args(["-M", "ddr", "--", "sleep", "0.2"]),
     ));
     // perf's "insn per cycle" comes with the two events, beside the DDR bandwidth.
@@ -285,17 +266,8 @@ fn a_metric_naming_a_pmu_the_machine_lacks_is_refused_before_any_write() {
 #[test]
 fn perf_csv_names_perf_events_as_perf_does() {
     let out = stdout_of(
-        bfperf()
-            .args([
-                "--sim",
-                "bf2",
-                "stat",
-                "-o",
-                "-",
-                "-x,",
-                "-e",
-                "cpu-clock,cycles",
-            ])
+        sim_stat("bf2")
+            .args(["-x,", "-e", "cpu-clock,cycles"])
             .args(["-e", "tile/MEMORY_READS/", "--", "sleep", "0.1"]),
     );
     let fields = |event: &str| -> Vec<String> {

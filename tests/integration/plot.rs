@@ -23,8 +23,9 @@ fn texts(svg: &str) -> Vec<String> {
         .collect()
 }
 
-fn run_to(dir: &Path, name: &str, args: &[&str]) -> std::path::PathBuf {
-    let out = bfperf().args(args).output().unwrap();
+/// `bfperf --sim GEN stat -o - ARGS` into `dir/name`.
+fn run_to(dir: &Path, name: &str, gen: &str, args: &[&str]) -> std::path::PathBuf {
+    let out = sim_stat(gen).args(args).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -41,12 +42,8 @@ fn a_run_becomes_one_chart_per_metric_and_kind_with_a_line_per_block() {
     let run = run_to(
         dir.path(),
         "a.ndjson",
+        "bf2",
         &[
-            "--sim",
-            "bf2",
-            "stat",
-            "-o",
-            "-",
             "-M",
             "memory",
             "-A",
@@ -112,20 +109,8 @@ fn a_run_becomes_one_chart_per_metric_and_kind_with_a_line_per_block() {
     let kinds = run_to(
         dir.path(),
         "k.ndjson",
-        &[
-            "--sim",
-            "bf2",
-            "stat",
-            "-o",
-            "-",
-            "-M",
-            "memory",
-            "-I",
-            "200",
-            "--json",
-            "--duration",
-            "500ms",
-        ],
+        "bf2",
+        &["-M", "memory", "-I", "200", "--json", "--duration", "500ms"],
     );
     bfperf()
         .arg("plot")
@@ -144,20 +129,8 @@ fn a_malformed_line_is_named_and_an_unknown_extension_refused() {
     let run = run_to(
         dir.path(),
         "a.ndjson",
-        &[
-            "--sim",
-            "bf3",
-            "stat",
-            "-o",
-            "-",
-            "-M",
-            "ddr",
-            "-I",
-            "200",
-            "--json",
-            "--duration",
-            "600ms",
-        ],
+        "bf3",
+        &["-M", "ddr", "-I", "200", "--json", "--duration", "600ms"],
     );
     let mut text = std::fs::read_to_string(&run).unwrap();
     let good_lines = text.lines().count();
@@ -217,21 +190,8 @@ fn diff_plots_a_bar_per_value() {
 #[test]
 fn only_intervals_are_drawn() {
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "--sim",
-        "bf3",
-        "stat",
-        "-o",
-        "-",
-        "-M",
-        "ddr",
-        "-I",
-        "250",
-        "--duration",
-        "1s",
-        "-j",
-    ];
-    let run = run_to(dir.path(), "run.json", &args);
+    let args = ["-M", "ddr", "-I", "250", "--duration", "1s", "-j"];
+    let run = run_to(dir.path(), "run.json", "bf3", &args);
     let text = std::fs::read_to_string(&run).unwrap();
     let records: Vec<serde_json::Value> = text
         .lines()
@@ -357,12 +317,8 @@ fn many_series_get_a_legend_beside_the_chart_and_the_busiest_are_drawn() {
     let run = run_to(
         dir.path(),
         "llt.ndjson",
+        "bf3",
         &[
-            "--sim",
-            "bf3",
-            "stat",
-            "-o",
-            "-",
             "-e",
             "llt/GDC_BANK0_RD_REQ,GDC_BANK1_RD_REQ,GDC_BANK0_WR_REQ,GDC_BANK1_WR_REQ/",
             "-A",

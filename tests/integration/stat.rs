@@ -493,10 +493,8 @@ fn a_reader_that_goes_away_ends_the_measurement_quietly_and_restores() {
 #[test]
 fn stat_without_events_counts_the_generations_default_set() {
     // BF2's flows: reads 8 GB/s, writes 4 GB/s, 75 % hits; 6 and 3 GB/s of PCIe.
-    let out = bfperf()
-        .args([
-            "--sim", "bf2", "stat", "-o", "-", "--json", "--", "sleep", "0.5",
-        ])
+    let out = sim_stat("bf2")
+        .args(["--json", "--", "sleep", "0.5"])
         .output()
         .unwrap();
     assert!(out.status.success());

@@ -222,37 +222,16 @@ fn an_event_that_never_had_a_turn_is_not_counted_and_no_metric_uses_it() {
     assert_eq!(of("l3_hit_ratio", "l3cache").value, Some(75.0));
 
     // The command line says so.
-    bfperf()
-        .args([
-            "--sim",
-            "bf2",
-            "stat",
-            "-o",
-            "-",
-            "-M",
-            "l3",
-            "--duration",
-            "50ms",
-        ])
+    sim_stat("bf2")
+        .args(["-M", "l3", "--duration", "50ms"])
         .assert()
         .success()
         .stdout(predicate::str::contains("<not counted>"))
         .stdout(predicate::str::contains(
             "no value: EVICTIONS_BANK0 of l3cachehalf",
         ));
-    let out = stdout_of(bfperf().args([
-        "--sim",
-        "bf2",
-        "stat",
-        "-o",
-        "-",
-        "-M",
-        "l3",
-        "--duration",
-        "50ms",
-        "--format",
-        "json",
-    ]));
+    let out =
+        stdout_of(sim_stat("bf2").args(["-M", "l3", "--duration", "50ms", "--format", "json"]));
     let lines = ndjson(&out);
     let ev = lines
         .iter()

@@ -12,19 +12,8 @@ fn total_window(args: &[&str]) -> f64 {
 
 fn one_window(args: &[&str]) -> f64 {
     let out = stdout_of(
-        bfperf()
-            .args([
-                "--sim",
-                "bf2",
-                "stat",
-                "-o",
-                "-",
-                "-e",
-                "tile/MEMORY_READS/",
-                "--format",
-                "json",
-                "--",
-            ])
+        sim_stat("bf2")
+            .args(["-e", "tile/MEMORY_READS/", "--format", "json", "--"])
             .args(args),
     );
     let end: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
