@@ -133,6 +133,16 @@ pub fn sim_stat(gen: &str) -> Command {
     c
 }
 
+/// Whether a test that needs root must skip here (not root): says so, with why.
+pub fn not_root(why: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("note: skipping: {why} needs root");
+    }
+    !root
+}
+
 /// Whether the tests run under user-mode emulation (.ci/aarch64 sets
 /// BFPERF_TEST_EMULATED), where starting a process takes longer.
 pub fn emulated() -> bool {

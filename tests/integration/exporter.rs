@@ -1608,9 +1608,7 @@ fn as_nobody(bin: &Path, groups: &[u32], args: &[&std::ffi::OsStr]) -> std::proc
 #[test]
 fn a_socket_group_lets_its_members_ask_and_no_one_else() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("note: skipping: switching users needs root");
+    if not_root("switching users") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1672,9 +1670,7 @@ fn a_socket_group_lets_its_members_ask_and_no_one_else() {
 
 #[test]
 fn a_socket_of_another_user_is_never_asked() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("note: skipping: giving a socket away needs root");
+    if not_root("giving a socket away") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

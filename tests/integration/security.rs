@@ -316,8 +316,7 @@ fn a_killed_writer_is_undone_by_restore_or_by_the_next_writer() {
 /// links made as another user (uid 65534) in a sticky directory anyone can write to.
 #[test]
 fn output_paths_follow_the_kernels_rules_for_links() {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("needs root to plant another user's links; skipped");
+    if not_root("planting another user's links") {
         return;
     }
     let shared = tempfile::tempdir().unwrap();
