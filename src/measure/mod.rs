@@ -238,11 +238,10 @@ pub fn metric_inputs(counts: &[Count], span_s: f64) -> crate::metrics::Inputs {
         ..Default::default()
     };
     // perf counts split per CPU (-A) are one system-wide count to a metric.
-    let (perf, blocks): (Vec<Count>, Vec<Count>) = counts
-        .iter()
-        .cloned()
-        .partition(|c| c.kind == BlockKind::Perf);
-    for c in blocks.iter().chain(&aggregate(&perf)) {
+    let is_perf = |c: &&Count| c.kind == BlockKind::Perf;
+    let perf: Vec<Count> = counts.iter().filter(is_perf).cloned().collect();
+    let perf = aggregate(&perf);
+    for c in counts.iter().filter(|c| !is_perf(c)).chain(&perf) {
         let why = if !c.supported {
             Some(format!(
                 "{} is not supported here: {}",
