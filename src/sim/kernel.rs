@@ -14,6 +14,9 @@ pub enum Kernel {
     V6_4,
     /// v6.7 to v6.13.
     V6_7,
+    /// The 6.12 stable series from v6.12.117 (Debian 13's kernel): v6.7's blocks with
+    /// the driver's 2025 fixes backported, as measured on the real driver under QEMU.
+    V6_12Stable,
     /// v6.14 and v6.15.
     V6_14,
     /// v6.16 to v6.18.
@@ -68,6 +71,9 @@ pub struct KernelDef {
     pub enable_bool: bool,
     /// Table names keep their trailing spaces.
     pub trailing_spaces: bool,
+    /// A stable series' row: the first patch level of its major.minor that behaves so.
+    /// Only versions of that series from that patch level on are this kernel.
+    pub stable: Option<u32>,
     /// Which table edits of [`TABLE_QUIRKS`] this kernel has.
     pub quirks: &'static [Quirk],
 }
@@ -148,6 +154,7 @@ const fn base(kernel: Kernel, name: &'static str, about: &'static str) -> Kernel
         blocks_2025: false,
         enable_bool: false,
         trailing_spaces: true,
+        stable: None,
         quirks: &[],
     }
 }
@@ -178,6 +185,19 @@ pub static KERNELS: &[KernelDef] = &[
         aliases: &["old"],
         quirks: &[Quirk::LltData1At103],
         ..base(Kernel::V6_7, "6.7", "v6.7 to v6.13: DISABLE entries")
+    },
+    KernelDef {
+        aliases: &["debian13"],
+        stable: Some(117),
+        name_newline: true,
+        validates_numbers: true,
+        enable_bool: true,
+        trailing_spaces: false,
+        ..base(
+            Kernel::V6_12Stable,
+            "6.12.117",
+            "6.12.117 on (Debian 13): v6.7's blocks, v6.19's validation and names",
+        )
     },
     KernelDef {
         count_clock: true,
@@ -246,17 +266,24 @@ impl Kernel {
         {
             return Some(k.kernel);
         }
-        // A full version: the newest modelled kernel not after it.
+        // A full version: its stable series' row, or the newest modelled kernel not
+        // after it.
         let mut parts = text.split('.').map(|p| p.parse::<u32>().ok());
         let (major, minor) = (parts.next()??, parts.next()??);
+        let patch = parts.next().flatten().unwrap_or(0);
+        let version_of = |k: &KernelDef| {
+            let mut p = k.name.split('.').filter_map(|x| x.parse::<u32>().ok());
+            (p.next().unwrap_or(0), p.next().unwrap_or(0))
+        };
+        if let Some(k) = KERNELS.iter().find(|k| {
+            k.stable.is_some_and(|first| patch >= first) && version_of(k) == (major, minor)
+        }) {
+            return Some(k.kernel);
+        }
         KERNELS
             .iter()
-            .filter(|k| k.kernel != Kernel::Oot)
-            .filter(|k| {
-                let mut p = k.name.split('.').filter_map(|x| x.parse::<u32>().ok());
-                let v = (p.next().unwrap_or(0), p.next().unwrap_or(0));
-                v <= (major, minor)
-            })
+            .filter(|k| k.kernel != Kernel::Oot && k.stable.is_none())
+            .filter(|k| version_of(k) <= (major, minor))
             .map(|k| k.kernel)
             .next_back()
     }

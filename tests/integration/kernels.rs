@@ -187,7 +187,8 @@ fn a_name_listed_twice_is_explained_and_the_hardware_number_given() {
     for kernel in bf3_kernels() {
         let r = rig(Generation::Bf3, kernel);
         let o = r.program("llt0", "1", "GDC_BANK0_G_RSE_PIPE_CACHE_DATA1");
-        let fixed = kernel >= Kernel::V6_16 && kernel != Kernel::Oot;
+        let fixed =
+            (kernel >= Kernel::V6_16 || kernel == Kernel::V6_12Stable) && kernel != Kernel::Oot;
         if fixed {
             assert_eq!(o.counters[0].event, Some(0x68), "{kernel:?}");
             assert!(o.warnings.is_empty(), "{kernel:?}: {:?}", o.warnings);

@@ -1,0 +1,131 @@
+/*
+ * A register-level traffic helper for the real-driver suite: inside the guest it
+ * advances the counter registers the mlxbf-pmc driver reads, through /dev/mem, at
+ * known rates, so that bfperf's counts on the real driver can be checked against a
+ * known truth.
+ *
+ *   traffic crspace BASE COUNTERS RATE    (BlueField-3 llt, llt_miss, mss)
+ *   traffic l3 BASE COUNTERS RATE         (BlueField-1/2 l3cachehalf)
+ *   traffic register BASE OFFSET RATE     (a free-running 64-bit register: pcie, ecc)
+ *
+ * Counter i of a block counts RATE * (i + 1) per second. Like the hardware, crspace
+ * and L3 counters count only while the block is enabled, and its clear bit (crspace
+ * PERFMON_CTL CLR, L3 PERF_CNT_CFG RST) zeroes them; register blocks always count.
+ * Register offsets are the driver's (MLXBF_PMC_CRSPACE_PERFMON_*, MLXBF_PMC_L3C_*).
+ * Runs until killed; polls every 200 microseconds.
+ */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CRSPACE_EN (1u << 30)
+#define CRSPACE_CLR (1u << 28)
+#define L3_EN 1u
+#define L3_RST 2u
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static volatile uint8_t *map(uint64_t base, size_t size)
+{
+	int fd = open("/dev/mem", O_RDWR | O_SYNC);
+	if (fd < 0) {
+		perror("traffic: /dev/mem");
+		exit(1);
+	}
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, base);
+	if (p == MAP_FAILED) {
+		perror("traffic: mmap");
+		exit(1);
+	}
+	return p;
+}
+
+#define R32(p, off) (*(volatile uint32_t *)((p) + (off)))
+#define R64(p, off) (*(volatile uint64_t *)((p) + (off)))
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: traffic crspace|l3 BASE COUNTERS RATE | register BASE OFFSET RATE\n");
+		return 2;
+	}
+	const char *kind = argv[1];
+	uint64_t base = strtoull(argv[2], NULL, 0);
+	volatile uint8_t *p = map(base, 0x10000);
+	unsigned counters, offset = 0;
+	double rate, acc[64] = { 0 };
+	if (argc < 5) {
+		fprintf(stderr, "traffic: a rate is missing\n");
+		return 2;
+	}
+	if (!strcmp(kind, "register")) {
+		offset = strtoul(argv[3], NULL, 0);
+		counters = 1;
+	} else {
+		counters = strtoul(argv[3], NULL, 0);
+	}
+	rate = strtod(argv[4], NULL);
+	if (counters > 64)
+		counters = 64;
+	double last = now();
+	for (;;) {
+		usleep(200);
+		double t = now(), dt = t - last;
+		last = t;
+		if (!strcmp(kind, "crspace")) {
+			unsigned ctl = counters * 2, val0 = ctl + 0xc;
+			uint32_t word = R32(p, ctl);
+			if (word & CRSPACE_CLR) {
+				for (unsigned i = 0; i < counters; i++) {
+					R32(p, val0 + 4 * i) = 0;
+					acc[i] = 0;
+				}
+				R32(p, ctl) = word & ~CRSPACE_CLR;
+			}
+			if (!(word & CRSPACE_EN))
+				continue;
+			for (unsigned i = 0; i < counters; i++) {
+				acc[i] += rate * (i + 1) * dt;
+				uint32_t whole = (uint32_t)acc[i];
+				acc[i] -= whole;
+				R32(p, val0 + 4 * i) += whole;
+			}
+		} else if (!strcmp(kind, "l3")) {
+			uint32_t cfg = R32(p, 0);
+			if (cfg & L3_RST) {
+				for (unsigned i = 0; i < counters; i++) {
+					R32(p, 0x40 + 4 * i) = 0;
+					R32(p, 0x60 + 4 * i) = 0;
+					acc[i] = 0;
+				}
+				R32(p, 0) = cfg & ~L3_RST;
+			}
+			if (!(cfg & L3_EN))
+				continue;
+			for (unsigned i = 0; i < counters; i++) {
+				acc[i] += rate * (i + 1) * dt;
+				uint64_t whole = (uint64_t)acc[i];
+				acc[i] -= whole;
+				uint64_t v = ((uint64_t)(R32(p, 0x60 + 4 * i) & 0x1ffffff) << 32 |
+					      R32(p, 0x40 + 4 * i)) + whole;
+				R32(p, 0x40 + 4 * i) = (uint32_t)v;
+				R32(p, 0x60 + 4 * i) = (uint32_t)(v >> 32) & 0x1ffffff;
+			}
+		} else {
+			acc[0] += rate * dt;
+			uint64_t whole = (uint64_t)acc[0];
+			acc[0] -= whole;
+			R64(p, offset) += whole;
+		}
+	}
+}
