@@ -96,8 +96,9 @@ pub(crate) struct SimOpts {
     /// BlueField generation (1, 2, 3, or as --sim spells it: bf1, bf2, bf3)
     #[arg(long = "gen", default_value = "2", value_parser = ["1", "2", "3", "bf1", "bf2", "bf3"])]
     pub generation: String,
-    /// The kernel to behave like: 5.10, 6.4, 6.7, 6.14, 6.16, 6.19 (or any later
-    /// version), oot (NVIDIA's out-of-tree driver); old = 6.7, new = 6.16
+    /// The kernel to behave like: 5.10, 6.4, 6.7, 6.12.117 (Debian 13's 6.12), 6.14,
+    /// 6.16, 6.19 (or any later version), oot (NVIDIA's out-of-tree driver); old = 6.7,
+    /// new = 6.16, debian13 = 6.12.117
     #[arg(long, alias = "flavor", value_name = "VERSION", default_value = "6.16")]
     pub kernel: String,
     /// Counters per block of a kind, as firmware may set them (e.g. llt=16); repeatable
