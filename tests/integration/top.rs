@@ -564,6 +564,141 @@ fn top_ends_and_restores_when_its_terminal_vanishes() {
     );
 }
 
+/// A pseudo-terminal: the master end (read by a thread, so top never blocks on a full
+/// terminal) and the slave end top runs on. Dropping it closes the master: the terminal
+/// hangs up.
+struct Pty {
+    slave: std::os::fd::OwnedFd,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    reader: Option<std::thread::JoinHandle<usize>>,
+}
+
+impl Pty {
+    fn open(width: u16, height: u16) -> Pty {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        // Both ends close on exec (openpty's do not): a master another test's child
+        // inherited would keep the terminal from ever hanging up.
+        let flags = libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC;
+        // SAFETY: plain calls on a descriptor owned here; ptsname_r writes at most
+        // name.len() bytes into name.
+        let (master, slave) = unsafe {
+            let master = OwnedFd::from_raw_fd(libc::posix_openpt(flags));
+            assert!(master.as_raw_fd() >= 0 && libc::grantpt(master.as_raw_fd()) == 0);
+            assert_eq!(libc::unlockpt(master.as_raw_fd()), 0);
+            let mut name = [0 as libc::c_char; 64];
+            assert_eq!(
+                libc::ptsname_r(master.as_raw_fd(), name.as_mut_ptr(), name.len()),
+                0
+            );
+            let slave = libc::open(name.as_ptr(), flags);
+            assert!(slave >= 0, "{}", std::io::Error::last_os_error());
+            (master, OwnedFd::from_raw_fd(slave))
+        };
+        let size = libc::winsize {
+            ws_row: height,
+            ws_col: width,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads one winsize, alive across the call.
+        assert_eq!(
+            unsafe { libc::ioctl(slave.as_raw_fd(), libc::TIOCSWINSZ, &size) },
+            0
+        );
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let reader = std::thread::spawn(move || drain(master, &flag));
+        Pty {
+            slave,
+            stop,
+            reader: Some(reader),
+        }
+    }
+
+    fn stdio(&self) -> std::process::Stdio {
+        self.slave.try_clone().unwrap().into()
+    }
+
+    /// Closes the master end; the bytes top wrote.
+    fn hang_up(mut self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.reader.take().unwrap().join().unwrap()
+    }
+}
+
+/// Reads the master end until `stop`, then closes it.
+fn drain(master: std::os::fd::OwnedFd, stop: &std::sync::atomic::AtomicBool) -> usize {
+    use std::os::fd::AsRawFd;
+    let mut total = 0;
+    let mut buf = [0u8; 4096];
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let mut fd = libc::pollfd {
+            fd: master.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd and a buffer, alive across the calls.
+        unsafe {
+            if libc::poll(&mut fd, 1, 50) == 1 && fd.revents & libc::POLLIN != 0 {
+                let n = libc::read(master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len());
+                total += n.max(0) as usize;
+            }
+        }
+    }
+    total
+}
+
+/// A terminal can hang up with no SIGHUP for top (top is not its session's leader, or
+/// the leader ignores the signal): top must notice from the terminal alone, end and put
+/// the device back, within a second or so; it must not spin on the dead terminal.
+#[test]
+fn top_ends_and_restores_when_its_terminal_hangs_up_without_a_signal() {
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let blocks = ["mss0", "llt0", "llt_miss7", "gic0"];
+    let before: Vec<_> = blocks.iter().map(|b| m.config(b)).collect();
+    let pty = Pty::open(100, 30);
+    let mut top = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+        .arg("--sysfs-root")
+        .arg(m.root())
+        .arg("--lock-file")
+        .arg(dir.path().join("lock"))
+        .args(["top", "-i", "300ms", "-e", "gic0/AW_BEATS/"])
+        .stdin(pty.stdio())
+        .stdout(pty.stdio())
+        .stderr(pty.stdio())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while blocks.iter().map(|b| m.config(b)).collect::<Vec<_>>() == before {
+        assert!(Instant::now() < deadline, "top never programmed the device");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Two refreshes drawn, then the terminal goes away.
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(pty.hang_up() > 0, "top drew nothing");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = top.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = top.kill();
+            let _ = top.wait();
+            panic!("top still runs 5 s after its terminal hung up");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Ended as on q: no panic over the dead terminal (101), no error.
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(
+        blocks.iter().map(|b| m.config(b)).collect::<Vec<_>>(),
+        before
+    );
+}
+
 /// The raw view's rows on `screen`: (block, counter, name, value).
 fn raw_rows(screen: &str) -> Vec<(String, String, String, String)> {
     screen

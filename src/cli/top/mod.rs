@@ -5,6 +5,7 @@
 //! owns the terminal and puts it and the device back on every way out.
 
 mod cores;
+mod keys;
 mod panels;
 mod view;
 
@@ -15,7 +16,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ratatui::backend::CrosstermBackend;
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::{cursor, execute, terminal};
 use ratatui::Terminal;
 
@@ -31,6 +31,7 @@ use crate::measure::Count;
 use crate::metrics::{self, MetricSet, MetricValue};
 use crate::ops::watch::{Rate, Watch};
 use crate::sysfs::layout;
+use keys::Key;
 
 /// How many refreshes of history a sparkline keeps.
 const HISTORY: usize = 120;
@@ -429,7 +430,11 @@ fn with_terminal(
         previous(info);
     }));
     execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide).map_err(io_err)?;
-    let mut term = Terminal::new(CrosstermBackend::new(io::stdout())).map_err(io_err)?;
+    // Never dropped: ratatui's drop shows the cursor with eprintln!, which panics when
+    // the terminal is gone; leave_terminal shows it, ignoring a dead terminal.
+    let mut term = std::mem::ManuallyDrop::new(
+        Terminal::new(CrosstermBackend::new(io::stdout())).map_err(io_err)?,
+    );
     f(&mut term)
 }
 
@@ -468,7 +473,7 @@ fn event_loop(
     sources.watch.sample(monotonic_ns());
     let mut next = Instant::now() + app.interval.min(Duration::from_millis(500));
     let mut last_tick = Instant::now();
-    let mut terminal = TerminalWatch { empty: 0 };
+    let mut terminal = TerminalWatch { carry: Vec::new() };
     draw(term, app)?;
     while !stop.load(Ordering::SeqCst) {
         let now = Instant::now();
@@ -488,11 +493,10 @@ fn event_loop(
         match terminal.wait(wait) {
             Tty::Gone => return Ok(()),
             Tty::Quiet => continue,
-            Tty::Input => {}
-        }
-        if let Ok(Event::Key(k)) = event::read() {
-            if k.kind != KeyEventKind::Release && key(app, k) {
-                return Ok(());
+            Tty::Input(keys) => {
+                if keys.into_iter().any(|k| key(app, k)) {
+                    return Ok(());
+                }
             }
         }
         draw(term, app)?;
@@ -502,29 +506,24 @@ fn event_loop(
 
 /// What the terminal did while top waited.
 enum Tty {
-    /// An event to read.
-    Input,
+    /// Keys pressed.
+    Input(Vec<Key>),
     /// Nothing in the time waited.
     Quiet,
     /// Hung up or closed: top ends, and puts the device back.
     Gone,
 }
 
-/// Watches standard input (the terminal) for input and for its end, with poll(2):
-/// crossterm's reader spins on a terminal that hung up, deaf to signals.
+/// Watches standard input (the terminal) for keys and for its end, with poll(2) and
+/// read(2): nothing here can wait longer than asked, whatever the terminal does.
 struct TerminalWatch {
-    /// Reads that found nothing in a row: a terminal at its end without a hangup.
-    empty: u32,
+    /// The start of a character a read cut off.
+    carry: Vec<u8>,
 }
 
 impl TerminalWatch {
-    /// Waits up to `wait` for a key (or the terminal's end) on standard input.
+    /// Waits up to `wait` for keys (or the terminal's end) on standard input.
     fn wait(&mut self, wait: Duration) -> Tty {
-        // crossterm may hold events it read before; they come first.
-        if event::poll(Duration::ZERO).unwrap_or(false) {
-            self.empty = 0;
-            return Tty::Input;
-        }
         let mut fd = libc::pollfd {
             fd: libc::STDIN_FILENO,
             events: libc::POLLIN,
@@ -538,18 +537,20 @@ impl TerminalWatch {
         }
         // Nothing (or EINTR: a signal, whose flag the loop reads).
         if n <= 0 || fd.revents & libc::POLLIN == 0 {
-            self.empty = 0;
             return Tty::Quiet;
         }
-        if event::poll(Duration::ZERO).unwrap_or(false) {
-            self.empty = 0;
-            return Tty::Input;
-        }
-        // Readable but no event, many times in a row: the end of the file.
-        self.empty += 1;
-        match self.empty > 100 {
-            true => Tty::Gone,
-            false => Tty::Quiet,
+        let mut buf = [0u8; 256];
+        // SAFETY: reads at most buf.len() bytes into buf, which lives across the call;
+        // poll said it is readable, so it does not block.
+        let got = unsafe { libc::read(libc::STDIN_FILENO, buf.as_mut_ptr().cast(), buf.len()) };
+        match got {
+            // The end of the file, or a terminal that hung up (EIO).
+            0 => Tty::Gone,
+            n if n < 0 => match io::Error::last_os_error().kind() {
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock => Tty::Quiet,
+                _ => Tty::Gone,
+            },
+            n => Tty::Input(keys::decode(&buf[..n as usize], &mut self.carry)),
         }
     }
 }
@@ -571,40 +572,40 @@ fn keep_raw_order(app: &mut App) {
 }
 
 /// Handles a key; true to quit.
-fn key(app: &mut App, k: KeyEvent) -> bool {
-    if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
+fn key(app: &mut App, k: Key) -> bool {
+    if k == Key::Interrupt {
         return true;
     }
     if app.typing {
-        match k.code {
-            KeyCode::Enter | KeyCode::Esc => app.typing = false,
-            KeyCode::Backspace => {
+        match k {
+            Key::Enter | Key::Esc => app.typing = false,
+            Key::Backspace => {
                 app.filter.pop();
             }
-            KeyCode::Char(c) => app.filter.push(c),
+            Key::Char(c) => app.filter.push(c),
             _ => {}
         }
         return false;
     }
-    match k.code {
-        KeyCode::Char('q') => return true,
-        KeyCode::Char('p') | KeyCode::Char(' ') => app.paused = !app.paused,
-        KeyCode::Tab | KeyCode::Right => app.tab = app.tab.next(1),
-        KeyCode::BackTab | KeyCode::Left => app.tab = app.tab.next(-1),
-        KeyCode::Char('1') => app.tab = Tab::Overview,
-        KeyCode::Char('2') => app.tab = Tab::Blocks,
-        KeyCode::Char('3') => app.tab = Tab::Raw,
-        KeyCode::Char('s') => app.by_name = !app.by_name,
-        KeyCode::Char('/') => {
+    match k {
+        Key::Char('q') => return true,
+        Key::Char('p') | Key::Char(' ') => app.paused = !app.paused,
+        Key::Tab | Key::Right => app.tab = app.tab.next(1),
+        Key::BackTab | Key::Left => app.tab = app.tab.next(-1),
+        Key::Char('1') => app.tab = Tab::Overview,
+        Key::Char('2') => app.tab = Tab::Blocks,
+        Key::Char('3') => app.tab = Tab::Raw,
+        Key::Char('s') => app.by_name = !app.by_name,
+        Key::Char('/') => {
             app.typing = true;
             app.filter.clear();
         }
-        KeyCode::Char('+') => app.interval = (app.interval * 2).min(Duration::from_secs(60)),
-        KeyCode::Char('-') => {
+        Key::Char('+') => app.interval = (app.interval * 2).min(Duration::from_secs(60)),
+        Key::Char('-') => {
             app.interval = (app.interval / 2).max(Duration::from_millis(100));
         }
-        KeyCode::Char('?') | KeyCode::Char('h') => app.help = !app.help,
-        KeyCode::Esc => {
+        Key::Char('?') | Key::Char('h') => app.help = !app.help,
+        Key::Esc => {
             app.help = false;
             app.filter.clear();
         }
