@@ -96,10 +96,14 @@ pub(crate) struct SimOpts {
     /// BlueField generation (1, 2, 3, or as --sim spells it: bf1, bf2, bf3)
     #[arg(long = "gen", default_value = "2", value_parser = ["1", "2", "3", "bf1", "bf2", "bf3"])]
     pub generation: String,
-    /// The kernel to behave like: 5.10, 6.4, 6.7, 6.12.117 (Debian 13's 6.12), 6.14,
-    /// 6.16, 6.19 (or any later version), oot (NVIDIA's out-of-tree driver); old = 6.7,
-    /// new = 6.16, debian13 = 6.12.117
-    #[arg(long, alias = "flavor", value_name = "VERSION", default_value = "6.16")]
+    // Its help lists the simulator's kernel table.
+    #[arg(
+        long,
+        alias = "flavor",
+        value_name = "VERSION",
+        default_value = "6.16",
+        help = kernel_help()
+    )]
     pub kernel: String,
     /// Counters per block of a kind, as firmware may set them (e.g. llt=16); repeatable
     #[arg(long = "counters", value_name = "KIND=N")]
@@ -161,4 +165,30 @@ pub(crate) enum Shell {
     Bash,
     Zsh,
     Fish,
+}
+
+/// `--kernel`'s help: every row of the simulator's kernel table, and the aliases.
+fn kernel_help() -> String {
+    let defs: Vec<_> = crate::sim::Kernel::all().map(|k| k.def()).collect();
+    let rows: Vec<String> = defs
+        .iter()
+        .map(|k| match (k.stable, k.name.rsplit_once('.')) {
+            (Some(_), Some((series, _))) => format!("{} (and later {series}.x)", k.name),
+            _ if !k.name.starts_with(|c: char| c.is_ascii_digit()) => {
+                format!("{} ({})", k.name, k.about)
+            }
+            _ => k.name.to_string(),
+        })
+        .collect();
+    let aliases: Vec<String> = defs
+        .iter()
+        .flat_map(|k| k.aliases.iter().map(move |a| (*a, k.name)))
+        .filter(|(a, name)| a != name)
+        .map(|(a, name)| format!("{a} = {name}"))
+        .collect();
+    format!(
+        "The kernel to behave like: {}; another version behaves as the row before it; {}",
+        rows.join(", "),
+        aliases.join(", ")
+    )
 }

@@ -134,12 +134,22 @@ pub(crate) fn restore(device: &Device, saved: &[Saved]) -> Result<()> {
     let mut writes = Plan::default();
     for s in saved {
         for (c, ev) in &s.events {
-            let n = ev.unwrap_or(s.stop_number);
-            writes.push(
-                layout::event(&s.block, *c),
-                format!("0x{n:x}"),
-                "the kernel refused the event the counter had",
-            );
+            let path = layout::event(&s.block, *c);
+            let why = "the kernel refused the event the counter had";
+            match ev {
+                Some(n) => writes.push(path, format!("0x{n:x}"), why),
+                // A number with no name cannot be read back; most likely it is the
+                // vendor's 0xff stop, which the kernel takes again where it took it
+                // before (and then reads as before). Where it refuses 0xff, the
+                // block's own stop.
+                None if s.stop_number != STOP_EVENT => writes.push_with_fallback(
+                    path,
+                    format!("0x{STOP_EVENT:x}"),
+                    format!("0x{:x}", s.stop_number),
+                    why,
+                ),
+                None => writes.push(path, format!("0x{STOP_EVENT:x}"), why),
+            }
         }
         if let Some(mask) = s.count_clock {
             writes.push(

@@ -5,7 +5,7 @@ use std::io;
 
 use crate::kinds::Role;
 use crate::sim::kernel::Unnamed;
-use crate::sim::parse::{kstrtobool, kstrtouint};
+use crate::sim::parse::{kstrtobool, kstrtoint, kstrtouint};
 use crate::sim::state::{Mech, SimBlock};
 use crate::sim::{eacces, einval, enoent, Sim, State};
 use crate::sysfs::layout as files;
@@ -115,8 +115,18 @@ impl Sim {
     }
 
     fn parse_number(&self, buf: &str) -> io::Result<u32> {
+        self.parse_wide(buf).map(|n| n as u32)
+    }
+
+    /// A number as this kernel parses it, widened as it reaches a 64-bit register (a
+    /// signed `int` sign-extends).
+    fn parse_wide(&self, buf: &str) -> io::Result<u64> {
         let base = if self.kernel.hex_numbers { 16 } else { 0 };
-        kstrtouint(buf, base).map_err(io::Error::from_raw_os_error)
+        match self.kernel.signed_numbers {
+            true => kstrtoint(buf, base).map(|n| i64::from(n) as u64),
+            false => kstrtouint(buf, base).map(u64::from),
+        }
+        .map_err(io::Error::from_raw_os_error)
     }
 
     /// The event number a write to `event<N>` names: a name (compared as this kernel
@@ -191,14 +201,14 @@ impl Sim {
                 }
             }
             Node::Register(r) => {
-                let value = self.parse_number(buf)?;
+                let value = self.parse_wide(buf)?;
                 let b = &mut state.blocks[idx];
                 let any = b.kind.def().registers_take_any_value;
                 if b.registers[r].role == Role::Level || (!any && value != 0) {
                     return Err(einval());
                 }
                 let reg = &mut b.registers[r];
-                reg.acc = value as u64;
+                reg.acc = value;
                 reg.since = now;
                 Ok(())
             }

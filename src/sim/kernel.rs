@@ -10,6 +10,10 @@ use crate::catalog::EventDef;
 pub enum Kernel {
     /// v5.10 to v6.1.
     V5_10,
+    /// The 6.1 stable series from v6.1.192 (Debian 12's kernel), as measured on the real
+    /// driver under QEMU: the DISABLE entries backported, numbers parsed as signed, and
+    /// no tilenet blocks (a device that lists them fails the probe).
+    V6_1Stable,
     /// v6.4 to v6.6.
     V6_4,
     /// v6.7 to v6.13.
@@ -69,6 +73,13 @@ pub struct KernelDef {
     pub blocks_2025: bool,
     /// `enable` parsed with kstrtobool ("0x1" is false, "2" refused).
     pub enable_bool: bool,
+    /// Numbers parsed with kstrtoint: `-1` is accepted, as all bits set (an event
+    /// number is then cut to the block's field; an ecc register takes it sign-extended).
+    pub signed_numbers: bool,
+    /// BlueField-2 tilenet blocks are served. The 6.1 stable driver's probe reads a block
+    /// named `tile*` as `tile%d` and fails with EINVAL on `tilenet0`: the whole device
+    /// is then missing; the model shows it without its tilenet blocks.
+    pub tilenet: bool,
     /// Table names keep their trailing spaces.
     pub trailing_spaces: bool,
     /// A stable series' row: the first patch level of its major.minor that behaves so.
@@ -153,6 +164,8 @@ const fn base(kernel: Kernel, name: &'static str, about: &'static str) -> Kernel
         count_clock: false,
         blocks_2025: false,
         enable_bool: false,
+        signed_numbers: false,
+        tilenet: true,
         trailing_spaces: true,
         stable: None,
         quirks: &[],
@@ -170,6 +183,18 @@ pub static KERNELS: &[KernelDef] = &[
             Kernel::V5_10,
             "5.10",
             "v5.10 to v6.1: BlueField-1 and -2 only",
+        )
+    },
+    KernelDef {
+        aliases: &["debian12"],
+        stable: Some(192),
+        bf3: false,
+        signed_numbers: true,
+        tilenet: false,
+        ..base(
+            Kernel::V6_1Stable,
+            "6.1.192",
+            "6.1.192 on (Debian 12): v5.10's blocks without tilenet, DISABLE entries, signed numbers",
         )
     },
     KernelDef {

@@ -125,7 +125,11 @@ pub(super) fn blocks(
             }
             v
         }
-        _ => BF2.to_vec(),
+        _ => BF2
+            .iter()
+            .filter(|s| kernel.tilenet || BlockKind::from_block_name(s.name) != BlockKind::Tilenet)
+            .copied()
+            .collect(),
     };
     for spec in &mut v {
         let kind = BlockKind::from_block_name(spec.name);

@@ -22,6 +22,18 @@ pub fn kstrtouint(buf: &str, base: u32) -> Result<u32, i32> {
     u32::from_str_radix(digits, radix).map_err(|_| errno::ERANGE)
 }
 
+/// `kstrtoint`: a `-` then what [`kstrtouint`] takes, or what it takes; the value must
+/// fit an `int`.
+pub(super) fn kstrtoint(buf: &str, base: u32) -> Result<i32, i32> {
+    match buf.strip_prefix('-') {
+        Some(rest) if !rest.starts_with('+') => {
+            let n = kstrtouint(rest, base)?;
+            0i32.checked_sub_unsigned(n).ok_or(errno::ERANGE)
+        }
+        _ => i32::try_from(kstrtouint(buf, base)?).map_err(|_| errno::ERANGE),
+    }
+}
+
 /// `kstrtobool`: the first character decides (`1yYtT` true, `0nNfF` false; `on`/`off`);
 /// anything else is EINVAL. So "0x1" is false and "2" is refused.
 pub fn kstrtobool(buf: &str) -> Result<bool, i32> {
@@ -53,6 +65,11 @@ mod tests {
         assert_eq!(kstrtouint("-1", 0), Err(errno::EINVAL));
         assert_eq!(kstrtouint("99999999999", 0), Err(errno::ERANGE));
         assert_eq!(kstrtouint("", 0), Err(errno::EINVAL));
+        assert_eq!(kstrtoint("-1\n", 0), Ok(-1));
+        assert_eq!(kstrtoint("-0x10", 0), Ok(-16));
+        assert_eq!(kstrtoint("-+1", 0), Err(errno::EINVAL));
+        assert_eq!(kstrtoint("0x80000000", 0), Err(errno::ERANGE));
+        assert_eq!(kstrtoint("-0x80000000", 0), Ok(i32::MIN));
         assert_eq!(kstrtobool("1\n"), Ok(true));
         assert_eq!(kstrtobool("0x1"), Ok(false));
         assert_eq!(kstrtobool("on"), Ok(true));

@@ -708,7 +708,9 @@ fn hostile_clients_never_stop_a_scrape() {
     let big = raw(port, &big);
     assert!(!big.contains("200"), "{big}");
 
-    // Thousands of half-open connections: a scrape still answers within 1 s.
+    // Thousands of half-open connections: a scrape is still answered, well before the
+    // 10 s header timeout would free a slot for it (5 s: a loaded machine takes more
+    // than the usual tens of milliseconds, a starved scrape 10 s or never).
     let n = 5000.min(limit.saturating_sub(200) as usize);
     assert!(n >= 900, "descriptor limit {limit} too low for the test");
     let mut held = Vec::with_capacity(n);
@@ -725,7 +727,7 @@ fn hostile_clients_never_stop_a_scrape() {
     let (status, took) = timed_scrape(port);
     assert!(status.contains("200"), "{status}");
     assert!(
-        took < Duration::from_secs(1),
+        took < Duration::from_secs(5),
         "a scrape under flood took {took:?}"
     );
     drop(held);
@@ -754,7 +756,7 @@ fn hostile_clients_never_stop_a_scrape() {
     let (status, took) = timed_scrape(port);
     assert!(status.contains("200"), "{status}");
     assert!(
-        took < Duration::from_secs(1),
+        took < Duration::from_secs(5),
         "a scrape beside 2,000 pipelined took {took:?}"
     );
     pipe.set_read_timeout(Some(Duration::from_secs(30)))

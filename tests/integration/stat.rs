@@ -348,6 +348,43 @@ fn both_l3_halves_on_the_mounted_simulator_and_the_device_as_before() {
     assert_eq!((m.config("l3cachehalf0"), m.config("l3cachehalf1")), before);
 }
 
+/// The vendor's way to stop a counter, `echo 0xff > event<N>`, leaves a number the
+/// driver cannot name: on Debian 12's 6.1 an L3 or tile event then reads EINVAL, and its
+/// number is unknown. stat uses such counters and puts them back as they read before
+/// (0xff again), not as DISABLE; the real-driver run on 6.1 found it.
+#[test]
+fn counters_stopped_with_0xff_read_as_before_after_stat() {
+    let Some(m) = Mount::start("2", "6.1.192") else {
+        return;
+    };
+    for (block, counter) in [("l3cachehalf0", 3), ("l3cachehalf0", 4), ("tile0", 1)] {
+        std::fs::write(
+            m.device().join(block).join(format!("event{counter}")),
+            "0xff",
+        )
+        .unwrap();
+    }
+    let before = (m.config("l3cachehalf0"), m.config("tile0"));
+    let unreadable =
+        |c: &[(String, String)], n: &str| c.iter().any(|(f, v)| f == n && v.starts_with("error:"));
+    assert!(
+        unreadable(&before.0, "event3") && unreadable(&before.1, "event1"),
+        "{before:?}"
+    );
+    m.run(&[
+        "stat",
+        "-o",
+        "-",
+        "-e",
+        "l3cachehalf0/HITS_BANK0,HITS_BANK1,MISSES_BANK0,MISSES_BANK1,CYCLES/",
+        "-e",
+        "tile0/MEMORY_READS,MEMORY_WRITES,HNF_REQUESTS,VICTIM_WRITE/",
+        "--duration",
+        "300ms",
+    ]);
+    assert_eq!((m.config("l3cachehalf0"), m.config("tile0")), before);
+}
+
 #[test]
 fn ndjson_per_interval_during_a_command_and_its_exit_status() {
     let Some(m) = Mount::start("2", "6.16") else {

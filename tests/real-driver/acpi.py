@@ -3,14 +3,11 @@
 driver, with the blocks of bfperf's simulator so that the driver and the model serve
 the same device.
 
-    acpi.py GEN TREE BASE [SKIP_KIND...] > pmc.asl
+    acpi.py GEN TREE BASE > pmc.asl
 
 GEN is bf2 or bf3; TREE the device directory of `bfperf sim export` (its blocks and
 their counterN files give the block list and each block's counter count); BASE the
-physical address of the first block (each block gets 64 KiB after it); blocks of a
-SKIP_KIND are left out (v5.10 to v6.1 fail the whole probe with EINVAL on a block
-named `tilenet0`: mlxbf_pmc_map_counters reads every name holding `tile` as
-`tile%d`). Prints the
+physical address of the first block (each block gets 64 KiB after it). Prints the
 ASL on stdout and, on stderr, one line per block: NAME BASE SIZE COUNTERS TYPE.
 
 The properties are those the driver's probe reads (mlxbf_pmc_probe and
@@ -50,8 +47,7 @@ def blocks(tree):
 
 def main():
     gen, tree, base = sys.argv[1], sys.argv[2], int(sys.argv[3], 0)
-    skip = set(sys.argv[4:])
-    listed = [(n, c) for n, c in blocks(tree) if re.sub(r"\d+$", "", n) not in skip]
+    listed = list(blocks(tree))
     props = [
         f'Package () {{ "block_num", {len(listed)} }}',
         'Package () { "block_name", Package () { %s } }'

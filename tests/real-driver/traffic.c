@@ -13,6 +13,13 @@
  * PERFMON_CTL CLR, L3 PERF_CNT_CFG RST) zeroes them; register blocks always count.
  * Register offsets are the driver's (MLXBF_PMC_CRSPACE_PERFMON_*, MLXBF_PMC_L3C_*).
  * Runs until killed; polls every 200 microseconds.
+ *
+ * A poll cannot see the L3 reset: the driver writes PERF_CNT_CFG = RST and at once
+ * PERF_CNT_CFG = EN. So the helper marks the register with a bit the driver neither
+ * reads nor keeps (bit 31; `enable` shows only EN): a register without the mark was
+ * written by the driver since the last poll, and a write that enables was preceded by
+ * the reset (every path that sets EN writes RST first). The helper's own writes are
+ * compare-and-swap, so they never undo one of the driver's.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -27,6 +34,7 @@
 #define CRSPACE_CLR (1u << 28)
 #define L3_EN 1u
 #define L3_RST 2u
+#define L3_MARK (1u << 31)
 
 static double now(void)
 {
@@ -53,6 +61,13 @@ static volatile uint8_t *map(uint64_t base, size_t size)
 #define R32(p, off) (*(volatile uint32_t *)((p) + (off)))
 #define R64(p, off) (*(volatile uint64_t *)((p) + (off)))
 
+/* Replaces the word at p + off with `new` if it still holds `old`. */
+static int swap32(volatile uint8_t *p, unsigned off, uint32_t old, uint32_t new)
+{
+	return __atomic_compare_exchange_n((volatile uint32_t *)(p + off), &old, new, 0,
+					   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -78,6 +93,7 @@ int main(int argc, char **argv)
 	if (counters > 64)
 		counters = 64;
 	double last = now();
+	int started = 0;
 	for (;;) {
 		usleep(200);
 		double t = now(), dt = t - last;
@@ -86,11 +102,12 @@ int main(int argc, char **argv)
 			unsigned ctl = counters * 2, val0 = ctl + 0xc;
 			uint32_t word = R32(p, ctl);
 			if (word & CRSPACE_CLR) {
+				if (!swap32(p, ctl, word, word & ~CRSPACE_CLR))
+					continue;
 				for (unsigned i = 0; i < counters; i++) {
 					R32(p, val0 + 4 * i) = 0;
 					acc[i] = 0;
 				}
-				R32(p, ctl) = word & ~CRSPACE_CLR;
 			}
 			if (!(word & CRSPACE_EN))
 				continue;
@@ -102,14 +119,21 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(kind, "l3")) {
 			uint32_t cfg = R32(p, 0);
-			if (cfg & L3_RST) {
-				for (unsigned i = 0; i < counters; i++) {
-					R32(p, 0x40 + 4 * i) = 0;
-					R32(p, 0x60 + 4 * i) = 0;
-					acc[i] = 0;
+			if (!(cfg & L3_MARK)) {
+				uint32_t marked = (cfg & ~L3_RST) | L3_MARK;
+				if (!swap32(p, 0, cfg, marked))
+					continue;
+				/* The first poll only marks: nothing was written yet. */
+				if (started && (cfg & (L3_RST | L3_EN))) {
+					for (unsigned i = 0; i < counters; i++) {
+						R32(p, 0x40 + 4 * i) = 0;
+						R32(p, 0x60 + 4 * i) = 0;
+						acc[i] = 0;
+					}
 				}
-				R32(p, 0) = cfg & ~L3_RST;
+				cfg = marked;
 			}
+			started = 1;
 			if (!(cfg & L3_EN))
 				continue;
 			for (unsigned i = 0; i < counters; i++) {
