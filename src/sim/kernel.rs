@@ -74,7 +74,7 @@ pub struct KernelDef {
     /// `enable` parsed with kstrtobool ("0x1" is false, "2" refused).
     pub enable_bool: bool,
     /// Numbers parsed with kstrtoint: `-1` is accepted, as all bits set (an event
-    /// number is then cut to the block's field; an ecc register takes it sign-extended).
+    /// number is then cut to the block's field; an ecc register takes all ones).
     pub signed_numbers: bool,
     /// BlueField-2 tilenet blocks are served. The 6.1 stable driver's probe reads a block
     /// named `tile*` as `tile%d` and fails with EINVAL on `tilenet0`: the whole device

@@ -398,3 +398,35 @@ fn clearing_ecc_touches_only_its_count_registers() {
     c.run(&["clear", "ecc", "SERR_INJ", "--force"]);
     assert_eq!(c.read("ecc/SERR_INJ"), "0");
 }
+
+/// Debian 12's 6.1 as the real driver showed it under QEMU: DISABLE entries, numbers
+/// read as signed, no tilenet blocks; and the versions that pick its row.
+#[test]
+fn debian_12s_6_1_stable_row() {
+    use bfperf::Sysfs;
+    let r = rig(Generation::Bf2, Kernel::V6_1Stable);
+    assert!(r.device.block("tilenet0").is_err());
+    assert!(r.device.block("tile0").is_ok());
+    assert_eq!(r.raw("tile0/event0"), "0x0: DISABLE\n");
+    // -1 is taken: cut to the L3 event field, 0x3f, a number with no name (EINVAL).
+    r.sim.write("l3cachehalf0/event0", b"-1").unwrap();
+    assert_eq!(
+        r.raw("l3cachehalf0/event0"),
+        "error: Invalid argument (os error 22)"
+    );
+    // An ecc register takes all ones (read back 32 bits wide, as the driver reads it).
+    r.sim.write("ecc/DRAM_ECC_COUNT", b"-1").unwrap();
+    assert_eq!(r.raw("ecc/DRAM_ECC_COUNT"), "0xffffffff\n");
+    let r = rig(Generation::Bf2, Kernel::V5_10);
+    assert!(r.sim.write("ecc/DRAM_ECC_COUNT", b"-1").is_err());
+    for (version, row) in [
+        ("6.1.192", Kernel::V6_1Stable),
+        ("6.1.200", Kernel::V6_1Stable),
+        ("debian12", Kernel::V6_1Stable),
+        ("6.1", Kernel::V5_10),
+        ("6.1.50", Kernel::V5_10),
+        ("6.3", Kernel::V5_10),
+    ] {
+        assert_eq!(Kernel::parse(version), Some(row), "{version}");
+    }
+}

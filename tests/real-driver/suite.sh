@@ -2,7 +2,7 @@
 # bfperf's suite on the real mlxbf-pmc driver, inside the guest: discovery, list and
 # events, program by name and number, start/stop/clear, snapshot and diff, stat with
 # restore (the device byte for byte as before), counts against the traffic helper's
-# known rates, and the exporter scraped over loopback.
+# known rates, the exporter scraped over loopback, and top in a terminal.
 #
 #   suite.sh GEN BLOCKS_FILE
 #
@@ -107,5 +107,19 @@ kill $exporter; wait $exporter 2>/dev/null
 after=$(state)
 if [ "$before" = "$after" ]; then ok "the exporter put the device back as it found it"; else
   echo "$before" >/tmp/pre; echo "$after" >/tmp/post; diff /tmp/pre /tmp/post >/tmp/out 2>&1; not_ok "the exporter put the device back as it found it"; fi
+
+# top in a terminal (tests/real-driver/pty.c): it draws its panels, ends on q and puts
+# the device back.
+panel="L3 cache"; [ "$gen" = bf3 ] && panel=LLC
+before=$(state)
+pty 4 100 30 bfperf top -i 500ms -e "$blk/$name/" >/tmp/top.raw 2>&1; rc=$?
+after=$(state)
+if [ $rc = 0 ]; then ok "top ends on q"; else cp /tmp/top.raw /tmp/out; not_ok "top ends on q (status $rc)"; fi
+# Its screen as text: cursor moves (over cells already blank) become spaces.
+tr -d '\033' </tmp/top.raw | sed 's/\[[0-9;?]*[A-Za-z]/ /g' >/tmp/top.txt
+has "top draws its header" "bfperf top" /tmp/top.txt
+has "top draws the $panel panel" " $panel " /tmp/top.txt
+if [ "$before" = "$after" ]; then ok "top put the device back as it found it"; else
+  echo "$before" >/tmp/pre; echo "$after" >/tmp/post; diff /tmp/pre /tmp/post >/tmp/out 2>&1; not_ok "top put the device back as it found it"; fi
 
 echo "kernel $(uname -r): $pass passed, $fail failed, $skip skipped"
