@@ -2,7 +2,8 @@
 # bfperf's suite on the real mlxbf-pmc driver, inside the guest: discovery, list and
 # events, program by name and number, start/stop/clear, snapshot and diff, stat with
 # restore (the device byte for byte as before), counts against the traffic helper's
-# known rates, the exporter scraped over loopback, and top in a terminal.
+# known rates, the exporter scraped over loopback (its totals against the same rates),
+# and top in a terminal.
 #
 #   suite.sh GEN BLOCKS_FILE
 #
@@ -103,6 +104,26 @@ bfperf exporter --listen 127.0.0.1:9839 >/tmp/exporter.log 2>&1 &
 exporter=$!
 n=0; while [ $n -lt 50 ] && ! wget -q -O /tmp/metrics http://127.0.0.1:9839/metrics 2>/dev/null; do sleep 0.2; n=$((n + 1)); done
 has "the exporter serves /metrics" "^bfperf_" /tmp/metrics
+# Its running totals against the helper's rates: over about 4 s, counters 1 and 2 of
+# the block grow by 2 and 3 M/s (within 10 %: the scrapes' times are the shell's), and
+# by 3 to 2 of each other (within 5 %).
+traffic $kind "$base" "$(counters_of $blk)" $rate >/dev/null 2>&1 &
+helper=$!
+sleep 1
+up() { cut -d' ' -f1 /proc/uptime; }
+total() { grep "block=\"$blk\"" "$1" | grep "counter=\"$2\"" | head -1 | awk '{ print $NF }'; }
+t1=$(up); wget -q -O /tmp/m1 http://127.0.0.1:9839/metrics
+sleep 4
+t2=$(up); wget -q -O /tmp/m2 http://127.0.0.1:9839/metrics
+kill $helper
+a1=$(total /tmp/m1 1) b1=$(total /tmp/m2 1) a2=$(total /tmp/m1 2) b2=$(total /tmp/m2 2)
+d1=$(( ${b1:-0} - ${a1:-0} )) d2=$(( ${b2:-0} - ${a2:-0} ))
+span=$(awk -v a="$t1" -v b="$t2" 'BEGIN { print b - a }')
+echo "# the exporter's counters 1 and 2 grew by $d1 and $d2 in $span s"
+if within "$d1" "$(awk -v s="$span" -v r=$rate 'BEGIN { printf "%d", s * r * 2 }')" 10; then
+  ok "the exporter's counter 1 grows at the helper's rate"; else not_ok "the exporter's counter 1 grows at the helper's rate: $d1 in $span s"; fi
+if within "$(( d2 * 2 ))" "$(( d1 * 3 ))" 5; then ok "the exporter's counters 2 and 1 grow as 3 to 2"; else
+  not_ok "the exporter's counters 2 and 1 grow as 3 to 2: $d2, $d1"; fi
 kill $exporter; wait $exporter 2>/dev/null
 after=$(state)
 if [ "$before" = "$after" ]; then ok "the exporter put the device back as it found it"; else
