@@ -1447,6 +1447,13 @@ fn stat_beside_the_exporter_is_counted_by_it() {
             .and_then(|r| r["value"].as_f64())
             .unwrap_or_else(|| panic!("no {metric} in\n{stdout}"))
     };
+    // An all-at-once block does not count while it is stopped to be read: microseconds
+    // a tick on a DPU, but under user-mode emulation (BFPERF_TEST_EMULATED) each read
+    // is a FUSE round trip of emulated system calls, and the llc counts lose about 3 %.
+    let within = match std::env::var_os("BFPERF_TEST_EMULATED") {
+        Some(_) => 0.05,
+        None => 0.02,
+    };
     for (metric, truth) in [
         ("llc_read_bandwidth", 8.0),
         ("llc_write_bandwidth", 4.0),
@@ -1456,8 +1463,8 @@ fn stat_beside_the_exporter_is_counted_by_it() {
     ] {
         let got = value(metric);
         assert!(
-            (got - truth).abs() / truth < 0.02,
-            "{metric}: {got}, truth {truth}"
+            (got - truth).abs() / truth < within,
+            "{metric}: {got}, truth {truth} (within {within})"
         );
     }
     // The exporter's programming is as it was; nothing counted as re-programmed.
