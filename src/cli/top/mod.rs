@@ -461,20 +461,33 @@ fn event_loop(
     for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
         let _ = signal_hook::flag::register(sig, stop.clone());
     }
-    let draw = |term: &mut Terminal<CrosstermBackend<Stdout>>, app: &App| {
-        term.draw(|f| view::draw(f, app))
-            .map(|_| ())
-            .map_err(|e| Error::Io {
-                message: format!("drawing the screen: {e}"),
-                source: e,
-            })
+    // True while the terminal is there: one that hung up answers writes with EIO, and
+    // top then ends as when it sees the hangup.
+    let draw = |term: &mut Terminal<CrosstermBackend<Stdout>>, app: &App| match term
+        .draw(|f| view::draw(f, app))
+    {
+        Ok(_) => Ok(true),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EIO | libc::ENXIO | libc::EPIPE)
+            ) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(Error::Io {
+            message: format!("drawing the screen: {e}"),
+            source: e,
+        }),
     };
     // A first sample now, so the first refresh has an interval behind it.
     sources.watch.sample(monotonic_ns());
     let mut next = Instant::now() + app.interval.min(Duration::from_millis(500));
     let mut last_tick = Instant::now();
     let mut terminal = TerminalWatch { carry: Vec::new() };
-    draw(term, app)?;
+    if !draw(term, app)? {
+        return Ok(());
+    }
     while !stop.load(Ordering::SeqCst) {
         let now = Instant::now();
         if now >= next {
@@ -482,7 +495,9 @@ fn event_loop(
                 refresh(app, sources);
             }
             next = now + app.interval;
-            draw(term, app)?;
+            if !draw(term, app)? {
+                return Ok(());
+            }
         } else if now.duration_since(last_tick) >= TICK {
             if let Source::Live(Some(e)) = sources.device {
                 let _ = e.sweep(monotonic_ns());
@@ -499,7 +514,9 @@ fn event_loop(
                 }
             }
         }
-        draw(term, app)?;
+        if !draw(term, app)? {
+            return Ok(());
+        }
     }
     Ok(())
 }
