@@ -25,6 +25,11 @@ check() { d=$1; shift; if "$@" >/tmp/out 2>&1; then ok "$d"; else not_ok "$d"; f
 has() { if grep -q -- "$2" "$3"; then ok "$1"; else [ "$3" = /tmp/out ] || cp "$3" /tmp/out; not_ok "$1 (no '$2')"; fi; }
 # state: every event, enable and register file of the device, for byte-for-byte checks.
 state() { for f in "$dev"/*/event[0-9]* "$dev"/*/enable; do [ -f "$f" ] && echo "$f $(cat "$f" 2>&1)"; done; }
+# unchanged DESCRIPTION BEFORE AFTER: two states are the same, or the difference is shown.
+unchanged() { if [ "$2" = "$3" ]; then ok "$1"; else
+  echo "$2" >/tmp/pre; echo "$3" >/tmp/post; diff /tmp/pre /tmp/post >/tmp/out 2>&1; not_ok "$1"; fi; }
+# traffic_on: the helper advances the block's counters at the known rate, until killed.
+traffic_on() { traffic $kind "$base" "$(counters_of $blk)" $rate >/dev/null 2>&1 & helper=$!; }
 base_of() { awk -v b="$1" '$1 == b { print $2 }' "$blocks"; }
 counters_of() { awk -v b="$1" '$1 == b { print $4 }' "$blocks"; }
 within() { awk -v v="$1" -v t="$2" -v p="$3" 'BEGIN { d = v - t; if (d < 0) d = -d; exit !(t > 0 && d <= t * p / 100) }'; }
@@ -79,14 +84,12 @@ has "diff shows the change" "$blk" /tmp/out
 # Traffic at known rates: counter i counts RATE * (i + 1) per second while enabled.
 rate=1000000
 base=$(base_of $blk)
-traffic $kind "$base" "$(counters_of $blk)" $rate >/dev/null 2>&1 &
-helper=$!
+traffic_on
 sleep 1
 pre=$(state)
 bfperf stat -x, -e "$blk/$name/" -e "$blk/$other/" -- sleep 2 >/tmp/out 2>&1
 post=$(state)
-if [ "$pre" = "$post" ]; then ok "stat restores the device byte for byte"; else
-  echo "$pre" >/tmp/pre; echo "$post" >/tmp/post; diff /tmp/pre /tmp/post >/tmp/out 2>&1; not_ok "stat restores the device byte for byte"; fi
+unchanged "stat restores the device byte for byte" "$pre" "$post"
 # The two events land on counters 0 and 1 (rates 1 and 2 M/s) over about 2 s.
 c0=$(grep "$name" /tmp/out | head -1 | cut -d, -f1)
 c1=$(grep "$other\|$(grep "^$other:" "$dev/$blk/event_list" | sed 's/^[^:]*: *//')" /tmp/out | head -1 | cut -d, -f1)
@@ -107,8 +110,7 @@ has "the exporter serves /metrics" "^bfperf_" /tmp/metrics
 # Its running totals against the helper's rates: over about 4 s, counters 1 and 2 of
 # the block grow by 2 and 3 M/s (within 10 %: the scrapes' times are the shell's), and
 # by 3 to 2 of each other (within 5 %).
-traffic $kind "$base" "$(counters_of $blk)" $rate >/dev/null 2>&1 &
-helper=$!
+traffic_on
 sleep 1
 up() { cut -d' ' -f1 /proc/uptime; }
 total() { grep "block=\"$blk\"" "$1" | grep "counter=\"$2\"" | head -1 | awk '{ print $NF }'; }
@@ -126,8 +128,7 @@ if within "$(( d2 * 2 ))" "$(( d1 * 3 ))" 5; then ok "the exporter's counters 2 
   not_ok "the exporter's counters 2 and 1 grow as 3 to 2: $d2, $d1"; fi
 kill $exporter; wait $exporter 2>/dev/null
 after=$(state)
-if [ "$before" = "$after" ]; then ok "the exporter put the device back as it found it"; else
-  echo "$before" >/tmp/pre; echo "$after" >/tmp/post; diff /tmp/pre /tmp/post >/tmp/out 2>&1; not_ok "the exporter put the device back as it found it"; fi
+unchanged "the exporter put the device back as it found it" "$before" "$after"
 
 # top in a terminal (tests/real-driver/pty.c): it draws its panels, ends on q and puts
 # the device back.
@@ -140,7 +141,6 @@ if [ $rc = 0 ]; then ok "top ends on q"; else cp /tmp/top.raw /tmp/out; not_ok "
 tr -d '\033' </tmp/top.raw | sed 's/\[[0-9;?]*[A-Za-z]/ /g' >/tmp/top.txt
 has "top draws its header" "bfperf top" /tmp/top.txt
 has "top draws the $panel panel" " $panel " /tmp/top.txt
-if [ "$before" = "$after" ]; then ok "top put the device back as it found it"; else
-  echo "$before" >/tmp/pre; echo "$after" >/tmp/post; diff /tmp/pre /tmp/post >/tmp/out 2>&1; not_ok "top put the device back as it found it"; fi
+unchanged "top put the device back as it found it" "$before" "$after"
 
 echo "kernel $(uname -r): $pass passed, $fail failed, $skip skipped"

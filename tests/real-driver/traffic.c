@@ -61,6 +61,15 @@ static volatile uint8_t *map(uint64_t base, size_t size)
 #define R32(p, off) (*(volatile uint32_t *)((p) + (off)))
 #define R64(p, off) (*(volatile uint64_t *)((p) + (off)))
 
+/* Adds `per_s * dt` to the fraction carried in *acc; returns the whole events to count. */
+static uint64_t advance(double *acc, double per_s, double dt)
+{
+	*acc += per_s * dt;
+	uint64_t whole = (uint64_t)*acc;
+	*acc -= whole;
+	return whole;
+}
+
 /* Replaces the word at p + off with `new` if it still holds `old`. */
 static int swap32(volatile uint8_t *p, unsigned off, uint32_t old, uint32_t new)
 {
@@ -111,12 +120,8 @@ int main(int argc, char **argv)
 			}
 			if (!(word & CRSPACE_EN))
 				continue;
-			for (unsigned i = 0; i < counters; i++) {
-				acc[i] += rate * (i + 1) * dt;
-				uint32_t whole = (uint32_t)acc[i];
-				acc[i] -= whole;
-				R32(p, val0 + 4 * i) += whole;
-			}
+			for (unsigned i = 0; i < counters; i++)
+				R32(p, val0 + 4 * i) += (uint32_t)advance(&acc[i], rate * (i + 1), dt);
 		} else if (!strcmp(kind, "l3")) {
 			uint32_t cfg = R32(p, 0);
 			if (!(cfg & L3_MARK)) {
@@ -137,19 +142,14 @@ int main(int argc, char **argv)
 			if (!(cfg & L3_EN))
 				continue;
 			for (unsigned i = 0; i < counters; i++) {
-				acc[i] += rate * (i + 1) * dt;
-				uint64_t whole = (uint64_t)acc[i];
-				acc[i] -= whole;
 				uint64_t v = ((uint64_t)(R32(p, 0x60 + 4 * i) & 0x1ffffff) << 32 |
-					      R32(p, 0x40 + 4 * i)) + whole;
+					      R32(p, 0x40 + 4 * i)) +
+					     advance(&acc[i], rate * (i + 1), dt);
 				R32(p, 0x40 + 4 * i) = (uint32_t)v;
 				R32(p, 0x60 + 4 * i) = (uint32_t)(v >> 32) & 0x1ffffff;
 			}
 		} else {
-			acc[0] += rate * dt;
-			uint64_t whole = (uint64_t)acc[0];
-			acc[0] -= whole;
-			R64(p, offset) += whole;
+			R64(p, offset) += advance(&acc[0], rate, dt);
 		}
 	}
 }

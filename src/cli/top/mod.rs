@@ -430,8 +430,9 @@ fn with_terminal(
         previous(info);
     }));
     execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide).map_err(io_err)?;
-    // Never dropped: ratatui's drop shows the cursor with eprintln!, which panics when
-    // the terminal is gone; leave_terminal shows it, ignoring a dead terminal.
+    // Never dropped: ratatui's drop shows the cursor and reports a failure on standard
+    // error in a way that panics when the terminal is gone; leave_terminal shows it,
+    // ignoring a dead terminal.
     let mut term = std::mem::ManuallyDrop::new(
         Terminal::new(CrosstermBackend::new(io::stdout())).map_err(io_err)?,
     );
@@ -485,19 +486,16 @@ fn event_loop(
     let mut next = Instant::now() + app.interval.min(Duration::from_millis(500));
     let mut last_tick = Instant::now();
     let mut terminal = TerminalWatch { carry: Vec::new() };
-    if !draw(term, app)? {
-        return Ok(());
-    }
-    while !stop.load(Ordering::SeqCst) {
+    // False once the terminal is gone: the loop ends as on a hangup.
+    let mut shown = draw(term, app)?;
+    while shown && !stop.load(Ordering::SeqCst) {
         let now = Instant::now();
         if now >= next {
             if !app.paused {
                 refresh(app, sources);
             }
             next = now + app.interval;
-            if !draw(term, app)? {
-                return Ok(());
-            }
+            shown = draw(term, app)?;
         } else if now.duration_since(last_tick) >= TICK {
             if let Source::Live(Some(e)) = sources.device {
                 let _ = e.sweep(monotonic_ns());
@@ -514,9 +512,7 @@ fn event_loop(
                 }
             }
         }
-        if !draw(term, app)? {
-            return Ok(());
-        }
+        shown = draw(term, app)?;
     }
     Ok(())
 }
