@@ -151,10 +151,11 @@ impl<'d> Exporter<'d> {
         // Recorded before the first write, as the exporter's own programming is.
         self.journal_clients(&saved)?;
         let masks = session::clock_masks(&saved);
-        let started = Sampler::open(self.device, plans, &masks).and_then(|mut s| {
-            s.start(now)?;
-            Ok(s)
-        });
+        let started =
+            Sampler::open(self.device, plans, &masks, self.sampler.stamp()).and_then(|mut s| {
+                s.start(now)?;
+                Ok(s)
+            });
         match started {
             Ok(s) => Ok((Some(s), saved)),
             Err(e) => Err(match session::restore(self.device, &saved) {

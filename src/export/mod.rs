@@ -187,7 +187,7 @@ impl<'d> Exporter<'d> {
         device: &'d Device,
         config: &ExportConfig,
         set: MetricSet,
-        clock: impl Fn() -> u64,
+        clock: impl Fn() -> u64 + Send + Sync + 'd,
     ) -> Result<Exporter<'d>> {
         let checked = check(device, config, &set)?;
         let metric_names = checked.metrics;
@@ -207,14 +207,15 @@ impl<'d> Exporter<'d> {
         };
         // The window opens when the counters start, not when the exporter did.
         let mut now = 0;
-        let started =
-            Sampler::open(device, plans, &session::clock_masks(&saved)).and_then(|mut s| {
-                s.start(clock())?;
-                // Baselines read again once everything is programmed and counting.
-                now = clock();
-                s.rebase(now)?;
-                Ok(s)
-            });
+        let clock: crate::measure::sampler::Stamp<'d> = std::sync::Arc::new(clock);
+        let masks = session::clock_masks(&saved);
+        let started = Sampler::open(device, plans, &masks, clock.clone()).and_then(|mut s| {
+            s.start(clock())?;
+            // Baselines read again once everything is programmed and counting.
+            now = clock();
+            s.rebase(now)?;
+            Ok(s)
+        });
         let sampler = match started {
             Ok(s) => s,
             Err(e) => {

@@ -28,7 +28,7 @@ use crate::error::Result;
 use crate::spec::Item;
 pub use plan::{place, BlockPlan};
 use sampler::Acc;
-pub use sampler::Sampler;
+pub use sampler::{Sampler, Stamp};
 
 /// How often multiplexed groups take turns: short enough that every group counts
 /// several times in a second, so a short measurement still covers them all.
@@ -36,7 +36,7 @@ pub const MULTIPLEX_TICK: Duration = Duration::from_millis(100);
 
 /// Time for a measurement: the monotonic clock and sleeping, or a manual clock in
 /// tests.
-pub trait Pacer {
+pub trait Pacer: Sync {
     /// The time now, ns (monotonic).
     fn now_ns(&self) -> u64;
     /// Waits `d`.
@@ -145,14 +145,17 @@ pub struct Count {
     pub event: String,
     /// The event number; null for cycles and registers.
     pub event_number: Option<u32>,
-    /// The estimate: what was counted, scaled up by the share of time counted.
-    /// Null when it was not counted at all (its turn never came).
+    /// The estimate: what was counted, scaled to the span at the rate it counted at
+    /// between the reads or writes that bound its counting (its share of the span
+    /// when multiplexed or stopped to be read). Null when it was not counted at all
+    /// (its turn never came).
     pub value: Option<u64>,
     /// What the counters counted.
     pub raw: u64,
     /// What the value counts (`events`, `cycles`, `bytes`...).
     pub unit: &'static str,
-    /// The share of the span its counter counted it (1 unless multiplexed).
+    /// The share of the span its counter counted it: 1 unless multiplexed, or (an
+    /// all-at-once block) stopped to be read between windows.
     pub coverage: f64,
     /// False when it never got a turn: `<not counted>`, never a 0.
     pub counted: bool,
@@ -290,10 +293,13 @@ pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Ve
             };
             let value = if coverage <= 0.0 {
                 None
-            } else if coverage < 1.0 {
-                Some((acc.total as f64 / coverage).round() as u64)
-            } else {
+            } else if acc.level || span_ns == 0 {
                 Some(acc.total)
+            } else if acc.counted_ns > 0 {
+                // The rate it counted at over its own bounds, for the whole span.
+                Some((acc.total as f64 * span_ns as f64 / acc.counted_ns as f64).round() as u64)
+            } else {
+                Some((acc.total as f64 / coverage).round() as u64)
             };
             let counter = p.counter_of(ii);
             out.push(Count {
@@ -455,10 +461,11 @@ impl<'d> Measurement<'d> {
         device: &'d Device,
         plans: Vec<BlockPlan<'d>>,
         saved: &[session::Saved],
-        now: u64,
+        pacer: &'d dyn Pacer,
     ) -> Result<Measurement<'d>> {
-        let mut sampler = Sampler::open(device, plans, &session::clock_masks(saved))?;
-        sampler.start(now)?;
+        let stamp: sampler::Stamp<'d> = std::sync::Arc::new(move || pacer.now_ns());
+        let mut sampler = Sampler::open(device, plans, &session::clock_masks(saved), stamp)?;
+        sampler.start(pacer.now_ns())?;
         Ok(Measurement {
             source: Source::Own(sampler),
             perf: None,
@@ -829,7 +836,7 @@ struct Mark {
 pub fn measure<'d>(
     device: &'d Device,
     req: &StatRequest,
-    pacer: &dyn Pacer,
+    pacer: &'d dyn Pacer,
     stop: &AtomicBool,
     until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
     on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
@@ -850,7 +857,7 @@ pub fn measure<'d>(
         true => Some(crate::measure::journal::write(device, &saved)?),
         false => None,
     };
-    let outcome = Measurement::start(device, plans, &saved, pacer.now_ns())
+    let outcome = Measurement::start(device, plans, &saved, pacer)
         .and_then(|m| run_all(m, req, timing, pacer, stop, until, on_interval, warnings));
     if !req.restore {
         return outcome;
@@ -919,7 +926,7 @@ pub(crate) fn measure_via<'d>(
     device: &'d Device,
     shared: Option<share::Shared<'d>>,
     req: &StatRequest,
-    pacer: &dyn Pacer,
+    pacer: &'d dyn Pacer,
     stop: &AtomicBool,
     until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
     on_interval: &mut dyn FnMut(&Interval) -> Result<()>,

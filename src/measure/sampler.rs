@@ -112,8 +112,14 @@ impl Foreign {
 pub struct Acc {
     /// Events counted while its group was active.
     pub total: u64,
-    /// How long its group was active, ns.
+    /// How long its group was active, ns: its turns, less the gaps in which an
+    /// all-at-once block was stopped to be read (the coverage's share of a span).
     pub active_ns: u64,
+    /// How long its counter counted, ns, timed from its own bounds: the writes that
+    /// started and stopped an all-at-once window, or the reads that bound a
+    /// per-counter or register count. What its rate is derived from.
+    #[serde(default)]
+    pub counted_ns: u64,
     /// A running estimate that never goes backwards: each turn's count scaled to
     /// the time since the item's previous turn ended (equal to `total` when it is
     /// never multiplexed). What the exporter exports.
@@ -139,6 +145,7 @@ impl Acc {
                 self.total.saturating_sub(earlier.total)
             },
             active_ns: self.active_ns.saturating_sub(earlier.active_ns),
+            counted_ns: self.counted_ns.saturating_sub(earlier.counted_ns),
             estimate: if self.level {
                 self.estimate
             } else {
@@ -232,6 +239,14 @@ struct BlockState<'d> {
     window_last: Vec<u64>,
     /// Items whose current window a probe found spoiled: the tick leaves it out.
     spoiled: Vec<usize>,
+    /// When each counter (counter blocks) or register was last read, ns: where
+    /// its count since starts.
+    read_ns: Vec<u64>,
+    /// All-at-once blocks: when the current window opened (its `enable` write), ns.
+    open_ns: u64,
+    /// All-at-once blocks: how long the block was stopped after the last tick's
+    /// `now` (from its stop to its restart), ns; not counted.
+    gap_ns: u64,
     width_mask: u64,
     saved_mask: u32,
 }
@@ -263,9 +278,13 @@ fn fault_of(e: &Error) -> Foreign {
     }
 }
 
+/// The clock a sampler times its reads and writes with, ns (the measurement's).
+pub type Stamp<'d> = std::sync::Arc<dyn Fn() -> u64 + Send + Sync + 'd>;
+
 /// The measurement's state: readers, accumulators, current groups.
 pub struct Sampler<'d> {
     device: &'d Device,
+    stamp: Stamp<'d>,
     /// What each block counts, and in which turns.
     pub plans: Vec<BlockPlan<'d>>,
     states: Vec<BlockState<'d>>,
@@ -273,24 +292,60 @@ pub struct Sampler<'d> {
     log: Vec<Detection>,
 }
 
-/// Adds what a counter gained from `last` to `v`, wrapped at the counter's width, over
-/// a turn of `dt` that stands for `span` (longer when other groups had the turns
-/// between).
-/// A 64-bit value that went backwards was reset by someone else: nothing of that
-/// window is known, so nothing is added (false).
-fn accumulate(acc: &mut Acc, last: u64, v: u64, width_mask: u64, dt: u64, span: u64) -> bool {
-    if v < last && width_mask == u64::MAX {
-        return false;
+/// What one counter gained in a turn, and the times that qualify it.
+#[derive(Clone, Copy)]
+struct Gain {
+    /// The events counted.
+    delta: u64,
+    /// The turn's share of the ticks' time, less the gap an all-at-once block was
+    /// stopped in (what coverage is made of), ns.
+    turn: u64,
+    /// How long the counter counted, from its own bounds (what the rate is made of), ns.
+    counted: u64,
+    /// The time the turn stands for: longer than `turn` when other groups had the
+    /// turns between, or the block was stopped to be read, ns.
+    span: u64,
+}
+
+impl Gain {
+    /// A counter's gain from `last` to `v`, wrapped at its width; None when a
+    /// 64-bit value went backwards (reset by someone else: nothing of that window
+    /// is known).
+    fn of(last: u64, v: u64, width_mask: u64, turn: u64, counted: u64, span: u64) -> Option<Gain> {
+        if v < last && width_mask == u64::MAX {
+            return None;
+        }
+        Some(Gain {
+            delta: v.wrapping_sub(last) & width_mask,
+            turn,
+            counted,
+            span,
+        })
     }
-    let delta = v.wrapping_sub(last) & width_mask;
-    acc.active_ns += dt;
-    acc.total += delta;
-    acc.estimate += if span > dt && dt > 0 {
-        (delta as u128 * span as u128 / dt as u128) as u64
+}
+
+/// Adds a turn's gain. The running estimate is the count itself where the counter
+/// counted the whole span (the exported raw counter); otherwise the count scaled to
+/// the span at the rate it counted at over its own bounds.
+fn accumulate(acc: &mut Acc, g: Gain) {
+    acc.active_ns += g.turn;
+    acc.counted_ns += g.counted;
+    acc.total += g.delta;
+    let counted = if g.counted > 0 { g.counted } else { g.turn };
+    acc.estimate += if g.span != g.turn && counted > 0 {
+        (g.delta as u128 * g.span as u128 / counted as u128) as u64
     } else {
-        delta
+        g.delta
     };
-    true
+}
+
+/// The time `f` ran at, ns: the middle of the clock's readings before and after,
+/// which bound the moment a read or write took effect.
+fn timed<T>(stamp: &Stamp<'_>, f: impl FnOnce() -> T) -> (T, u64) {
+    let before = stamp();
+    let out = f();
+    let after = stamp().max(before);
+    (out, before + (after - before) / 2)
 }
 
 /// Why a counter went backwards: another event programmed over it (the events
@@ -400,17 +455,22 @@ fn block_state<'d>(
         stale: None,
         window_last: vec![0; slots],
         spoiled: Vec::new(),
+        read_ns: vec![0; slots.max(p.items.len())],
+        open_ns: 0,
+        gap_ns: 0,
         width_mask: mask(b.width_bits),
         saved_mask,
     })
 }
 
 impl<'d> Sampler<'d> {
-    /// Opens every file to be sampled (nothing is written).
+    /// Opens every file to be sampled (nothing is written); `stamp` is the clock
+    /// every read and write that bounds a count is timed with.
     pub fn open(
         device: &'d Device,
         plans: Vec<BlockPlan<'d>>,
         saved_masks: &HashMap<String, u32>,
+        stamp: Stamp<'d>,
     ) -> Result<Sampler<'d>> {
         let states = plans
             .iter()
@@ -421,6 +481,7 @@ impl<'d> Sampler<'d> {
             .collect::<Result<Vec<_>>>()?;
         Ok(Sampler {
             device,
+            stamp,
             plans,
             states,
             log: Vec::new(),
@@ -590,28 +651,35 @@ impl<'d> Sampler<'d> {
 
     /// Reads block `i`'s values again as new baselines (at a start, or after a
     /// failure), without counting what they gained; an all-at-once block starts a
-    /// new window from 0.
+    /// new window from 0, not counting from `now` until it opens.
     fn rebaseline(&mut self, i: usize, now: u64) -> Result<()> {
-        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        let (p, st, stamp) = (&self.plans[i], &mut self.states[i], &self.stamp);
         // Register blocks have no groups.
         for s in p.groups.get(st.group).into_iter().flatten() {
             st.turn_end[s.item] = now;
         }
+        st.gap_ns = 0;
         match p.block.mechanism {
             Mechanism::Registers => {
                 for r in 0..st.registers.len() {
-                    st.last[r] = st.registers[r].value()?;
+                    let (v, at) = timed(stamp, || st.registers[r].value());
+                    (st.last[r], st.read_ns[r]) = (v?, at);
                 }
             }
             Mechanism::PerCounter => {
                 for s in &p.groups[st.group] {
-                    st.last[s.counter as usize] = st.counter(s.counter)?;
+                    let c = s.counter as usize;
+                    let (v, at) = timed(stamp, || st.counter(s.counter));
+                    (st.last[c], st.read_ns[c]) = (v?, at);
                 }
             }
             Mechanism::AllAtOnce => {
                 st.window_last.iter_mut().for_each(|v| *v = 0);
                 st.enable(false)?;
-                st.enable(true)?;
+                let (on, opened) = timed(stamp, || st.enable(true));
+                on?;
+                st.open_ns = opened;
+                st.gap_ns = opened.saturating_sub(now);
             }
         }
         Ok(())
@@ -648,20 +716,25 @@ impl<'d> Sampler<'d> {
     }
 
     fn tick_registers(&mut self, i: usize, dt: u64) -> Result<Option<(Vec<usize>, Foreign)>> {
-        let st = &mut self.states[i];
+        let (st, stamp) = (&mut self.states[i], &self.stamp);
         let now = st.last_ns;
         let mut cleared = Vec::new();
         for r in 0..st.registers.len() {
-            let v = st.registers[r].value()?;
+            let (v, at) = timed(stamp, || st.registers[r].value());
+            let v = v?;
             let last = std::mem::replace(&mut st.last[r], v);
+            let counted = at.saturating_sub(std::mem::replace(&mut st.read_ns[r], at));
             if st.levels[r] {
                 // A level (a clock monitor's count): its latest value.
                 st.accs[r].total = v;
                 st.accs[r].estimate = v;
                 st.accs[r].level = true;
                 st.accs[r].active_ns += dt;
-            } else if !accumulate(&mut st.accs[r], last, v, st.width_mask, dt, dt) {
-                cleared.push(r);
+            } else {
+                match Gain::of(last, v, st.width_mask, dt, counted, dt) {
+                    Some(g) => accumulate(&mut st.accs[r], g),
+                    None => cleared.push(r),
+                }
             }
             st.turn_end[r] = now;
         }
@@ -696,35 +769,43 @@ impl<'d> Sampler<'d> {
         // backwards was reset.
         let mut found = self.changed_events(i)?;
         self.states[i].fresh = false;
-        let (p, st) = (&self.plans[i], &mut self.states[i]);
+        let (p, st, stamp) = (&self.plans[i], &mut self.states[i], &self.stamp);
         let now = st.last_ns;
         let foreign: Vec<usize> = found.as_ref().map_or_else(Vec::new, |(f, _)| f.clone());
         for s in &p.groups[st.group] {
-            let v = st.counter(s.counter)?;
-            let last = std::mem::replace(&mut st.last[s.counter as usize], v);
+            let c = s.counter as usize;
+            let (v, at) = timed(stamp, || st.counter(s.counter));
+            let v = v?;
+            let last = std::mem::replace(&mut st.last[c], v);
+            let counted = at.saturating_sub(std::mem::replace(&mut st.read_ns[c], at));
             let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
             if foreign.contains(&s.item) {
                 // It counted another program's event: none of it is ours.
                 continue;
             }
-            let acc = &mut st.accs[s.item];
-            if !accumulate(acc, last, v, st.width_mask, dt, span) && found.is_none() {
-                let why = reset_cause(st.events[s.counter as usize].as_mut(), p, s)?;
-                found = Some((vec![s.item], why));
+            match Gain::of(last, v, st.width_mask, dt, counted, span) {
+                Some(g) => accumulate(&mut st.accs[s.item], g),
+                None if found.is_none() => {
+                    let why = reset_cause(st.events[c].as_mut(), p, s)?;
+                    found = Some((vec![s.item], why));
+                }
+                None => {}
             }
         }
-        let (p, st) = (&self.plans[i], &mut self.states[i]);
         if p.multiplexed() {
             st.group = (st.group + 1) % p.groups.len();
         } else if found.is_none() {
             return Ok(None);
         }
         // The next turn, or the same group again over what someone else wrote:
-        // programming resets the counters.
-        program_group(self.device, p, st.group, st.saved_mask)?;
+        // programming resets the counters, which count from then.
+        let (programmed, at) = timed(stamp, || {
+            program_group(self.device, p, st.group, st.saved_mask)
+        });
+        programmed?;
         st.fresh = true;
         for s in &p.groups[st.group] {
-            st.last[s.counter as usize] = 0;
+            (st.last[s.counter as usize], st.read_ns[s.counter as usize]) = (0, at);
         }
         Ok(found)
     }
@@ -752,32 +833,39 @@ impl<'d> Sampler<'d> {
         if found.is_none() {
             found = self.changed_events(i)?;
         }
-        {
-            let (p, st) = (&self.plans[i], &mut self.states[i]);
-            let mut foreign: Vec<usize> = found.as_ref().map_or_else(Vec::new, |(f, _)| f.clone());
-            foreign.append(&mut st.spoiled);
-            st.window_last.iter_mut().for_each(|v| *v = 0);
-            st.enable(false)?;
-            let now = st.last_ns;
-            for s in &p.groups[st.group] {
-                // The window started at 0: the value is the count, unless another
-                // program changed what it counts during it: then nothing of the
-                // window is known, and it is left out.
-                let v = st.counter(s.counter)?;
-                let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
-                if !foreign.contains(&s.item) {
-                    accumulate(&mut st.accs[s.item], 0, v, st.width_mask, dt, span);
+        let (p, st, stamp) = (&self.plans[i], &mut self.states[i], &self.stamp);
+        let mut foreign: Vec<usize> = found.as_ref().map_or_else(Vec::new, |(f, _)| f.clone());
+        foreign.append(&mut st.spoiled);
+        st.window_last.iter_mut().for_each(|v| *v = 0);
+        // The window is what the block counted between the writes that opened and
+        // closed it; the gap before it (stopped to be read) is not counted.
+        let (stopped, closed) = timed(stamp, || st.enable(false));
+        stopped?;
+        let counted = closed.saturating_sub(st.open_ns);
+        let turn = dt.saturating_sub(std::mem::take(&mut st.gap_ns));
+        let now = st.last_ns;
+        for s in &p.groups[st.group] {
+            // The window started at 0: the value is the count, unless another
+            // program changed what it counts during it: then nothing of the
+            // window is known, and it is left out.
+            let v = st.counter(s.counter)?;
+            let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
+            if !foreign.contains(&s.item) {
+                if let Some(g) = Gain::of(0, v, st.width_mask, turn, counted, span) {
+                    accumulate(&mut st.accs[s.item], g);
                 }
             }
         }
-        let (p, st) = (&self.plans[i], &mut self.states[i]);
         if p.multiplexed() {
             st.group = (st.group + 1) % p.groups.len();
         }
         if p.multiplexed() || found.is_some() {
             program_group(self.device, p, st.group, st.saved_mask)?;
         }
-        st.enable(true)?;
+        let (started, opened) = timed(stamp, || st.enable(true));
+        started?;
+        st.open_ns = opened;
+        st.gap_ns = opened.saturating_sub(closed);
         Ok(found)
     }
 
@@ -789,6 +877,11 @@ impl<'d> Sampler<'d> {
     /// The group each block is on now.
     pub fn groups(&self) -> Vec<usize> {
         self.states.iter().map(|s| s.group).collect()
+    }
+
+    /// The clock its reads and writes are timed with.
+    pub(crate) fn stamp(&self) -> Stamp<'d> {
+        self.stamp.clone()
     }
 
     /// The device measured.

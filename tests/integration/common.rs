@@ -143,6 +143,25 @@ pub fn not_root(why: &str) -> bool {
     !root
 }
 
+/// A rate bfperf measured against the simulator's: within 1 % on any machine, loaded
+/// or emulated. A value bfperf marked with a coverage below 1 (multiplexed, or an
+/// all-at-once block stopped to be read) is its scaled estimate, held to the same
+/// bound.
+pub fn assert_rate(got: f64, want: f64, what: &str) {
+    assert!(
+        ((got - want) / want).abs() <= 0.01,
+        "{what}: {got}, the simulator's {want}: more than 1 % off"
+    );
+}
+
+/// A coverage bfperf printed in percent: counted, and at most all of the span.
+pub fn assert_coverage(percent: &str, what: &str) {
+    let c: f64 = percent
+        .parse()
+        .unwrap_or_else(|_| panic!("{what}: coverage {percent:?}"));
+    assert!(c > 0.0 && c <= 100.0, "{what}: coverage {c} %");
+}
+
 /// Whether the tests run under user-mode emulation (.ci/aarch64 sets
 /// BFPERF_TEST_EMULATED), where starting a process takes longer.
 pub fn emulated() -> bool {

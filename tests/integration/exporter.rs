@@ -1192,9 +1192,11 @@ fn refused_in(port: u16, user_pass: &str) -> Duration {
     t.elapsed()
 }
 
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
+/// The fastest of several timings: what the work itself costs, since another
+/// process taking the core only ever adds time (a median still carries a busy
+/// machine's share).
+fn fastest(times: Vec<Duration>) -> Duration {
+    times.into_iter().min().unwrap_or_default()
 }
 
 #[test]
@@ -1237,7 +1239,7 @@ fn password_guessing_neither_reveals_users_nor_locks_out_a_scraper() {
         known.push(refused_in(port, &format!("alice:wrong{i}")));
         unknown.push(refused_in(port, &format!("mallory{i}:wrong{i}")));
     }
-    let (known, unknown) = (median(known), median(unknown));
+    let (known, unknown) = (fastest(known), fastest(unknown));
     let ratio = known.as_secs_f64() / unknown.as_secs_f64();
     assert!(
         (0.8..=1.25).contains(&ratio),
@@ -1447,13 +1449,9 @@ fn stat_beside_the_exporter_is_counted_by_it() {
             .and_then(|r| r["value"].as_f64())
             .unwrap_or_else(|| panic!("no {metric} in\n{stdout}"))
     };
-    // An all-at-once block does not count while it is stopped to be read: microseconds
-    // a tick on a DPU, but under user-mode emulation (BFPERF_TEST_EMULATED) each read
-    // is a FUSE round trip of emulated system calls, and the llc counts lose about 3 %.
-    let within = match std::env::var_os("BFPERF_TEST_EMULATED") {
-        Some(_) => 0.05,
-        None => 0.02,
-    };
+    // An all-at-once block does not count while it is stopped to be read (a FUSE
+    // round trip of emulated system calls under qemu-user): that time is not
+    // counted, and the values are scaled over it.
     for (metric, truth) in [
         ("llc_read_bandwidth", 8.0),
         ("llc_write_bandwidth", 4.0),
@@ -1461,11 +1459,7 @@ fn stat_beside_the_exporter_is_counted_by_it() {
         ("ddr_write_bandwidth", 1.0),
         ("llc_read_miss_ratio", 25.0),
     ] {
-        let got = value(metric);
-        assert!(
-            (got - truth).abs() / truth < within,
-            "{metric}: {got}, truth {truth} (within {within})"
-        );
+        assert_rate(value(metric), truth, metric);
     }
     // The exporter's programming is as it was; nothing counted as re-programmed.
     assert_eq!(

@@ -60,6 +60,18 @@ pub(crate) struct Args {
     /// Print the metrics only, not the counts (as perf stat --metric-only)
     #[arg(long = "metric-only")]
     metric_only: bool,
+    /// Print counts without thousands' separators (as perf stat --no-big-num)
+    #[arg(long = "no-big-num")]
+    no_big_num: bool,
+    /// Count perf events on these CPUs only (as perf stat -C: 0,2-3); the DPU's
+    /// blocks are counted as always
+    #[arg(
+        short = 'C',
+        long = "cpu",
+        value_name = "CPUS",
+        conflicts_with = "per_process"
+    )]
+    cpu: Option<String>,
     /// NDJSON, one record per line (as perf stat -j; same as --json)
     #[arg(short = 'j', long = "json-lines")]
     json_lines: bool,
@@ -84,6 +96,9 @@ pub(crate) struct Args {
     /// Write the counts to FILE instead of standard error (`-o -`: standard output)
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Append to -o's FILE instead of replacing it (as perf stat --append)
+    #[arg(long, requires = "output")]
+    append: bool,
     /// Leave the counters programmed as the measurement left them
     #[arg(long)]
     no_restore: bool,
@@ -339,6 +354,7 @@ fn output_of(a: &Args) -> Result<Dest> {
     Ok(match a.output.as_deref() {
         None => Dest::Stderr,
         Some(p) if p == Path::new("-") => Dest::Stdout,
+        Some(path) if a.append => Dest::File(crate::outfile::open_append(path)?),
         Some(path) => Dest::File(crate::outfile::open(path)?),
     })
 }
@@ -450,7 +466,7 @@ fn plan(global: &Global, device: &crate::device::Device, a: &mut Args) -> Result
         journal: global.sim.is_none(),
         per_process: a.per_process,
         perf: work.perf,
-        perf_cpus: crate::perf::online_cpus(&global.sysfs_root),
+        perf_cpus: perf_cpus(global, a.cpu.as_deref())?,
         perf_per_cpu: a.no_aggr && !a.per_process,
     };
     if a.per_process && req.perf.is_empty() {
@@ -470,6 +486,38 @@ fn plan(global: &Global, device: &crate::device::Device, a: &mut Args) -> Result
         params: metric_params(global)?,
         said,
     })
+}
+
+/// The CPUs perf events are counted on: `-C`'s list, each of them online, or every
+/// CPU online.
+fn perf_cpus(global: &Global, list: Option<&str>) -> Result<Vec<usize>> {
+    let online = crate::perf::online_cpus(&global.sysfs_root);
+    let Some(list) = list else {
+        return Ok(online);
+    };
+    let bad = |why: String| Error::BadOption {
+        problem: format!("-C {list}: {why}"),
+    };
+    let cpus = crate::perf::parse_cpu_list(list)
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| bad("give CPUs as perf does: 0,2-3".into()))?;
+    let offline: Vec<String> = cpus
+        .iter()
+        .filter(|c| !online.contains(c))
+        .map(usize::to_string)
+        .collect();
+    if !offline.is_empty() {
+        return Err(bad(format!(
+            "CPU {} not online here (online: {})",
+            offline.join(", "),
+            online
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        )));
+    }
+    Ok(cpus)
 }
 
 /// SIGINT, SIGTERM and SIGHUP end the measurement: which came, and a wakeup for the
@@ -606,7 +654,9 @@ pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
     let mut until = |_run: u32| runs.until();
     let mut writer = StatWriter::new(&mut out, format, !a.no_aggr, width)
         .escaping(to_terminal)
-        .metric_only(a.metric_only);
+        .metric_only(a.metric_only)
+        .repeated(a.repeat > 1)
+        .big_num(!a.no_big_num);
     let mut output_error: Option<std::io::Error> = None;
     let measuring_a_command = !a.command.is_empty();
     // A last remainder under half an interval is no line (as perf); totals hold it.

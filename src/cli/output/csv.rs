@@ -15,7 +15,7 @@ fn raw(cell: &Cell, escape: bool) -> String {
     match cell {
         Cell::Text(s) if escape => crate::cli::output::escape(s).into_owned(),
         Cell::Text(s) => s.clone(),
-        Cell::Int(n) => n.to_string(),
+        Cell::Int(n) | Cell::Plain(n) => n.to_string(),
         Cell::Hex(n) => n.to_string(),
         Cell::Float(x) => x.to_string(),
         Cell::None => String::new(),

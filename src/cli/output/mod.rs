@@ -16,7 +16,7 @@ use std::io::{self, Write};
 
 use clap::ValueEnum;
 
-pub(crate) use text::{escape, group, group_f, readable};
+pub(crate) use text::{escape, group, group_f, percent, readable, readable_as};
 
 /// The output formats every data-printing command takes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
@@ -36,6 +36,8 @@ pub(crate) enum Cell {
     Text(String),
     /// A count: grouped in tables, raw in CSV.
     Int(u64),
+    /// A count never grouped (perf's --no-big-num).
+    Plain(u64),
     /// An event number: `0x45` in tables, raw in CSV.
     Hex(u32),
     /// A rate or ratio: two decimals, grouped in tables.
@@ -68,7 +70,7 @@ impl Cell {
     }
 
     fn numeric(&self) -> bool {
-        matches!(self, Cell::Int(_) | Cell::Float(_))
+        matches!(self, Cell::Int(_) | Cell::Plain(_) | Cell::Float(_))
     }
 }
 

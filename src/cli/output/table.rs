@@ -17,6 +17,7 @@ fn shown(cell: &Cell) -> String {
     match cell {
         Cell::Text(s) => escape(s).into_owned(),
         Cell::Int(n) => group(*n),
+        Cell::Plain(n) => n.to_string(),
         Cell::Hex(n) => format!("0x{n:x}"),
         Cell::Float(x) => group_f(*x),
         Cell::None => "-".to_string(),

@@ -58,23 +58,9 @@ pub(crate) fn group_f(x: f64) -> String {
 /// SI prefix where the unit takes one (`1.11 GB/s`, `11.48 M/sec`, `2.00 GHz`);
 /// other units (`%`, ratios) as they are, with two decimals.
 pub(crate) fn readable(x: f64, unit: &str) -> (String, String) {
-    const PREFIXES: [(&str, f64); 5] = [("", 1.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)];
-    let (base, factor) = match unit {
-        "/s" => ("/sec", 1.0),
-        u => PREFIXES
-            .iter()
-            .rev()
-            .find_map(|(p, f)| {
-                let rest = u.strip_prefix(p)?;
-                ["B/s", "b/s", "Hz", "B"]
-                    .contains(&rest)
-                    .then_some((rest, *f))
-            })
-            .unwrap_or(("", 0.0)),
-    };
-    if factor == 0.0 || !x.is_finite() {
+    let Some((base, factor)) = scale_of(unit).filter(|_| x.is_finite()) else {
         return (group_f(x), unit.to_string());
-    }
+    };
     let v = x * factor;
     let (p, f) = PREFIXES
         .iter()
@@ -84,9 +70,51 @@ pub(crate) fn readable(x: f64, unit: &str) -> (String, String) {
     (format!("{:.2}", v / f), format!("{p}{base}"))
 }
 
+/// A coverage in percent with two decimals, rounded down: only what counted all of
+/// its span reads `100.00`.
+pub(crate) fn percent(coverage: f64) -> String {
+    format!("{:.2}", (coverage * 10_000.0).floor() / 100.0)
+}
+
+/// `x` in `unit`, shown in `shown` (a unit [`readable`] chose for the same
+/// quantity): a column keeps one unit, as perf's does. None when they do not scale
+/// into each other.
+pub(crate) fn readable_as(x: f64, unit: &str, shown: &str) -> Option<String> {
+    let (base, factor) = scale_of(unit).filter(|_| x.is_finite())?;
+    let (shown_base, shown_factor) = scale_of(shown)?;
+    (base == shown_base).then(|| format!("{:.2}", x * factor / shown_factor))
+}
+
+const PREFIXES: [(&str, f64); 5] = [("", 1.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)];
+
+/// A unit's base (`B/s`) and what one of it is in that base (1e9 for `GB/s`); None
+/// for a unit without prefixes (`%`, `events`).
+fn scale_of(unit: &str) -> Option<(&str, f64)> {
+    if unit == "/s" {
+        return Some(("/sec", 1.0));
+    }
+    PREFIXES.iter().rev().find_map(|(p, f)| {
+        let rest = unit.strip_prefix(p)?;
+        ["B/s", "b/s", "Hz", "B", "/sec"]
+            .contains(&rest)
+            .then_some((rest, *f))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_column_keeps_its_unit_and_coverage_never_rounds_up() {
+        assert_eq!(readable_as(0.99999, "GB/s", "GB/s"), Some("1.00".into()));
+        assert_eq!(readable_as(0.0023, "GB/s", "GB/s"), Some("0.00".into()));
+        assert_eq!(readable_as(2.5e9, "/s", "M/sec"), Some("2500.00".into()));
+        assert_eq!(readable_as(1.0, "GB/s", "%"), None);
+        assert_eq!(percent(0.99999), "99.99");
+        assert_eq!(percent(1.0), "100.00");
+        assert_eq!(percent(0.5), "50.00");
+    }
 
     #[test]
     fn rates_read_like_perf() {

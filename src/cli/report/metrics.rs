@@ -114,8 +114,8 @@ pub(super) fn metric_note(v: &MetricValue) -> String {
         (Some(why), _) => format!("no value: {why}"),
         (None, Some(_)) if v.coverage < 1.0 => {
             format!(
-                "estimate: inputs counted {:.1}% of the time",
-                v.coverage * 100.0
+                "estimate: inputs counted {}% of the time",
+                crate::cli::output::percent(v.coverage)
             )
         }
         _ => String::new(),

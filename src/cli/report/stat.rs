@@ -55,6 +55,14 @@ pub(crate) struct StatWriter<'w> {
     header_done: bool,
     /// Print metrics only (`--metric-only`).
     metric_only: bool,
+    /// Runs are repeated (`-r`): perf's `-x` lines have a variance field, empty
+    /// where there is none (intervals, metrics).
+    repeated: bool,
+    /// Counts with thousands' separators in tables (perf's default; --no-big-num).
+    big_num: bool,
+    /// The unit each metric's column of an interval table is shown in, by block and
+    /// metric: chosen at its first value that is not 0, then kept.
+    units: std::collections::HashMap<(String, String), String>,
     /// Intervals were printed (`-I`).
     intervals_done: bool,
     /// When the measurement started (wall clock): records carry `time_s` after it
@@ -112,7 +120,7 @@ struct MetricLine<'a> {
 /// has no share of time to speak of).
 fn coverage_text(c: &Count) -> String {
     match c.supported {
-        true => format!("{:.1}%", c.coverage * 100.0),
+        true => format!("{}%", crate::cli::output::percent(c.coverage)),
         false => String::new(),
     }
 }
@@ -152,9 +160,10 @@ fn interval_line(
 
 /// What a table shows for a count's value: perf's `<not counted>` when it never
 /// got a turn.
-fn value_text(c: &Count) -> String {
+fn value_text(c: &Count, big_num: bool) -> String {
     match shown(c).0 {
-        Shown::Count(v) => group(v),
+        Shown::Count(v) if big_num => group(v),
+        Shown::Count(v) => v.to_string(),
         Shown::Msec(ms) => crate::cli::output::group_f(ms),
         Shown::Missing(text) => text.into(),
     }
@@ -195,9 +204,24 @@ impl<'w> StatWriter<'w> {
             width,
             header_done: false,
             metric_only: false,
+            repeated: false,
+            big_num: true,
+            units: Default::default(),
             intervals_done: false,
             started: std::time::SystemTime::now(),
         }
+    }
+
+    /// Counts with thousands' separators in tables, or not (--no-big-num).
+    pub(crate) fn big_num(mut self, on: bool) -> Self {
+        self.big_num = on;
+        self
+    }
+
+    /// Runs are repeated (`-r` over 1): every `-x` line has perf's variance field.
+    pub(crate) fn repeated(mut self, on: bool) -> Self {
+        self.repeated = on;
+        self
     }
 
     /// Prints the metrics only, as perf stat --metric-only.
@@ -323,16 +347,15 @@ impl<'w> StatWriter<'w> {
                     crate::block::BlockKind::Perf => c.event.clone(),
                     _ => format!("{}/{}/", c.block, c.event),
                 }));
-                if let Some(v) = variance {
+                if self.repeated {
                     r.push(
-                        v.get(i)
-                            .copied()
-                            .flatten()
+                        variance
+                            .and_then(|v| v.get(i).copied().flatten())
                             .map_or_else(String::new, |sd| format!("{sd:.2}%")),
                     );
                 }
                 r.push(format!("{:.0}", span_s * c.coverage * 1e9));
-                r.push(format!("{:.2}", c.coverage * 100.0));
+                r.push(crate::cli::output::percent(c.coverage));
                 r.push(String::new());
                 r.push(String::new());
                 r
@@ -353,8 +376,10 @@ impl<'w> StatWriter<'w> {
             .iter()
             .map(|v| {
                 let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
-                let location = usize::from(!self.aggregate);
-                r.extend(std::iter::repeat_n(String::new(), 5 + location));
+                // The count fields, empty: value, unit, event, run time and
+                // percentage, with -A the location and with -r the variance.
+                let fields = 5 + usize::from(!self.aggregate) + usize::from(self.repeated);
+                r.extend(std::iter::repeat_n(String::new(), fields));
                 r.push(v.value.map(|x| format!("{x:.6}")).unwrap_or_default());
                 r.push(self.text(&format!("{} {} {}", v.unit, v.metric, v.block)));
                 r
@@ -448,7 +473,7 @@ impl<'w> StatWriter<'w> {
             StatFormat::Table => {
                 for v in values {
                     let (value, unit) = match v.value {
-                        Some(x) => crate::cli::output::readable(x, &v.unit),
+                        Some(x) => self.in_column_unit(v, x),
                         None => ("-".into(), v.unit.clone()),
                     };
                     let time = time_s.map(|t| format!("{t:.3}")).unwrap_or_default();
@@ -459,6 +484,22 @@ impl<'w> StatWriter<'w> {
                 Ok(())
             }
         }
+    }
+
+    /// A metric's value in the unit its column chose (perf scales per event, not
+    /// per line), so that values compare down the column.
+    fn in_column_unit(&mut self, v: &MetricValue, x: f64) -> (String, String) {
+        let key = (v.block.clone(), v.metric.clone());
+        if let Some(shown) = self.units.get(&key) {
+            if let Some(value) = crate::cli::output::readable_as(x, &v.unit, shown) {
+                return (value, shown.clone());
+            }
+        }
+        let (value, unit) = crate::cli::output::readable(x, &v.unit);
+        if x != 0.0 {
+            self.units.insert(key, unit.clone());
+        }
+        (value, unit)
     }
 
     fn ndjson<T: Serialize>(&mut self, value: &T) -> io::Result<()> {
@@ -513,7 +554,8 @@ impl<'w> StatWriter<'w> {
                 }
                 let time = format!("{:.3}", i.time_s);
                 for c in &counts {
-                    let (value, note, unit) = (value_text(c), note_text(c), shown(c).1);
+                    let (value, note, unit) =
+                        (value_text(c, self.big_num), note_text(c), shown(c).1);
                     interval_line(self.w, [&time, &c.block, &c.event, &value, unit, &note])?;
                 }
             }
@@ -562,6 +604,7 @@ impl<'w> StatWriter<'w> {
             StatFormat::Table => {
                 let report = SummaryTable {
                     mean: &mean,
+                    big_num: self.big_num,
                     metrics: &mean_metrics(metrics),
                     elapsed: runs.iter().map(|r| r.elapsed_s).collect(),
                     ending,
@@ -595,7 +638,7 @@ impl<'w> StatWriter<'w> {
                     head.push(self.text(&format!("{} {}", name(v), v.unit)));
                     head.push(self.text(&format!("{} coverage", name(v))));
                     row.push(v.value.map(|x| format!("{x:.6}")).unwrap_or_default());
-                    row.push(format!("{:.2}", v.coverage * 100.0));
+                    row.push(crate::cli::output::percent(v.coverage));
                 }
                 let mut rows = Vec::new();
                 if !self.header_done {
@@ -610,7 +653,7 @@ impl<'w> StatWriter<'w> {
                     let h = escape(&format!("{} {}", name(v), v.unit)).into_owned();
                     let cell = match v.value {
                         Some(x) if v.coverage < 1.0 => {
-                            format!("{x:.2} ({:.0}%)", v.coverage * 100.0)
+                            format!("{x:.2} ({}%)", crate::cli::output::percent(v.coverage))
                         }
                         Some(x) => format!("{x:.2}"),
                         None => "-".into(),
@@ -714,6 +757,8 @@ impl<'w> StatWriter<'w> {
 
 struct SummaryTable<'a> {
     mean: &'a [(Count, Option<f64>)],
+    /// Counts with thousands' separators (unless --no-big-num).
+    big_num: bool,
     metrics: &'a [MetricValue],
     /// Each run's length, seconds.
     elapsed: Vec<f64>,
@@ -735,6 +780,7 @@ impl SummaryTable<'_> {
         };
         let perf = match (e.perf_scope, e.perf_cpus) {
             (Some("process"), _) => "; perf events of the command and its children".into(),
+            (Some(_), Some(1)) => "; perf events system-wide, 1 CPU".into(),
             (Some(_), Some(n)) => format!("; perf events system-wide, {n} CPUs"),
             _ => String::new(),
         };
@@ -786,7 +832,8 @@ impl Report for SummaryTable<'_> {
                 }),
                 Cell::text(&c.event),
                 match value {
-                    Shown::Count(v) => Cell::Int(v),
+                    Shown::Count(v) if self.big_num => Cell::Int(v),
+                    Shown::Count(v) => Cell::Plain(v),
                     Shown::Msec(ms) => Cell::Float(ms),
                     Shown::Missing(text) => Cell::text(text),
                 },
@@ -810,7 +857,7 @@ impl Report for SummaryTable<'_> {
         }
         // An invalid count says why in its note; this is about turns.
         if self.mean.iter().any(|(c, _)| c.coverage < 1.0 && c.valid) {
-            d.line("coverage below 100%: more events than counters took turns; values are scaled estimates, and <not counted> never got a turn");
+            d.line("coverage below 100%: more events than counters took turns, or a block that is stopped to be read (L3, crspace) was stopped for that share of the time; values are scaled estimates, and <not counted> never got a turn");
         }
         if let Some(sig) = &self.ending.interrupted_by {
             d.line(format!(
