@@ -1,7 +1,7 @@
 //! Clocks for the simulator: real time, or a manual clock that tests move.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::Arc;
 
 /// A monotonic clock in nanoseconds.
 pub trait Clock: Send + Sync {
@@ -9,18 +9,15 @@ pub trait Clock: Send + Sync {
     fn now_ns(&self) -> u64;
 }
 
-/// Real time since the simulator started.
+/// Real time since the machine booted (CLOCK_MONOTONIC): the same in every process,
+/// so that simulators in two processes are one device, as a DPU is to two commands.
 #[derive(Debug)]
-pub struct SystemClock {
-    start: Instant,
-}
+pub struct SystemClock;
 
 impl SystemClock {
     /// A clock reading the system's monotonic time.
     pub fn new() -> Self {
-        SystemClock {
-            start: Instant::now(),
-        }
+        SystemClock
     }
 }
 
@@ -32,7 +29,27 @@ impl Default for SystemClock {
 
 impl Clock for SystemClock {
     fn now_ns(&self) -> u64 {
-        self.start.elapsed().as_nanos() as u64
+        crate::device::values::monotonic_ns()
+    }
+}
+
+/// Another clock's time since a moment: where a workload's phases start.
+pub(super) struct Since {
+    clock: Arc<dyn Clock>,
+    origin: u64,
+}
+
+impl Since {
+    /// `clock`'s time from now on.
+    pub(super) fn now(clock: Arc<dyn Clock>) -> Since {
+        let origin = clock.now_ns();
+        Since { clock, origin }
+    }
+}
+
+impl Clock for Since {
+    fn now_ns(&self) -> u64 {
+        self.clock.now_ns().saturating_sub(self.origin)
     }
 }
 

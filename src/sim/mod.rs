@@ -77,6 +77,13 @@ impl Sim {
         options: &SimOptions,
     ) -> Sim {
         let kernel = kernel.def();
+        // A workload of phases starts with its first as the simulator starts; one
+        // steady workload counts from the machine's boot, so that every process
+        // reading the simulator sees the same registers.
+        let clock: Arc<dyn Clock> = match options.workload.phases.len() {
+            0 | 1 => clock,
+            _ => Arc::new(clock::Since::now(clock)),
+        };
         let now = clock.now_ns();
         let specs = layout::blocks(generation, kernel, &options.counters);
         let kinds: Vec<BlockKind> = specs

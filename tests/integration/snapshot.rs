@@ -595,3 +595,105 @@ fn one_unreadable_value_is_said_not_fatal() {
             "tile2/counter1 was not read in the newer snapshot",
         ));
 }
+
+/// Two processes on the in-process simulator see one device: its free-running
+/// registers count from the machine's boot, so a diff of snapshots taken by two
+/// commands gives the simulator's rates (as README's example does).
+#[test]
+fn snapshots_from_two_processes_give_the_simulators_rates() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    for (path, pause) in [(&a, true), (&b, false)] {
+        bfperf()
+            .args(["--sim", "bf2", "snapshot", "-o"])
+            .arg(path)
+            .assert()
+            .success();
+        if pause {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+    }
+    let out = stdout_of(bfperf().arg("diff").arg(&a).arg(&b).arg("--json"));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (sim, _) =
+        bfperf::sim::Sim::with_manual_clock(bfperf::Generation::Bf2, bfperf::sim::Kernel::V6_16);
+    let pcie = &v["pcie"][0];
+    assert_eq!(pcie["block"], "pcie0", "{out}");
+    let truth: f64 = ["IN_P_BYTE_CNT", "IN_NP_BYTE_CNT", "IN_C_BYTE_CNT"]
+        .iter()
+        .map(|r| sim.register_rate("pcie0", r).unwrap() as f64)
+        .sum();
+    assert_rate(
+        pcie["in_bytes_per_s"].as_f64().unwrap(),
+        truth,
+        "pcie0 inbound bytes/s",
+    );
+}
+
+/// A value that could not be read is a CSV row with no value and the problem (read,
+/// snapshot), and said on stderr by diff, whose PCIe summary it leaves out rather
+/// than summing what is left.
+#[test]
+fn an_unread_value_is_a_csv_row_and_never_a_silent_gap() {
+    let faults = "tile2/counter1@1=EIO,pcie0/IN_P_PKT_CNT@1=EIO";
+    for command in [
+        &["read", "tile2", "pcie0"][..],
+        &["snapshot", "tile2", "pcie0"],
+    ] {
+        let out = stdout_of(
+            bfperf()
+                .args(["--sim", "bf2", "--sim-faults", faults])
+                .args(command)
+                .arg("--csv"),
+        );
+        let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split(',').collect()).collect();
+        assert_eq!(rows[0].last(), Some(&"problem"), "{out}");
+        let width = rows[0].len();
+        assert!(rows.iter().all(|r| r.len() == width), "{out}");
+        let unread: Vec<&Vec<&str>> = rows.iter().filter(|r| r[width - 2].is_empty()).collect();
+        assert_eq!(unread.len(), 2, "{command:?}: {out}");
+        assert_eq!(unread[0][..3], ["tile2", "1", ""], "{out}");
+        assert_eq!(unread[1][..3], ["pcie0", "", "IN_P_PKT_CNT"], "{out}");
+        for r in unread {
+            assert!(
+                r[width - 1].contains("Input/output error"),
+                "{command:?}: {r:?}"
+            );
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    bfperf()
+        .args(["--sim", "bf2", "--sim-faults", "pcie0/IN_P_PKT_CNT@1=EIO"])
+        .args(["snapshot", "-o"])
+        .arg(&a)
+        .assert()
+        .success();
+    bfperf()
+        .args(["--sim", "bf2", "snapshot", "-o"])
+        .arg(&b)
+        .assert()
+        .success();
+    let out = bfperf()
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .arg("--csv")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("pcie0/IN_P_PKT_CNT was not read in the older snapshot"),
+        "{err}"
+    );
+    assert!(err.contains("pcie0: no PCIe summary"), "{err}");
+    let json = stdout_of(bfperf().arg("diff").arg(&a).arg(&b).arg("--json"));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let summaries = v["pcie"].as_array().unwrap();
+    assert!(summaries.iter().all(|p| p["block"] != "pcie0"), "{json}");
+    assert!(
+        !summaries.is_empty(),
+        "the other block's summary stays: {json}"
+    );
+}
