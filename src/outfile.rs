@@ -308,6 +308,44 @@ pub(crate) fn open(path: &Path) -> Result<Sink> {
     })
 }
 
+/// Opens `path` to be appended to (perf's `--append`): a regular file is written at
+/// its end in place, never truncated or replaced (a new one is created so); the
+/// others as [`open`] opens them. What is opened is checked, not only what was
+/// looked at: a regular file, not a link (`O_NOFOLLOW`), with one name, and a FIFO
+/// swapped in meanwhile never blocks the open (`O_NONBLOCK`).
+pub(crate) fn open_append(path: &Path) -> Result<Sink> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let target = match resolve(path)? {
+        Resolved::Regular(t) => t,
+        Resolved::Stream(p, ft) => return open_stream(&p, ft),
+        Resolved::Inherited(fd) => return open_inherited(path, fd),
+    };
+    let mut options = fs::OpenOptions::new();
+    options
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY);
+    if target.keep.is_none() {
+        options.create_new(true).mode(new_file_mode());
+    }
+    let file = options.open(&target.path).map_err(|e| Error::File {
+        what: "cannot open for appending",
+        path: target.path.clone(),
+        source: e,
+    })?;
+    let md = file.metadata().map_err(|e| Error::File {
+        what: "cannot examine",
+        path: target.path.clone(),
+        source: e,
+    })?;
+    if !md.file_type().is_file() || md.nlink() > 1 {
+        return Err(refuse(
+            &target.path,
+            "it changed while bfperf opened it (now not a regular file with one name); nothing was written",
+        ));
+    }
+    Ok(Sink::Stream(file))
+}
+
 /// One of this process's descriptors, duplicated: the same open file (its offset,
 /// its append mode), a pipe or a socket alike.
 fn open_inherited(path: &Path, fd: i32) -> Result<Sink> {

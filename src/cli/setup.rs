@@ -241,3 +241,15 @@ pub(super) fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimCh
 pub(super) fn not_built(feature: &'static str) -> Error {
     Error::NotBuilt { feature }
 }
+
+/// The device the options name, or the one found; None when none is found and
+/// none was named (as perf list works anywhere).
+pub(crate) fn device_here(global: &Global) -> crate::error::Result<Option<crate::device::Device>> {
+    if global.sim.is_some() || global.device.is_some() {
+        return open_device(global).map(Some);
+    }
+    match open_device(global) {
+        Err(Error::NoDevice { .. } | Error::NoHwmon { .. }) => Ok(None),
+        other => other.map(Some),
+    }
+}

@@ -272,7 +272,7 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
         .filter(|b| !old_names.contains(b.block.as_str()))
         .map(|b| b.block.clone())
         .collect();
-    let pcie = pcie_summaries(new, &values);
+    let (pcie, incomplete) = pcie_summaries(new, &values);
     Diff {
         interval_s: secs,
         interval_source: source,
@@ -280,6 +280,7 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
             .into_iter()
             .chain(unread(old, "older"))
             .chain(unread(new, "newer"))
+            .chain(incomplete)
             .collect(),
         values,
         only_in_old,
@@ -364,19 +365,23 @@ fn register_diffs(ob: &SnapshotBlock, nb: &SnapshotBlock) -> Vec<ValueDiff> {
     out
 }
 
-fn pcie_summaries(new: &Snapshot, values: &[ValueDiff]) -> Vec<PcieSummary> {
+/// The PCIe summary of each block whose every register has a rate; for a block
+/// where one has none (not read, or cleared), why it has no summary.
+fn pcie_summaries(new: &Snapshot, values: &[ValueDiff]) -> (Vec<PcieSummary>, Vec<String>) {
     let rates: HashMap<(&str, &str), f64> = values
         .iter()
         .filter_map(|v| Some(((v.block.as_str(), v.register.as_deref()?), v.rate_per_s?)))
         .collect();
-    let mut out = Vec::new();
+    let (mut out, mut said) = (Vec::new(), Vec::new());
     for b in new.blocks.iter().filter(|b| b.kind == BlockKind::Pcie) {
+        let missing = std::cell::RefCell::new(Vec::new());
         let get = |dir: &str, ty: &str, unit: &str| -> f64 {
             let name = format!("{dir}_{ty}_{unit}_CNT");
-            rates
-                .get(&(b.block.as_str(), name.as_str()))
-                .copied()
-                .unwrap_or(0.0)
+            let rate = rates.get(&(b.block.as_str(), name.as_str())).copied();
+            if rate.is_none() {
+                missing.borrow_mut().push(name);
+            }
+            rate.unwrap_or(0.0)
         };
         let breakdown = |dir: &str, unit: &str| Breakdown {
             posted: get(dir, "P", unit),
@@ -386,6 +391,16 @@ fn pcie_summaries(new: &Snapshot, values: &[ValueDiff]) -> Vec<PcieSummary> {
         let sum = |b: Breakdown| b.posted + b.non_posted + b.completion;
         let (ib, ob) = (breakdown("IN", "BYTE"), breakdown("OUT", "BYTE"));
         let (ip, op) = (breakdown("IN", "PKT"), breakdown("OUT", "PKT"));
+        let missing = missing.into_inner();
+        if !missing.is_empty() {
+            said.push(format!(
+                "{}: no PCIe summary, since {} {} no rate over the interval",
+                b.block,
+                missing.join(", "),
+                if missing.len() == 1 { "has" } else { "have" }
+            ));
+            continue;
+        }
         out.push(PcieSummary {
             block: b.block.clone(),
             in_bytes_per_s: sum(ib),
@@ -400,7 +415,7 @@ fn pcie_summaries(new: &Snapshot, values: &[ValueDiff]) -> Vec<PcieSummary> {
             out_packets_per_s_by_type: op,
         });
     }
-    out
+    (out, said)
 }
 
 /// Every metric of `set` that the differences allow (levels count as their latest

@@ -87,6 +87,9 @@ pub struct Listing {
 /// name (`tile`, `perf`) matches that kind's entries only, as `perf list hw` does;
 /// any other pattern is a glob (`*`, `?`, `[..]`) over a whole text, or a substring;
 /// any case. No pattern matches everything.
+/// Whether something of `kind` described by `texts` (its name first) is listed:
+/// a pattern is a kind's name, one of perf list's classes (`hw`, `sw`), perf's
+/// `KIND/EVENT/` form with globs (`tile/*READ*`), or a glob or substring of any text.
 fn matches(patterns: &[String], kind: BlockKind, texts: &[&str]) -> bool {
     patterns.is_empty()
         || patterns.iter().any(|p| {
@@ -94,14 +97,37 @@ fn matches(patterns: &[String], kind: BlockKind, texts: &[&str]) -> bool {
             if is_kind(&p) {
                 return kind.as_str() == p;
             }
-            texts.iter().any(|t| {
-                let t = t.to_ascii_lowercase();
-                match glob::Pattern::new(&p) {
-                    Ok(g) if p.contains(['*', '?', '[']) => g.matches(&t),
-                    _ => t.contains(&p),
-                }
-            })
+            if let Some(class) = perf_class(&p) {
+                return kind == BlockKind::Perf && texts.contains(&class);
+            }
+            if let Some((of, event)) = p.split_once('/') {
+                let event = event.trim_end_matches('/');
+                return match kind {
+                    // perf's events are listed as PMU/EVENT/: the whole form.
+                    BlockKind::Perf => like(&format!("{of}/{event}/"), texts[0]),
+                    _ => like(of, kind.as_str()) && like(event, texts[0]),
+                };
+            }
+            texts.iter().any(|t| like(&p, t))
         })
+}
+
+/// `text` matches `pattern`: as a glob where it has one, else as a substring (any case).
+fn like(pattern: &str, text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    match glob::Pattern::new(pattern) {
+        Ok(g) if pattern.contains(['*', '?', '[']) => g.matches(&t),
+        _ => t.contains(pattern),
+    }
+}
+
+/// perf list's classes of events: what its `hw` and `sw` (or their long names) select.
+fn perf_class(pattern: &str) -> Option<&'static str> {
+    match pattern {
+        "hw" | "hardware" => Some("hardware event"),
+        "sw" | "software" => Some("software event"),
+        _ => None,
+    }
 }
 
 fn is_kind(name: &str) -> bool {
@@ -188,7 +214,12 @@ fn with_perf(
         .collect();
     let perf_metrics = list_metrics(set, &[BlockKind::Perf], patterns, details);
     for (g, names) in perf_metrics.1 {
-        listing.groups.entry(g).or_default().extend(names);
+        let listed = listing.groups.entry(g).or_default();
+        for n in names {
+            if !listed.contains(&n) {
+                listed.push(n);
+            }
+        }
     }
     listing.metrics.extend(perf_metrics.0);
     listing
@@ -231,7 +262,13 @@ fn perf_events(pmus: &[Pmu], patterns: &[String]) -> Vec<ListedEvent> {
     });
     generic
         .chain(named)
-        .filter(|e| matches(patterns, BlockKind::Perf, &[&e.spec, &e.description]))
+        .filter(|e| {
+            matches(
+                patterns,
+                BlockKind::Perf,
+                &[&e.spec, &e.description, e.what],
+            )
+        })
         .collect()
 }
 
@@ -289,8 +326,9 @@ pub fn list_blocks(
     })
 }
 
-/// The metrics of these kinds matching `patterns`, and the groups they are in, each
-/// with all of its metrics (of these kinds), matched or not.
+/// The metrics of these kinds matching `patterns` (one listing of a metric that
+/// several generations define alike), and the groups they are in, each whole: all
+/// of its metrics of these kinds and perf's, matched or not.
 fn list_metrics(
     set: &MetricSet,
     kinds: &[BlockKind],
@@ -304,6 +342,9 @@ fn list_metrics(
             .iter()
             .filter(|m| kinds.contains(&m.kind) && m.problem().is_none())
     };
+    let in_groups = set.metrics.iter().filter(|m| {
+        (kinds.contains(&m.kind) || m.kind == BlockKind::Perf) && m.problem().is_none()
+    });
     let groups_of = |m: &crate::metrics::Metric| {
         m.def
             .group
@@ -318,6 +359,12 @@ fn list_metrics(
             m.kind,
             &[&m.def.name, &m.def.description, &m.def.group],
         ) {
+            continue;
+        }
+        let same = |l: &ListedMetric| {
+            l.metric == m.def.name && l.kind == m.kind && l.description == m.def.description
+        };
+        if metrics.iter().any(same) {
             continue;
         }
         for g in groups_of(m) {
@@ -335,7 +382,7 @@ fn list_metrics(
             events: details.then_some(events),
         });
     }
-    for m in usable() {
+    for m in in_groups {
         for g in groups_of(m) {
             if let Some(names) = groups.get_mut(&g) {
                 if !names.contains(&m.def.name) {

@@ -9,6 +9,7 @@ mod process;
 
 use crate::error::{Error, Result};
 pub use counter::{online_cpus, Counters, Reading, Target};
+pub(crate) use pmu::parse_cpu_list;
 pub use pmu::{discover, Configs, Pmu};
 pub use process::spawn_counted;
 

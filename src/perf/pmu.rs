@@ -71,7 +71,7 @@ pub(super) fn parse_format(text: &str) -> Option<Field> {
 }
 
 /// Parses a CPU list: `0-3,8,10-11`.
-pub(super) fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
+pub(crate) fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
     let mut out = Vec::new();
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {

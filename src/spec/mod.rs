@@ -115,7 +115,20 @@ pub(crate) fn split(spec: &str) -> Result<(&str, Vec<&str>)> {
             "an event spec is BLOCKS/EVENT[,EVENT...]/, e.g. tile/MEMORY_READS/ or l3cache/HITS_BANK0,MISSES_BANK0/",
         ));
     };
-    if events.contains('/') {
+    if let Some((events, modifiers)) = events.rsplit_once('/') {
+        // perf's `PMU/EVENT/u`: modifiers choose what a CPU counts in; a BlueField
+        // block counts its own traffic, whoever caused it.
+        let perf_modifiers = !modifiers.is_empty()
+            && modifiers.chars().all(|c| "ukhHGIpPSDW".contains(c))
+            && !events.contains('/');
+        if perf_modifiers {
+            return Err(bad(
+                spec,
+                format!(
+                    "'{modifiers}' is a perf modifier, for perf events only (cycles:u, armv8_pmuv3_0/inst_retired/u): a BlueField block counts all of its traffic; write {blocks}/{events}/"
+                ),
+            ));
+        }
         return Err(bad(
             spec,
             "one spec has two '/'-separated parts: BLOCKS/EVENTS/",

@@ -293,10 +293,10 @@ fn read_selectors_and_formats() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines[0],
-        "block,counter,register,event,event_name,counts_clock,value"
+        "block,counter,register,event,event_name,counts_clock,value,problem"
     );
     // 12 GB/s / 64 B, 75 % hits, one bank of two, one half of two, 2 s.
-    assert_eq!(lines[1], "l3cachehalf0,0,,23,HITS_BANK0,false,70312500");
+    assert_eq!(lines[1], "l3cachehalf0,0,,23,HITS_BANK0,false,70312500,");
     assert_eq!(lines.len(), 11);
     let out = stdout_of(on_fixture("bf2").args(["read", "pcie1", "tile2", "pcie1"]));
     assert_eq!(rows(&out).len(), 1 + 12 + 4);

@@ -7,9 +7,8 @@ use crate::cli::args::{FormatOpts, Global};
 use crate::cli::exit::{diag, Failure};
 use crate::cli::output::Format;
 use crate::cli::report::ListReport;
-use crate::cli::setup::{load_metrics, open_device};
+use crate::cli::setup::{device_here, load_metrics, open_device};
 use crate::cli::Out;
-use crate::error::Error;
 
 /// List events, registers, perf events and PMUs, metrics and groups, as perf list
 #[derive(Debug, ClapArgs)]
@@ -52,18 +51,6 @@ pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failur
             every_generation,
         },
     )
-}
-
-/// The device the options name, or the one found; None when none is found and
-/// none was named (as perf list works anywhere).
-fn device_here(global: &Global) -> crate::error::Result<Option<crate::device::Device>> {
-    if global.sim.is_some() || global.device.is_some() {
-        return open_device(global).map(Some);
-    }
-    match open_device(global) {
-        Err(Error::NoDevice { .. } | Error::NoHwmon { .. }) => Ok(None),
-        other => other.map(Some),
-    }
 }
 
 /// Every generation's listing, from the simulated devices' tables (the driver's).

@@ -5,10 +5,10 @@ use clap::Args as ClapArgs;
 
 use crate::block::Generation;
 use crate::cli::args::Global;
-use crate::cli::exit::Failure;
+use crate::cli::exit::{diag, Failure};
 use crate::cli::output::Format;
 use crate::cli::report::{MetricRow, MetricsReport};
-use crate::cli::setup::{load_metrics, open_device};
+use crate::cli::setup::{device_here, load_metrics};
 use crate::cli::Out;
 use crate::metrics;
 
@@ -76,10 +76,14 @@ fn parse_range(text: &str) -> Result<String, String> {
 
 /// Prints the metrics, or the rules.
 pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
-    let gens = if a.all {
-        vec![Generation::Bf1, Generation::Bf2, Generation::Bf3]
-    } else {
-        vec![open_device(global)?.generation()]
+    const ALL: [Generation; 3] = [Generation::Bf1, Generation::Bf2, Generation::Bf3];
+    let gens = match (a.all, device_here(global)?) {
+        (true, _) => ALL.to_vec(),
+        (false, Some(device)) => vec![device.generation()],
+        (false, None) => {
+            diag("no BlueField here: listing every generation's metrics (on a DPU, its own)");
+            ALL.to_vec()
+        }
     };
     let set = load_metrics(global, &gens)?;
     let format = match (a.format, a.json, a.csv) {
@@ -111,11 +115,14 @@ fn metrics_report(
         })
     };
     let gen = gens.last().copied().unwrap_or(Generation::Bf2);
+    // A metric several generations define alike is one row.
+    let mut seen = std::collections::HashSet::new();
     MetricsReport {
         metrics: set
             .metrics
             .iter()
             .filter(|m| keep(m) && m.problem().is_none())
+            .filter(|m| seen.insert((m.def.name.clone(), m.kind, m.def.expr.clone())))
             .map(|m| MetricRow {
                 metric: m.def.name.clone(),
                 group: m.def.group.clone(),

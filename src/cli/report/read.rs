@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::cli::output::{to_json, Cell, Document, Report, Table};
-use crate::ops::read::BlockReading;
+use crate::ops::read::{BlockReading, Unreadable};
 use crate::ops::snapshot::Snapshot;
 
 /// `bfperf read`.
@@ -104,7 +104,9 @@ fn human(values: &[Value]) -> Document {
     d
 }
 
-fn records(values: &[Value]) -> Table {
+/// The values as records; a value that could not be read is a row with no value and
+/// the problem, never a row left out.
+fn records(values: &[Value], unreadable: &[&Unreadable]) -> Table {
     let mut t = Table::new(&[
         "block",
         "counter",
@@ -113,6 +115,7 @@ fn records(values: &[Value]) -> Table {
         "event_name",
         "counts_clock",
         "value",
+        "problem",
     ]);
     for v in values {
         t.row(vec![
@@ -131,6 +134,26 @@ fn records(values: &[Value]) -> Table {
                 Cell::text(v.counts_clock.to_string())
             },
             Cell::Int(v.value),
+            Cell::None,
+        ]);
+    }
+    for u in unreadable {
+        let (block, file) = u.file.split_once('/').unwrap_or(("", &u.file));
+        let counter = file
+            .strip_prefix("counter")
+            .and_then(|n| n.parse::<u32>().ok());
+        t.row(vec![
+            Cell::text(block),
+            counter.map(|c| Cell::Int(c.into())).unwrap_or(Cell::None),
+            match counter {
+                Some(_) => Cell::None,
+                None => Cell::text(file),
+            },
+            Cell::None,
+            Cell::None,
+            Cell::None,
+            Cell::None,
+            Cell::text(format!("not read: {}", u.problem)),
         ]);
     }
     t
@@ -177,7 +200,8 @@ impl Report for ReadReport {
     }
 
     fn records(&self) -> Option<Table> {
-        Some(records(&self.values()))
+        let unreadable: Vec<&Unreadable> = self.blocks.iter().flat_map(|b| &b.unreadable).collect();
+        Some(records(&self.values(), &unreadable))
     }
 }
 
