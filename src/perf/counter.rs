@@ -25,10 +25,12 @@ impl Event for Encoded {
     }
 }
 
-/// One group: a PMU on one CPU (or for a process tree), led by its first event.
+/// One group: a PMU on one CPU (or for a process tree, or one thread of a running
+/// process), led by its first event.
 struct Slot {
-    /// The PMU's type and the CPU (None: any, for a process tree).
-    key: (u32, Option<usize>),
+    /// The PMU's type, the CPU (None: any, for a process tree) and the thread (0:
+    /// not one thread).
+    key: (u32, Option<usize>, i32),
     group: Group,
     /// Each event it counts: its index and the kernel's id (the leader first).
     ids: Vec<(usize, u64)>,
@@ -44,6 +46,24 @@ pub enum Target {
     System,
     /// This process and its descendants (inherited), enabled when it calls `exec`.
     Process(i32),
+    /// A process already running (perf's `-p`): each of its threads, and what they
+    /// start from now on (inherited), enabled when the window opens.
+    Running(i32),
+}
+
+/// The threads of process `pid` now (itself where its task list cannot be read).
+fn threads(pid: i32) -> Vec<i32> {
+    let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    tids.sort_unstable();
+    if tids.is_empty() {
+        tids.push(pid);
+    }
+    tids
 }
 
 /// What one event counted since the window opened, summed over CPUs.
@@ -118,6 +138,7 @@ fn aimed(
     match target {
         Target::System => b.any_pid(),
         Target::Process(pid) => b.observe_pid(pid).inherit(true).enable_on_exec(true),
+        Target::Running(tid) => b.observe_pid(tid).inherit(true),
     };
     match cpu {
         Some(c) => b.one_cpu(c),
@@ -154,7 +175,11 @@ fn add(slots: &mut Vec<Slot>, e: &PerfEvent, i: usize, how: How) -> std::io::Res
             e.levels,
         )
     };
-    let key = (e.type_, how.cpu);
+    let thread = match how.target {
+        Target::Running(tid) => tid,
+        _ => 0,
+    };
+    let key = (e.type_, how.cpu, thread);
     match slots.iter_mut().find(|s| s.key == key) {
         Some(s) => {
             let c = builder().enabled(true).build_with_group(&mut s.group)?;
@@ -211,9 +236,15 @@ impl Counters {
     }
 
     fn try_open(events: &[PerfEvent], target: Target, cpus: &[usize], user_only: bool) -> Counters {
-        let cpus: Vec<Option<usize>> = match target {
-            Target::System => cpus.iter().copied().map(Some).collect(),
-            Target::Process(_) => vec![None],
+        // Where each event is opened: on each CPU, or for the process tree, or on
+        // each thread of a running process.
+        let places: Vec<(Target, Option<usize>)> = match target {
+            Target::System => cpus.iter().map(|&c| (target, Some(c))).collect(),
+            Target::Process(_) => vec![(target, None)],
+            Target::Running(pid) => threads(pid)
+                .into_iter()
+                .map(|t| (Target::Running(t), None))
+                .collect(),
         };
         let mut slots: Vec<Slot> = Vec::new();
         let mut refused: Vec<Option<String>> = vec![None; events.len()];
@@ -223,18 +254,18 @@ impl Counters {
             slot.get_or_insert_with(|| reason(err));
         };
         for (i, e) in events.iter().enumerate() {
-            let on: Vec<Option<usize>> = match (&e.cpus, target) {
-                (Some(_), Target::Process(_)) => {
+            let on: Vec<(Target, Option<usize>)> = match (&e.cpus, target) {
+                (Some(c), Target::System) => c.iter().map(|&c| (target, Some(c))).collect(),
+                (Some(_), _) => {
                     refused[i] = Some(format!(
-                        "{} counts the whole chip, not a process: drop --per-process to count it",
+                        "{} counts the whole chip, not a process: count it system-wide (without --per-process or -p)",
                         e.pmu
                     ));
                     continue;
                 }
-                (Some(c), Target::System) => c.iter().copied().map(Some).collect(),
-                (None, _) => cpus.clone(),
+                (None, _) => places.clone(),
             };
-            for cpu in on {
+            for (target, cpu) in on {
                 let how = How {
                     target,
                     cpu,

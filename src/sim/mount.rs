@@ -515,11 +515,50 @@ pub fn serve(sim: Arc<Sim>, dir: &Path) -> Result<()> {
             break;
         }
     }
-    session
-        .umount_and_join()
-        .map_err(|e| file_err("cannot unmount the simulator from", e))?;
+    detach(dir).map_err(|e| file_err("cannot unmount the simulator from", e))?;
+    // Requests in flight (a reader blocked in the kernel) need not end first: the
+    // session gets a second, then the process ends, closing /dev/fuse, which fails
+    // whatever is still waiting on it.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while !session.guard.is_finished() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     say(&format!("bfperf: unmounted {}", dir.display()));
     Ok(())
+}
+
+/// Takes the mount at `dir` out of the tree at once, even while files in it are
+/// open or requests are in flight (a lazy unmount, as `umount -l`): no process can
+/// enter it again, and no dead mount is left behind when the server ends. Already
+/// gone (unmounted from outside) is fine.
+fn detach(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: umount2 on a NUL-terminated path we own.
+    if unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) } == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        // Not a mount point any more: someone unmounted it.
+        Some(libc::EINVAL) => Ok(()),
+        // Not root: the fuse3 package's helper unmounts a user's mount.
+        Some(libc::EPERM) => {
+            let status = std::process::Command::new("fusermount3")
+                .arg("-u")
+                .arg("-z")
+                .arg(dir)
+                .status()?;
+            match status.success() {
+                true => Ok(()),
+                false => Err(std::io::Error::other(format!(
+                    "fusermount3 -u -z: {status}"
+                ))),
+            }
+        }
+        _ => Err(e),
+    }
 }
 
 /// One line on stderr; a closed stderr is ignored (never a panic).

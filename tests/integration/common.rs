@@ -302,6 +302,38 @@ impl Tree for Mount {
     }
 }
 
+impl Mount {
+    /// Sends the server `signal` and waits `limit` at most for it to end; its exit
+    /// status, or None if it is still running.
+    pub fn signal_and_wait(
+        &mut self,
+        signal: i32,
+        limit: std::time::Duration,
+    ) -> Option<std::process::ExitStatus> {
+        // SAFETY: sends a signal to our own child.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+        let until = std::time::Instant::now() + limit;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= until {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+/// Whether `dir` is a mount point now (in this process's mount table).
+pub fn is_mounted(dir: &Path) -> bool {
+    let table = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let dir = dir.to_string_lossy();
+    table
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(dir.as_ref()))
+}
+
 impl Drop for Mount {
     fn drop(&mut self) {
         // SAFETY: sends SIGTERM to our own child.

@@ -240,3 +240,37 @@ fn a_refused_0xff_points_to_stop() {
             "the driver rejected writing '0xff' to tile2/event3 (Invalid argument): the kernel rejected event 0xff; this kernel validates event numbers: use `bfperf stop tile2 3`",
         ));
 }
+
+/// SIGTERM or SIGINT ends `sim mount` within a second whatever is in flight, with
+/// its mount gone (no "Transport endpoint is not connected" left behind), even
+/// while a file in it is open and a process works in it.
+#[test]
+fn sim_mount_ends_within_a_second_and_leaves_no_mount() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let Some(mut m) = Mount::start("3", "6.16") else {
+            return;
+        };
+        let device = device_dir(m.dir.path());
+        let open = fs::File::open(device.join("llt0/counter0")).unwrap();
+        let mut busy = std::process::Command::new("sh")
+            .args(["-c", "while cat llt0/counter1 >/dev/null; do :; done"])
+            .current_dir(&device)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let status = m.signal_and_wait(signal, std::time::Duration::from_millis(1500));
+        let _ = busy.kill();
+        let _ = busy.wait();
+        drop(open);
+        assert!(
+            status.is_some(),
+            "sim mount still runs 1.5 s after signal {signal}"
+        );
+        assert!(
+            !is_mounted(m.dir.path()),
+            "signal {signal}: {} is still mounted",
+            m.dir.path().display()
+        );
+    }
+}

@@ -291,7 +291,7 @@ fn per_process_task_clock_is_the_command_s_cpu_time() {
     args.extend(BURN);
     let lines = stat_report(&args);
     assert!(
-        lines[0].ends_with("; perf events of the command and its children:"),
+        lines[0].ends_with("; perf events of the process measured and its children:"),
         "{lines:?}"
     );
     let (ms, unit) = row(&lines, "software", "task-clock");
@@ -521,4 +521,88 @@ fn a_metric_keeps_its_unit_down_the_intervals() {
             .collect();
         assert_eq!(units.len(), 1, "{metric}: {units:?} in {lines:?}");
     }
+}
+
+/// The rest of perf stat's and perf list's habits: --append adds to -o's file,
+/// --no-big-num prints counts without separators, `list hw`/`list sw` are perf's
+/// classes, `list KIND/GLOB` perf's form, and a perf modifier on a BlueField event
+/// is refused as one.
+#[test]
+fn append_no_big_num_list_classes_and_modifiers() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("counts.csv");
+    for _ in 0..2 {
+        let path = file.to_str().unwrap();
+        succeeded(&[
+            "--sim",
+            "bf2",
+            "stat",
+            "-x,",
+            "-e",
+            "tile2/MEMORY_READS/",
+            "--duration",
+            "50ms",
+            "-o",
+            path,
+            "--append",
+        ]);
+    }
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(
+        text.lines().all(|l| l.contains(",tile2/MEMORY_READS/,")),
+        "{text}"
+    );
+    let lines = stat_report(&[
+        "--sim",
+        "bf2",
+        "stat",
+        "--no-big-num",
+        "-e",
+        "tile2/MEMORY_READS/",
+        "--duration",
+        "100ms",
+    ]);
+    let row = lines.iter().find(|l| l.contains("MEMORY_READS")).unwrap();
+    let value = row.split_whitespace().nth(2).unwrap();
+    assert!(value.parse::<u64>().is_ok(), "{row}");
+    for (class, want, not) in [
+        ("hw", "hardware event", "software event"),
+        ("sw", "software event", "hardware event"),
+    ] {
+        let lines = stdout_lines(&["--sim", "bf2", "list", class]);
+        assert!(lines.iter().any(|l| l.contains(want)), "{class}: {lines:?}");
+        assert!(
+            !lines.iter().any(|l| l.contains(not) || l.contains("tile/")),
+            "{class}: {lines:?}"
+        );
+    }
+    let lines = stdout_lines(&["--sim", "bf2", "list", "tile/*READ*"]);
+    let events: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("tile "))
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    assert!(events.contains(&"tile/MEMORY_READS/"), "{lines:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e.starts_with("tile/") && e.contains("READ")),
+        "{lines:?}"
+    );
+    bfperf()
+        .args([
+            "--sim",
+            "bf3",
+            "stat",
+            "-e",
+            "llt/GDC_BANK0_RD_REQ/u",
+            "--",
+            "true",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains(
+            "'u' is a perf modifier, for perf events only",
+        ));
 }

@@ -37,10 +37,7 @@ fn cpu_clock_and_a_tile_count_share_one_window() {
     // The tiles over the same window, from the simulator's rates.
     let rate = bf2_tile_read_rate();
     let reads = total("MEMORY_READS")["value"].as_f64().unwrap();
-    assert!(
-        ((reads / secs - rate) / rate).abs() < 0.03,
-        "{reads} in {secs} s vs {rate}/s"
-    );
+    assert_rate(reads / secs, rate, "MEMORY_READS per second");
     // cycles: counted where the CPU has counters, else not supported; the run goes on.
     let cycles = total("cycles");
     match cycles["value"].as_u64() {
@@ -287,4 +284,79 @@ fn perf_csv_names_perf_events_as_perf_does() {
         "{out}"
     );
     assert!(fields("tile/MEMORY_READS/")[0].parse::<u64>().unwrap() > 0);
+}
+
+/// perf's -p: the perf events of a process already running (its CPU time, here a
+/// busy loop's), until it ends; the blocks as always. perf's -C: perf events on
+/// those CPUs only. A process that is not there, or CPUs that are not online, are
+/// refused before anything is written.
+#[test]
+fn p_counts_a_running_process_until_it_ends_and_c_chooses_cpus() {
+    let mut busy = std::process::Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let pid = busy.id().to_string();
+    let mut cmd = sim_stat("bf2");
+    cmd.args(["--json", "--duration", "400ms", "-p", &pid])
+        .args(["-e", "task-clock", "-e", "tile/MEMORY_READS/"]);
+    let records = ndjson(&stdout_of(&mut cmd));
+    let _ = busy.kill();
+    let _ = busy.wait();
+    let total = |event: &str| {
+        records
+            .iter()
+            .find(|r| r["record"] == "total" && r["event"] == event)
+            .unwrap_or_else(|| panic!("no {event}: {records:?}"))
+            .clone()
+    };
+    let secs = total("task-clock")["time_s"].as_f64().unwrap();
+    // A busy loop runs all of the window, less what other work took of its core.
+    let ms = total("task-clock")["value"].as_f64().unwrap() / 1e6;
+    assert!(
+        ms > 0.0 && ms <= secs * 1000.0 * 1.01,
+        "{ms} ms in {secs} s"
+    );
+    let reads = total("MEMORY_READS")["value"].as_f64().unwrap();
+    assert_rate(reads / secs, bf2_tile_read_rate(), "MEMORY_READS beside -p");
+    // It ends with the process.
+    let mut short = std::process::Command::new("sleep")
+        .arg("0.3")
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    sim_stat("bf2")
+        .args(["-p", &short.id().to_string(), "-e", "task-clock"])
+        .assert()
+        .success();
+    let _ = short.wait();
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        t.elapsed()
+    );
+    sim_stat("bf2")
+        .args(["-p", "999999999", "-e", "task-clock"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("-p 999999999: no such process"));
+    // -C: system-wide perf events on one CPU.
+    let out = sim_stat("bf2")
+        .args(["-C", "0", "-e", "cpu-clock", "--duration", "300ms"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("perf events system-wide, 1 CPU:"), "{text}");
+    sim_stat("bf2")
+        .args(["-C", "4096", "-e", "cpu-clock", "--duration", "100ms"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "-C 4096: CPU 4096 not online here",
+        ));
 }

@@ -221,6 +221,14 @@ fn top_shows_the_simulators_rates_follows_a_phase_and_restores_everything() {
     t.wait_for("the tiles only", |s| {
         s.contains("MEMORY_READS") && !s.contains("IN_P_BYTE_CNT")
     });
+    // The four tiles read memory at one rate: their rows are in block order.
+    let screen = t.screen();
+    let tiles: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("MEMORY_READS "))
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("tile")))
+        .collect();
+    assert_eq!(tiles, ["tile0", "tile1", "tile2", "tile3"], "{screen}");
     assert_eq!(t.display("#{alternate_on}"), "1");
     t.keys("q");
     t.wait_exit(&rc, "top did not exit on q");

@@ -88,6 +88,17 @@ pub(crate) struct Args {
         conflicts_with = "all_cpus"
     )]
     per_process: bool,
+    /// Count perf events of this running process (its threads, and what they start)
+    /// until it ends, --duration passes or Ctrl-C (as perf stat -p); the DPU's blocks
+    /// are counted as always
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID",
+        conflicts_with_all = ["command", "per_process", "cpu"],
+        value_parser = clap::value_parser!(i32).range(1..)
+    )]
+    pid: Option<i32>,
     #[command(flatten)]
     format: FormatOpts,
     /// CSV with this field separator (one character), as perf stat -x
@@ -211,6 +222,71 @@ impl Until for ChildUntil {
     fn take_perf(&mut self) -> Option<crate::perf::Counters> {
         self.perf.take()
     }
+}
+
+/// Whether process `pid` runs here (perf's -p needs one); it may belong to another
+/// user (its perf events are then what the kernel allows).
+fn running(pid: i32) -> Result<()> {
+    // SAFETY: signal 0 only checks that the process exists.
+    let gone = unsafe { libc::kill(pid, 0) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    match gone {
+        true => Err(Error::BadOption {
+            problem: format!("-p {pid}: no such process"),
+        }),
+        false => Ok(()),
+    }
+}
+
+/// A running process (-p): until it ends, the duration passes, or a signal comes.
+struct PidUntil {
+    pid: i32,
+    pidfd: Option<OwnedFd>,
+    inner: Option<For>,
+    wakeup: Rc<Wakeup>,
+    perf: Option<crate::perf::Counters>,
+}
+
+impl Until for PidUntil {
+    fn done(&mut self, elapsed: Duration) -> bool {
+        if self.inner.as_mut().is_some_and(|d| d.done(elapsed)) {
+            return true;
+        }
+        // SAFETY: signal 0 only checks that the process exists (a zombie still does:
+        // its parent has not waited for it yet, but it runs no more).
+        let exists = unsafe { libc::kill(self.pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        !exists || zombie(self.pid)
+    }
+
+    fn deadline(&self) -> Option<Duration> {
+        self.inner.as_ref().and_then(For::deadline)
+    }
+
+    fn wait(&mut self, _: &dyn Pacer, timeout: Duration) {
+        // Without a pidfd, look at the process every 10 ms.
+        let timeout = match &self.pidfd {
+            Some(_) => timeout,
+            None => timeout.min(Duration::from_millis(10)),
+        };
+        self.wakeup.wait(timeout, self.pidfd.as_ref());
+    }
+
+    /// The counters, started now: the run's window has just opened (a command's
+    /// start at its exec instead).
+    fn take_perf(&mut self) -> Option<crate::perf::Counters> {
+        let mut perf = self.perf.take()?;
+        perf.start();
+        Some(perf)
+    }
+}
+
+/// Whether process `pid` has ended and waits to be reaped by its parent.
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
+        .unwrap_or(false)
 }
 
 /// A duration, or until interrupted, woken by signals.
@@ -464,11 +540,15 @@ fn plan(global: &Global, device: &crate::device::Device, a: &mut Args) -> Result
         multiplex: !a.no_multiplex,
         // An in-process simulator dies with the process: nothing to journal.
         journal: global.sim.is_none(),
-        per_process: a.per_process,
+        // -p: the run's Until opens them on the process, as for a command.
+        per_process: a.per_process || a.pid.is_some(),
         perf: work.perf,
         perf_cpus: perf_cpus(global, a.cpu.as_deref())?,
-        perf_per_cpu: a.no_aggr && !a.per_process,
+        perf_per_cpu: a.no_aggr && !a.per_process && a.pid.is_none(),
     };
+    if let Some(pid) = a.pid {
+        running(pid)?;
+    }
     if a.per_process && req.perf.is_empty() {
         diag("--per-process: no perf events to count (cycles, task-clock...); the blocks are counted as always");
     }
@@ -554,6 +634,9 @@ struct Runs {
     command: Vec<String>,
     duration: Option<Duration>,
     per_process: Option<Vec<crate::perf::PerfEvent>>,
+    /// -p: the running process measured.
+    pid: Option<i32>,
+    perf: Vec<crate::perf::PerfEvent>,
     slot: Slot,
     status: Rc<RefCell<Option<i32>>>,
     wakeup: Rc<Wakeup>,
@@ -565,6 +648,8 @@ impl Runs {
             command: a.command.clone(),
             duration: a.duration,
             per_process: (a.per_process && !req.perf.is_empty()).then(|| req.perf.clone()),
+            pid: a.pid,
+            perf: req.perf.clone(),
             slot: Rc::new(RefCell::new(None)),
             status: Rc::new(RefCell::new(None)),
             wakeup: sig.wakeup.clone(),
@@ -572,6 +657,17 @@ impl Runs {
     }
 
     fn until(&self) -> Result<Box<dyn Until>> {
+        if let Some(pid) = self.pid {
+            return Ok(Box::new(PidUntil {
+                pid,
+                pidfd: pidfd(pid as u32),
+                inner: self.duration.map(For),
+                wakeup: self.wakeup.clone(),
+                perf: (!self.perf.is_empty()).then(|| {
+                    crate::perf::Counters::open_for(&self.perf, crate::perf::Target::Running(pid))
+                }),
+            }));
+        }
         let Some((program, args)) = self.command.split_first() else {
             let inner: Box<dyn Until> = match self.duration {
                 Some(d) => Box::new(For(d)),

@@ -37,6 +37,21 @@ pub(super) struct Clients {
     last_turn: Instant,
 }
 
+/// How a client's end is logged when it went away: the same words whether the
+/// exporter saw it by reading the end of the connection or by a write that found
+/// nobody reading (a killed client, seen either way).
+const CLOSED: &str = "it closed the connection";
+
+/// Why a connection ended, from the error that ended it.
+fn ended_by(err: &std::io::Error) -> String {
+    match err.kind() {
+        ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::UnexpectedEof => {
+            CLOSED.into()
+        }
+        _ => err.to_string(),
+    }
+}
+
 impl Clients {
     /// Listens beside the lock `lock` (the exporter holds it, so a socket left there
     /// is a dead exporter's: replaced if it is a socket of the caller's); members of
@@ -119,11 +134,11 @@ impl Clients {
         let mut chunk = [0u8; 4096];
         loop {
             match self.conns[i].stream.read(&mut chunk) {
-                Ok(0) => return Err("it closed the connection".into()),
+                Ok(0) => return Err(CLOSED.into()),
                 Ok(n) => self.conns[i].buf.extend_from_slice(&chunk[..n]),
                 Err(err) if err.kind() == ErrorKind::WouldBlock => break,
                 Err(err) if err.kind() == ErrorKind::Interrupted => continue,
-                Err(err) => return Err(err.to_string()),
+                Err(err) => return Err(ended_by(&err)),
             }
             if self.conns[i].buf.len() > MAX_LINE {
                 return Err(format!("a line over {MAX_LINE} bytes"));
@@ -138,7 +153,7 @@ impl Clients {
                 bfperf: share::VERSION,
                 what: answer,
             };
-            share::send(&mut self.conns[i].stream, &message).map_err(|e| e.to_string())?;
+            share::send(&mut self.conns[i].stream, &message).map_err(|e| ended_by(&e))?;
             if refused && self.conns[i].id.is_none() {
                 return Err("refused".into());
             }

@@ -34,7 +34,7 @@ pub(crate) struct Ending {
     pub restored: bool,
     pub warnings: Vec<String>,
     /// Where perf events were counted: `system-wide` (on `perf_cpus` CPUs) or
-    /// `process` (the command and its children); null without perf events.
+    /// `process` (the command or -p's process, and its children); null without perf events.
     pub perf_scope: Option<&'static str>,
     /// The CPUs system-wide perf events were counted on.
     pub perf_cpus: Option<usize>,
@@ -779,7 +779,7 @@ impl SummaryTable<'_> {
             _ => String::new(),
         };
         let perf = match (e.perf_scope, e.perf_cpus) {
-            (Some("process"), _) => "; perf events of the command and its children".into(),
+            (Some("process"), _) => "; perf events of the process measured and its children".into(),
             (Some(_), Some(1)) => "; perf events system-wide, 1 CPU".into(),
             (Some(_), Some(n)) => format!("; perf events system-wide, {n} CPUs"),
             _ => String::new(),

@@ -173,29 +173,6 @@ fn name_width(app: &App) -> usize {
         .clamp(12, 32)
 }
 
-/// An f64 that sorts (by `total_cmp`).
-struct Ordered(f64);
-
-impl PartialEq for Ordered {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other).is_eq()
-    }
-}
-
-impl Eq for Ordered {}
-
-impl PartialOrd for Ordered {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Ordered {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
 fn overview(f: &mut Frame, app: &App, area: Rect) {
     let n = app.panels.len().max(1);
     let mut heights: Vec<Constraint> = app
@@ -357,13 +334,23 @@ fn raw_value(r: &crate::ops::watch::Rate) -> String {
     }
 }
 
+/// A rate's step on a scale of 20 a decade (rounded: a rate at a power of ten sits
+/// in the middle of its step, not at its edge); below every rate, one never counted.
+fn activity_step(per_s: f64) -> i64 {
+    match per_s > 0.0 && per_s.is_finite() {
+        true => (per_s.log10() * 20.0).round() as i64,
+        false => i64::MIN,
+    }
+}
+
 fn raw(f: &mut Frame, app: &App, area: Rect) {
     let mut rates: Vec<&crate::ops::watch::Rate> =
         app.raw.iter().filter(|r| shown(app, &r.block)).collect();
     let natural = crate::device::natural_key;
     if !app.by_name {
-        // Busiest first (by the value kept through jitter), then block and counter:
-        // the same order every refresh.
+        // Busiest first (by the value kept through jitter, in steps of 20 a decade:
+        // rates that read alike are equal), then block and counter: the same order
+        // every refresh.
         let key = |r: &&crate::ops::watch::Rate| {
             let kept = app
                 .raw_order
@@ -371,7 +358,7 @@ fn raw(f: &mut Frame, app: &App, area: Rect) {
                 .copied()
                 .or(r.per_s)
                 .unwrap_or(-1.0);
-            (Reverse(Ordered(kept)), natural(&r.block), r.counter)
+            (Reverse(activity_step(kept)), natural(&r.block), r.counter)
         };
         rates.sort_by_cached_key(key);
     }
