@@ -51,7 +51,6 @@ pub struct Exporter<'d> {
     metric_names: Vec<String>,
     params: HashMap<String, f64>,
     last_ns: u64,
-    last_counts: Vec<Count>,
     last_accs: Vec<Vec<Acc>>,
     values: Vec<MetricValue>,
     /// Each item's count between the last two scrapes, and that span in seconds.
@@ -234,7 +233,6 @@ impl<'d> Exporter<'d> {
             metric_names,
             params: config.params.clone(),
             last_ns: now,
-            last_counts: Vec::new(),
             last_accs: Vec::new(),
             values: Vec::new(),
             interval: (Vec::new(), 0.0),
@@ -247,19 +245,7 @@ impl<'d> Exporter<'d> {
         };
         // The first scrape's metrics cover the time since the start.
         e.last_accs = e.sampler.totals();
-        e.last_counts = e.counts(&e.last_accs);
         Ok(e)
-    }
-
-    /// Running counts: multiplexed events as their running estimates (scaled the
-    /// way `stat` scales), events that never had a turn as not counted.
-    fn counts(&self, accs: &[Vec<Acc>]) -> Vec<Count> {
-        let mut out = counts(&self.sampler.plans, accs, 0);
-        for (c, acc) in out.iter_mut().zip(accs.iter().flatten()) {
-            c.counted = acc.active_ns > 0 || acc.level;
-            c.value = c.counted.then_some(acc.estimate);
-        }
-        out
     }
 
     /// One sweep at `now`: reads every value; the sampler programs again what
@@ -302,30 +288,17 @@ impl<'d> Exporter<'d> {
     pub fn scrape(&mut self, now: u64) -> Result<()> {
         self.sweep(now)?;
         let totals = self.sampler.totals();
-        let counts = self.counts(&totals);
         let span_s = now.saturating_sub(self.last_ns) as f64 / 1e9;
         if span_s > 0.0 {
-            // Counts over the span; levels as they are now.
-            // Invalid when another program touched it since the last scrape.
-            let delta: Vec<Count> = counts
-                .iter()
-                .zip(&self.last_counts)
-                .zip(totals.iter().flatten().zip(self.last_accs.iter().flatten()))
-                .map(|((c, p), (acc, before))| {
-                    let touched = acc.foreign > before.foreign;
-                    Count {
-                        // Not counted at the last scrape: its estimate started at 0.
-                        value: if acc.level {
-                            c.value
-                        } else {
-                            c.value.map(|a| a.saturating_sub(p.value.unwrap_or(0)))
-                        },
-                        valid: !touched,
-                        invalid: touched.then(|| acc.why.map(|w| w.describe())).flatten(),
-                        ..c.clone()
-                    }
-                })
-                .collect();
+            // Counts over the span as stat counts an interval: each at the rate it
+            // counted at over its own bounds, with its coverage; levels as they are
+            // now; invalid when another program touched it since the last scrape.
+            let since = Acc::all_since(&totals, &self.last_accs);
+            let delta = counts(
+                &self.sampler.plans,
+                &since,
+                now.saturating_sub(self.last_ns),
+            );
             let chosen: Vec<&metrics::Metric> = self
                 .metric_names
                 .iter()
@@ -334,7 +307,6 @@ impl<'d> Exporter<'d> {
             self.values = metric_values(&self.set, &chosen, &delta, span_s, &self.params, true);
             self.interval = (delta, span_s);
         }
-        self.last_counts = counts;
         self.last_accs = totals;
         self.last_ns = now;
         Ok(())

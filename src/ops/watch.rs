@@ -28,6 +28,8 @@ struct Watched<'d> {
     width_bits: u32,
     file: Box<dyn ValueFile + 'd>,
     last: Option<u64>,
+    /// When it was last read, ns (the middle of the read).
+    read_ns: u64,
 }
 
 /// A value's rate over the last interval.
@@ -87,6 +89,7 @@ impl<'d> Watch<'d> {
                         width_bits: b.width_bits,
                         file: open(&layout::register(&b.name, r))?,
                         last: None,
+                        read_ns: 0,
                     });
                 }
                 continue;
@@ -116,6 +119,7 @@ impl<'d> Watch<'d> {
                     width_bits: b.width_bits,
                     file: open(&layout::counter(&b.name, c))?,
                     last: None,
+                    read_ns: 0,
                 });
             }
         }
@@ -126,15 +130,20 @@ impl<'d> Watch<'d> {
         })
     }
 
-    /// Reads every value once at `now_ns` and updates the rates.
+    /// Reads every value once at `now_ns` and updates the rates: each over the time
+    /// between its own reads (the middle of each, `now_ns` on from the sample's start),
+    /// so that a slow read of one value does not skew another's rate.
     pub fn sample(&mut self, now_ns: u64) -> &[Rate] {
-        let span_s = self
-            .last_ns
-            .map(|t| now_ns.saturating_sub(t) as f64 / 1e9)
-            .filter(|s| *s > 0.0);
+        let first = self.last_ns.is_none();
+        let started = std::time::Instant::now();
+        let since = || started.elapsed().as_nanos() as u64;
         self.rates.clear();
         for w in &mut self.values {
+            let before = since();
             let value = w.file.read_now().ok().and_then(|t| parse_value(t.trim()));
+            let at = now_ns + before + (since() - before) / 2;
+            let span_s =
+                Some(at.saturating_sub(w.read_ns) as f64 / 1e9).filter(|s| *s > 0.0 && !first);
             let per_s = match (value, w.last, span_s) {
                 (Some(v), _, _) if w.level => Some(v as f64),
                 (Some(v), Some(l), Some(s)) if v >= l => Some((v - l) as f64 / s),
@@ -144,7 +153,7 @@ impl<'d> Watch<'d> {
                 }
                 _ => None,
             };
-            w.last = value;
+            (w.last, w.read_ns) = (value, at);
             self.rates.push(Rate {
                 block: w.block.clone(),
                 kind: w.kind,

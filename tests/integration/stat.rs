@@ -174,8 +174,7 @@ fn eight_events_on_four_counters_take_turns_and_scale() {
         assert!((c.coverage - 0.5).abs() < 0.01, "{c:?}");
         // Counted on counter i % 4 half the time; the estimate is the whole.
         let truth = r.sim.event_rate("tile2", numbers[i]).unwrap() * 10;
-        let err = (c.value.unwrap() as f64 - truth as f64).abs() / truth as f64;
-        assert!(err < 0.02, "{c:?} vs {truth}");
+        assert_rate(c.value.unwrap() as f64, truth as f64, &format!("{c:?}"));
     }
     let mut no = request(&[&format!("tile2/{events}/")]);
     no.multiplex = false;
@@ -552,6 +551,6 @@ fn stat_without_events_counts_the_generations_default_set() {
         ("l3_hit_ratio", 75.0),
     ] {
         let got = metric(name);
-        assert!((got - want).abs() < want * 0.02, "{name}: {got} vs {want}");
+        assert_rate(got, want, name);
     }
 }

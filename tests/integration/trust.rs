@@ -569,14 +569,11 @@ fn the_exporter_scales_multiplexed_events_as_stat_does() {
         let truth = r.sim.event_rate("tile2", c.event_number.unwrap()).unwrap() as f64;
         let stat = c.value.unwrap() as f64 / 20.0;
         let exported = (sample(&texts[1], &c.event) - sample(&texts[0], &c.event)) / 10.0;
-        assert!(
-            (stat - truth).abs() / truth < 0.02,
-            "stat {stat} vs {truth}"
-        );
-        assert!(
-            (exported - stat).abs() / stat < 0.02,
-            "{}: exported {exported}/s, stat {stat}/s",
-            c.event
+        assert_rate(stat, truth, "stat");
+        assert_rate(
+            exported,
+            stat,
+            &format!("{}: exported against stat", c.event),
         );
     }
     e.stop().unwrap();
@@ -692,7 +689,7 @@ fn a_device_fault_never_costs_the_command() {
         if r["valid"] == true {
             let want = rate * (t - start);
             let got = r["value"].as_f64().unwrap();
-            assert!((got - want).abs() < 0.02 * want, "{r}: want {want}");
+            assert_rate(got, want, &r.to_string());
         }
         start = t;
     }
