@@ -610,3 +610,41 @@ fn append_no_big_num_list_classes_and_modifiers() {
             "'u' is a perf modifier, for perf events only",
         ));
 }
+
+/// 100 ms intervals of an all-at-once block are right or carry their coverage, on any
+/// machine, loaded or emulated: every interval's DDR read bandwidth within 1 % of the
+/// simulator's, its coverage said (the time llt and mss spent stopped to be read).
+#[test]
+fn every_100_ms_interval_is_right_or_marked() {
+    let out = succeeded(&[
+        "--sim",
+        "bf3",
+        "stat",
+        "-M",
+        "ddr",
+        "-I",
+        "100",
+        "--duration",
+        "3s",
+        "-j",
+        "-o",
+        "-",
+    ]);
+    let records = ndjson(&String::from_utf8(out.stdout).unwrap());
+    let intervals: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| {
+            r["record"] == "metric" && r["of"] == "interval" && r["metric"] == "ddr_read_bandwidth"
+        })
+        .collect();
+    assert!(intervals.len() >= 29, "{records:?}");
+    for r in intervals {
+        let coverage = r["coverage"].as_f64().unwrap();
+        assert!(coverage > 0.0 && coverage <= 1.0, "{r}");
+        assert_rate(
+            r["value"].as_f64().unwrap(),
+            ddr_read_truth(),
+            &r.to_string(),
+        );
+    }
+}
