@@ -5,6 +5,15 @@
 
 use crate::common::*;
 
+/// The `total` record of `event` in a run's NDJSON records.
+fn total_of(records: &[serde_json::Value], event: &str) -> serde_json::Value {
+    records
+        .iter()
+        .find(|r| r["record"] == "total" && r["event"] == event)
+        .unwrap_or_else(|| panic!("no {event}: {records:?}"))
+        .clone()
+}
+
 #[test]
 fn cpu_clock_and_a_tile_count_share_one_window() {
     let mut out = sim_stat("bf2");
@@ -17,13 +26,7 @@ fn cpu_clock_and_a_tile_count_share_one_window() {
         "cycles",
     ]);
     let records = ndjson(&stdout_of(&mut out));
-    let total = |event: &str| {
-        records
-            .iter()
-            .find(|r| r["record"] == "total" && r["event"] == event)
-            .unwrap_or_else(|| panic!("no {event}: {records:?}"))
-            .clone()
-    };
+    let total = |event: &str| total_of(&records, event);
     let clock = total("cpu-clock");
     let secs = clock["time_s"].as_f64().unwrap();
     // System-wide, cpu-clock is every online CPU's time over the window.
@@ -303,13 +306,7 @@ fn p_counts_a_running_process_until_it_ends_and_c_chooses_cpus() {
     let records = ndjson(&stdout_of(&mut cmd));
     let _ = busy.kill();
     let _ = busy.wait();
-    let total = |event: &str| {
-        records
-            .iter()
-            .find(|r| r["record"] == "total" && r["event"] == event)
-            .unwrap_or_else(|| panic!("no {event}: {records:?}"))
-            .clone()
-    };
+    let total = |event: &str| total_of(&records, event);
     let secs = total("task-clock")["time_s"].as_f64().unwrap();
     // A busy loop runs all of the window, less what other work took of its core.
     let ms = total("task-clock")["value"].as_f64().unwrap() / 1e6;

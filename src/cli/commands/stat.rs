@@ -143,6 +143,17 @@ impl Wakeup {
         Ok(Wakeup { signals: read })
     }
 
+    /// Sleeps `timeout` at most, or until a signal comes or the process `pidfd`
+    /// names ends; without a pidfd (an old kernel), `poll` at most, so that the
+    /// caller looks at the process that often.
+    fn wait_for_process(&self, timeout: Duration, pidfd: Option<&OwnedFd>, poll: Duration) {
+        let timeout = match pidfd {
+            Some(_) => timeout,
+            None => timeout.min(poll),
+        };
+        self.wait(timeout, pidfd);
+    }
+
     /// Sleeps `timeout` at most, or until a signal comes or `pidfd` is readable.
     fn wait(&self, timeout: Duration, pidfd: Option<&OwnedFd>) {
         let mut fds = vec![libc::pollfd {
@@ -212,11 +223,8 @@ impl Until for ChildUntil {
 
     fn wait(&mut self, _: &dyn Pacer, timeout: Duration) {
         // Without a pidfd (an old kernel), look at the command every millisecond.
-        let timeout = match &self.pidfd {
-            Some(_) => timeout,
-            None => timeout.min(Duration::from_millis(1)),
-        };
-        self.wakeup.wait(timeout, self.pidfd.as_ref());
+        self.wakeup
+            .wait_for_process(timeout, self.pidfd.as_ref(), Duration::from_millis(1));
     }
 
     fn take_perf(&mut self) -> Option<crate::perf::Counters> {
@@ -265,11 +273,8 @@ impl Until for PidUntil {
 
     fn wait(&mut self, _: &dyn Pacer, timeout: Duration) {
         // Without a pidfd, look at the process every 10 ms.
-        let timeout = match &self.pidfd {
-            Some(_) => timeout,
-            None => timeout.min(Duration::from_millis(10)),
-        };
-        self.wakeup.wait(timeout, self.pidfd.as_ref());
+        self.wakeup
+            .wait_for_process(timeout, self.pidfd.as_ref(), Duration::from_millis(10));
     }
 
     /// The counters, started now: the run's window has just opened (a command's
