@@ -197,15 +197,26 @@ fn resolve(path: &Path) -> Result<Resolved> {
     }
     // The kernel's say, through the path as given (protected_symlinks and
     // protected_regular, permissions): it must let bfperf open the file for
-    // writing. Nothing is written or truncated.
-    fs::OpenOptions::new()
+    // writing. Nothing is written or truncated. Non-blocking, and what was opened is
+    // checked: a FIFO swapped in since it was looked at neither blocks the open
+    // (until a reader comes, deaf to signals) nor passes for the file.
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = fs::OpenOptions::new()
         .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
         .open(path)
+        .and_then(|f| f.metadata())
         .map_err(|e| Error::File {
             what: "the kernel does not let bfperf open for writing",
             path: path.to_path_buf(),
             source: e,
         })?;
+    if !opened.file_type().is_file() || opened.ino() != md.ino() || opened.dev() != md.dev() {
+        return Err(refuse(
+            path,
+            "it changed while bfperf looked at it (another file is there now); nothing was written",
+        ));
+    }
     Ok(Resolved::Regular(Target {
         path: real,
         keep: Some((md.permissions().mode() & 0o7777, md.uid(), md.gid())),

@@ -899,3 +899,101 @@ fn a_killed_exporter_s_journal_covers_its_clients_counters() {
         .stdout(predicate::str::contains("gic0").and(predicate::str::contains("llt1")));
     assert_eq!(whole_config(&m), original);
 }
+
+/// A regular file swapped for a FIFO between bfperf's look at `-o`'s target and its
+/// open never hangs it: the open is non-blocking and what was opened is checked.
+/// (Without that, `snapshot -o` blocked in open(O_WRONLY), deaf to SIGTERM, in 10 of
+/// 200 such races.)
+#[test]
+fn an_output_swapped_for_a_fifo_never_hangs_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("x.json");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (dir, target, stop) = (dir.path().to_path_buf(), target.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (file, fifo) = (dir.join("file"), dir.join("fifo"));
+            let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = fs::write(&file, "{}");
+                let _ = fs::rename(&file, &target);
+                // SAFETY: mkfifo on a NUL-terminated path we own.
+                unsafe { libc::mkfifo(path.as_ptr(), 0o644) };
+                let _ = fs::rename(&fifo, &target);
+            }
+        })
+    };
+    let t = Instant::now();
+    let mut runs = 0;
+    while runs < 200 && t.elapsed() < Duration::from_secs(20) {
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("bfperf"));
+        cmd.args(["--sim", "bf2", "snapshot", "pcie0", "-o"])
+            .arg(&target);
+        // Written, or refused at once: never blocked.
+        run_bounded(&mut cmd, Duration::from_secs(10));
+        runs += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(runs >= 20, "only {runs} runs in 20 s");
+}
+
+/// The exporter's socket gets its mode and group where nobody else can reach it:
+/// another user who swaps the socket for a link to a root file, in a directory anyone
+/// may write to, never has that file's mode changed (it was, in 11 of 30 tries, when
+/// the mode was set through the socket's path).
+#[test]
+fn a_link_swapped_for_the_socket_never_has_its_target_chmodded() {
+    if not_root("a root file as the victim") {
+        return;
+    }
+    let open = tempfile::tempdir().unwrap();
+    fs::set_permissions(open.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    let private = tempfile::tempdir().unwrap();
+    let victim = private.path().join("victim");
+    fs::write(&victim, "root's\n").unwrap();
+    fs::set_permissions(&victim, fs::Permissions::from_mode(0o640)).unwrap();
+    let lock = open.path().join("lock");
+    let socket = open.path().join("lock.sock");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (socket, victim, stop) = (socket.clone(), victim.clone(), stop.clone());
+        let aside = open.path().join("aside");
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if fs::rename(&socket, &aside).is_ok() {
+                    let _ = std::os::unix::fs::symlink(&victim, &socket);
+                }
+            }
+        })
+    };
+    let c = Copy::of("bf2");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("exporter.toml");
+    fs::write(
+        &cfg,
+        "events = [\"tile2/MEMORY_READS/\"]\nsocket_group = \"0\"\n",
+    )
+    .unwrap();
+    for _ in 0..30 {
+        let mut e = Command::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg("--sysfs-root")
+            .arg(c.root())
+            .arg("--lock-file")
+            .arg(&lock)
+            .args(["exporter", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+        let _ = e.kill();
+        let _ = e.wait();
+        let _ = fs::remove_file(&socket);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    let mode = fs::metadata(&victim).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o640, "the victim's mode was changed");
+}

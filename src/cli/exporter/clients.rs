@@ -52,6 +52,28 @@ fn ended_by(err: &std::io::Error) -> String {
     }
 }
 
+/// Binds the socket at `path`, its mode and group set where nobody else can reach
+/// it: in a directory of its own (0700, beside `path`), then renamed into place. A
+/// mode changed through the final path could be changed on whatever another user
+/// swapped in there (a link to a file of root's) between the bind and the change.
+fn bind_private(path: &Path, group: Option<u32>) -> std::io::Result<UnixListener> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let private = tempfile::Builder::new()
+        .prefix(".bfperf-sock-")
+        .tempdir_in(dir.unwrap_or(Path::new(".")))?;
+    std::fs::set_permissions(private.path(), std::fs::Permissions::from_mode(0o700))?;
+    let inside = private.path().join("s");
+    let listener = crate::outfile::with_socket_path(&inside, |p| UnixListener::bind(p))?;
+    std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600))?;
+    if let Some(gid) = group {
+        // Only then open to the group: never a moment open to anyone else.
+        std::os::unix::fs::lchown(&inside, None, Some(gid))?;
+        std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o660))?;
+    }
+    std::fs::rename(&inside, path)?;
+    Ok(listener)
+}
+
 impl Clients {
     /// Listens beside the lock `lock` (the exporter holds it, so a socket left there
     /// is a dead exporter's: replaced if it is a socket of the caller's); members of
@@ -73,15 +95,7 @@ impl Clients {
             }
             std::fs::remove_file(&path).map_err(cannot)?;
         }
-        let bind = |p: &Path| UnixListener::bind(p);
-        let listener = crate::outfile::with_socket_path(&path, bind).map_err(cannot)?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(cannot)?;
-        if let Some(gid) = group {
-            // Only then open to the group: never a moment open to anyone else.
-            std::os::unix::fs::lchown(&path, None, Some(gid)).map_err(cannot)?;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o660))
-                .map_err(cannot)?;
-        }
+        let listener = bind_private(&path, group).map_err(cannot)?;
         listener.set_nonblocking(true).map_err(cannot)?;
         Ok(Clients {
             listener,
