@@ -107,6 +107,29 @@ pub(crate) struct Shared<'d> {
     pub(crate) at_ns: u64,
 }
 
+/// Who is at the other end of a connected Unix socket, as the kernel says
+/// (SO_PEERCRED): (pid, uid). None where the kernel does not say.
+pub(crate) fn peer(stream: &UnixStream) -> Option<(i32, u32)> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into the ucred we own.
+    let r = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some((cred.pid, cred.uid))
+}
+
 impl<'d> Shared<'d> {
     /// Asks the owner listening on `socket` to count `specs`; None when nobody
     /// listens there (no owner: the caller programs the device itself).
@@ -130,6 +153,23 @@ impl<'d> Shared<'d> {
             }
             Err(e) => return Err(file_error("cannot reach the device's owner at", socket, e)),
         };
+        // Asked only of root or the caller: anyone else could answer with made-up
+        // numbers. The kernel says who listens on the socket connected to, whatever
+        // its path showed a moment before.
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        match peer(&stream) {
+            Some((_, uid)) if uid == 0 || uid == euid => {}
+            found => {
+                let who = found.map_or("an owner the kernel does not name".into(), |(_, u)| {
+                    format!("uid {u}")
+                });
+                let e = std::io::Error::other(format!(
+                    "it is served by {who}, neither root nor you; nothing was asked"
+                ));
+                return Err(file_error("not asking the device's owner at", socket, e));
+            }
+        }
         let io = |e| file_error("cannot talk to the device's owner at", socket, e);
         stream.set_read_timeout(Some(ANSWER_WITHIN)).map_err(io)?;
         stream.set_write_timeout(Some(ANSWER_WITHIN)).map_err(io)?;

@@ -1675,11 +1675,39 @@ fn a_socket_of_another_user_is_never_asked() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o777),
+    )
+    .unwrap();
     let c = Copy::of("bf2");
     let lock = dir.path().join("lock");
     let socket = dir.path().join("lock.sock");
-    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-    std::os::unix::fs::lchown(&socket, Some(1234), None).unwrap();
+    // Another user listens there; the kernel names it whatever the path's owner says
+    // (the socket is even given to root, as a squatter cannot but a race could).
+    let listen = "use IO::Socket::UNIX; my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM(), \
+                  Local => $ARGV[0], Listen => 8) or die $!; sleep 30";
+    let mut squatter = Running(
+        Process::new("setpriv")
+            .args([
+                "--reuid=1234",
+                "--regid=1234",
+                "--clear-groups",
+                "perl",
+                "-e",
+            ])
+            .arg(listen)
+            .arg(&socket)
+            .spawn()
+            .unwrap(),
+    );
+    for _ in 0..200 {
+        if socket.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::os::unix::fs::lchown(&socket, Some(0), None).unwrap();
     let before = c.contents();
     bfperf()
         .arg("--sysfs-root")
@@ -1691,6 +1719,7 @@ fn a_socket_of_another_user_is_never_asked() {
         .code(1)
         .stderr(predicate::str::contains("uid 1234, neither root nor you"));
     assert_eq!(c.contents(), before);
+    let _ = squatter.0.kill();
 }
 
 /// A lock in a directory too deep for a socket's address (108 bytes): the exporter

@@ -25,6 +25,9 @@ struct Conn {
     buf: Vec<u8>,
     /// The measurement granted to it.
     id: Option<u64>,
+    /// Its uid and pid, from the kernel (SO_PEERCRED).
+    who: String,
+    /// How the log names it: who it is, and the command it says it runs.
     command: String,
 }
 
@@ -134,11 +137,17 @@ impl Clients {
             {
                 continue; // dropped: the client reads the end of the connection
             }
+            // Who the client is, as the kernel says: its words are only its claim.
+            let who = match share::peer(&stream) {
+                Some((pid, uid)) => format!("uid {uid}, pid {pid}"),
+                None => "a client the kernel does not name".into(),
+            };
             self.conns.push(Conn {
                 stream,
                 buf: Vec::new(),
                 id: None,
-                command: String::from("a client"),
+                command: who.clone(),
+                who,
             });
         }
     }
@@ -197,7 +206,8 @@ impl Clients {
                 Ok((id, blocks)) => {
                     let conn = &mut self.conns[i];
                     conn.id = Some(id);
-                    conn.command = crate::lock::one_line(&command);
+                    conn.command =
+                        format!("{} (says `{}`)", conn.who, crate::lock::one_line(&command));
                     diag(&format!(
                         "counting for {} beside the exporter's events",
                         conn.command
