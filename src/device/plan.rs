@@ -22,6 +22,10 @@ pub struct PlannedWrite {
     /// What the driver's EINVAL means for this write.
     #[serde(skip)]
     pub on_einval: String,
+    /// The driver may refuse it (EINVAL, after the fallback): the write is then
+    /// left undone, not a failure.
+    #[serde(skip)]
+    pub may_be_refused: bool,
 }
 
 /// Writes to make, in order.
@@ -39,6 +43,19 @@ impl Plan {
             data,
             fallback: None,
             on_einval: on_einval.into(),
+            may_be_refused: false,
+        });
+    }
+
+    /// Adds a write the driver may refuse (EINVAL) without that being a failure: a
+    /// best effort where nothing better can be written.
+    pub(crate) fn push_if_taken(&mut self, path: String, data: String) {
+        self.writes.push(PlannedWrite {
+            path,
+            data,
+            fallback: None,
+            on_einval: String::new(),
+            may_be_refused: true,
         });
     }
 
@@ -55,6 +72,7 @@ impl Plan {
             data,
             fallback: Some(fallback),
             on_einval: on_einval.into(),
+            may_be_refused: false,
         });
     }
 
@@ -87,6 +105,7 @@ impl Plan {
                         Err(e) => return Err(self.failure(w, fb, e, done.len())),
                     }
                 }
+                Err(e) if e.raw_os_error() == Some(errno::EINVAL) && w.may_be_refused => {}
                 Err(e) => return Err(self.failure(w, &w.data, e, done.len())),
             }
         }

@@ -138,6 +138,14 @@ pub(crate) fn restore(device: &Device, saved: &[Saved]) -> Result<()> {
             let why = "the kernel refused the event the counter had";
             match ev {
                 Some(n) => writes.push(path, format!("0x{n:x}"), why),
+                // A counter of a stopped block whose event the kernel named as
+                // nothing (BlueField-3's msn at boot holds 0, in no table) on a
+                // kernel that takes neither that number nor 0xff back: nothing can
+                // be written that it held, and nothing it holds counts while the
+                // block is stopped, as its enable is put back below.
+                None if s.enable == Some(false) && s.stop_number == STOP_EVENT => {
+                    writes.push_if_taken(path, format!("0x{STOP_EVENT:x}"))
+                }
                 // A number with no name cannot be read back; most likely it is the
                 // vendor's 0xff stop, which the kernel takes again where it took it
                 // before (and then reads as before). Where it refuses 0xff, the

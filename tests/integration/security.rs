@@ -997,3 +997,38 @@ fn a_link_swapped_for_the_socket_never_has_its_target_chmodded() {
     let mode = fs::metadata(&victim).unwrap().permissions().mode() & 0o7777;
     assert_eq!(mode, 0o640, "the victim's mode was changed");
 }
+
+/// A BlueField-3 msn counter holds event 0 at boot, which no table names and kernels
+/// that validate event numbers take back neither as 0 nor as 0xff: a measurement
+/// still ends restored (the block stopped, as it was), with no journal left to block
+/// every later writer.
+#[test]
+fn an_msn_counter_the_kernel_cannot_name_is_restored_as_stopped() {
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let state = state_dir();
+    let before = m.config("msn0");
+    for _ in 0..2 {
+        with_state(&m, state.path())
+            .args([
+                "stat",
+                "-o",
+                "-",
+                "-e",
+                "msn0/MSN_CORE_MMA_WQE_DONE_PUSH_STRB/",
+            ])
+            .args(["--", "true"])
+            .assert()
+            .success();
+        assert!(journal_in(state.path()).is_none(), "a journal was left");
+    }
+    let after = m.config("msn0");
+    let enable = |c: &Vec<(String, String)>| {
+        c.iter()
+            .find(|(n, _)| n == "enable")
+            .map(|(_, v)| v.trim().to_string())
+    };
+    assert_eq!(enable(&after), enable(&before), "{before:?} {after:?}");
+    assert_eq!(enable(&after).as_deref(), Some("0"));
+}
