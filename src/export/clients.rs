@@ -46,13 +46,26 @@ impl<'d> Exporter<'d> {
                 "it serves {MAX_CLIENTS} measurements at once already; try again when one ends"
             )));
         }
-        let resolved = crate::spec::resolve(self.device, specs)?;
-        let items: usize = resolved.blocks.iter().map(|b| b.items.len()).sum();
-        if items > MAX_ITEMS {
-            return Err(refusal(format!(
-                "{items} events asked, {MAX_ITEMS} at most per measurement"
-            )));
+        // Bounded before the work it asks for: the specs are counted, then
+        // resolved one by one only while what they name stays within the limit,
+        // so that no request stalls the exporter's loop.
+        let too_many = |n: usize| {
+            refusal(format!(
+                "{n} or more events asked, {MAX_ITEMS} at most per measurement"
+            ))
+        };
+        if specs.len() > MAX_ITEMS {
+            return Err(too_many(specs.len()));
         }
+        let mut named = 0;
+        for spec in specs {
+            let one = crate::spec::resolve(self.device, std::slice::from_ref(spec))?;
+            named += one.blocks.iter().map(|b| b.items.len()).sum::<usize>();
+            if named > MAX_ITEMS {
+                return Err(too_many(named));
+            }
+        }
+        let resolved = crate::spec::resolve(self.device, specs)?;
         // Bring the exporter's accumulators to now: a shared item counts from here.
         self.sampler.tick(now)?;
         let owner_totals = self.sampler.totals();

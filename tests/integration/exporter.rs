@@ -1747,3 +1747,40 @@ fn a_deep_state_directory_still_shares_the_device() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("owned by the exporter"), "{err}");
 }
+
+/// A member's worst request, one line of 10,000 `*/*` specs, is refused at once:
+/// it never stalls the exporter's loop (a scrape meanwhile answers within a second).
+#[test]
+fn a_request_of_ten_thousand_specs_is_refused_at_once() {
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"default\"]\n");
+    let (_e, port) = serve(&m, dir.path(), &cfg);
+    let socket = dir.path().join("lock.sock");
+    let mut client = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let specs: Vec<&str> = vec!["*/*"; 10_000];
+    let ask = serde_json::json!({"bfperf": 1, "count": {"specs": specs, "command": "a flood"}});
+    let t = Instant::now();
+    writeln!(client, "{ask}").unwrap();
+    let scraped = std::thread::spawn(move || {
+        let t = Instant::now();
+        let (status, _) = get(port, "/metrics", "text/plain");
+        (status, t.elapsed())
+    });
+    let mut answer = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(&client), &mut answer).unwrap();
+    let took = t.elapsed();
+    assert!(
+        answer.contains("refused") && answer.contains("at most"),
+        "{answer}"
+    );
+    assert!(took < Duration::from_secs(1), "refused after {took:?}");
+    let (status, scrape) = scraped.join().unwrap();
+    assert!(status.contains("200"), "{status}");
+    assert!(scrape < Duration::from_secs(1), "a scrape took {scrape:?}");
+}
