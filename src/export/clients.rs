@@ -28,9 +28,14 @@ enum Origin {
     Own(usize, usize),
 }
 
+/// Measurements one user other than root may hold at once.
+pub(crate) const PER_USER: usize = 4;
+
 /// One client's request, granted.
 pub(crate) struct Client<'d> {
     id: u64,
+    /// The user it counts for (None: the kernel did not say).
+    uid: Option<u32>,
     /// Per block of the request, per item.
     from: Vec<Vec<Origin>>,
     sampler: Option<Sampler<'d>>,
@@ -38,12 +43,33 @@ pub(crate) struct Client<'d> {
 }
 
 impl<'d> Exporter<'d> {
-    /// Counts `specs` for a new client beside the exporter's own events: returns the
-    /// client's id and where each item is counted, or refuses (nothing programmed).
-    pub(crate) fn grant(&mut self, specs: &[String], now: u64) -> Result<(u64, Vec<GrantedBlock>)> {
-        if self.clients.len() >= MAX_CLIENTS {
+    /// Counts `specs` for a new client of user `uid` beside the exporter's own
+    /// events: returns the client's id and where each item is counted, or refuses
+    /// (nothing programmed). One user other than root holds at most
+    /// [`PER_USER`] measurements, and the last of the [`MAX_CLIENTS`] is root's.
+    pub(crate) fn grant(
+        &mut self,
+        specs: &[String],
+        uid: Option<u32>,
+        now: u64,
+    ) -> Result<(u64, Vec<GrantedBlock>)> {
+        let root = uid == Some(0);
+        let limit = if root { MAX_CLIENTS } else { MAX_CLIENTS - 1 };
+        if self.clients.len() >= limit {
             return Err(refusal(format!(
-                "it serves {MAX_CLIENTS} measurements at once already; try again when one ends"
+                "it serves {} measurements at once already{}; try again when one ends",
+                self.clients.len(),
+                if root {
+                    ""
+                } else {
+                    " (the last is kept for root)"
+                }
+            )));
+        }
+        let theirs = self.clients.iter().filter(|c| c.uid == uid).count();
+        if !root && theirs >= PER_USER {
+            return Err(refusal(format!(
+                "this user has {theirs} measurements already, {PER_USER} at most; end one first"
             )));
         }
         // Bounded before the work it asks for: the specs are counted, then
@@ -93,6 +119,7 @@ impl<'d> Exporter<'d> {
         let id = self.next_client;
         self.clients.push(Client {
             id,
+            uid,
             from,
             sampler,
             saved,

@@ -1784,3 +1784,50 @@ fn a_request_of_ten_thousand_specs_is_refused_at_once() {
     assert!(status.contains("200"), "{status}");
     assert!(scrape < Duration::from_secs(1), "a scrape took {scrape:?}");
 }
+
+/// Connections a member opens and never asks on are limited (two waiting per user)
+/// and closed after 5 s, and root keeps room beyond them: twelve idle connections of
+/// another user never lock root's stat out of the exporter.
+#[test]
+fn idle_connections_of_a_member_never_lock_root_out() {
+    if not_root("a member's connections beside root's") {
+        return;
+    }
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .unwrap();
+    let lock = dir.path().join("lock");
+    let cfg = config(
+        dir.path(),
+        "events = [\"default\"]\nsocket_group = \"65534\"\n",
+    );
+    let (_e, _port) = serve(&m, dir.path(), &cfg);
+    let socket = dir.path().join("lock.sock");
+    let squat = "use IO::Socket::UNIX; my @c; for (1..12) { my $s = IO::Socket::UNIX->new(\
+                 Type => SOCK_STREAM(), Peer => $ARGV[0]); push @c, $s if $s } sleep 20";
+    let _squatter = Running(
+        Process::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "perl",
+                "-e",
+            ])
+            .arg(squat)
+            .arg(&socket)
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let out = stat_beside(&m, &lock, &["-e", "gic0/AW_BEATS/", "--", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("owned by the exporter"), "{err}");
+}

@@ -8,7 +8,7 @@ use std::io::{ErrorKind, Read};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::cli::exit::diag;
 use crate::device::values::monotonic_ns;
@@ -19,10 +19,20 @@ use crate::measure::MULTIPLEX_TICK;
 
 /// Connections beyond the clients being served that may wait for their request.
 const MAX_WAITING: usize = 4;
+/// Connections one user other than root may have waiting for their request.
+const WAITING_PER_USER: usize = 2;
+/// More connections root may have beyond the rest: never locked out by others'.
+const ROOT_RESERVE: usize = 2;
+/// How long a connection may take to send its request; then it is closed.
+const ASK_WITHIN: Duration = Duration::from_secs(5);
 
 struct Conn {
     stream: UnixStream,
     buf: Vec<u8>,
+    /// Its uid, from the kernel (None: it does not say).
+    uid: Option<u32>,
+    /// When it was accepted.
+    since: Instant,
     /// The measurement granted to it.
     id: Option<u64>,
     /// Its uid and pid, from the kernel (SO_PEERCRED).
@@ -118,6 +128,11 @@ impl Clients {
         self.accept();
         let mut i = 0;
         while i < self.conns.len() {
+            let c = &self.conns[i];
+            if c.id.is_none() && c.since.elapsed() > ASK_WITHIN {
+                self.close(i, e, "it asked nothing in time");
+                continue;
+            }
             match self.serve(i, e) {
                 Ok(()) => i += 1,
                 Err(why) => self.close(i, e, &why),
@@ -130,21 +145,36 @@ impl Clients {
         }
     }
 
+    /// Accepts what waits, within the limits: a user other than root has at most
+    /// WAITING_PER_USER connections waiting for their request, and root has room
+    /// beyond everyone else's, so no member's connections lock root out.
     fn accept(&mut self) {
         while let Ok((stream, _)) = self.listener.accept() {
-            if self.conns.len() >= MAX_CLIENTS + MAX_WAITING
+            // Who the client is, as the kernel says: its words are only its claim.
+            let peer = share::peer(&stream);
+            let uid = peer.map(|(_, uid)| uid);
+            let root = uid == Some(0);
+            let waiting = self
+                .conns
+                .iter()
+                .filter(|c| c.id.is_none() && c.uid == uid)
+                .count();
+            let room = MAX_CLIENTS + MAX_WAITING + if root { ROOT_RESERVE } else { 0 };
+            if self.conns.len() >= room
+                || (!root && waiting >= WAITING_PER_USER)
                 || stream.set_nonblocking(true).is_err()
             {
                 continue; // dropped: the client reads the end of the connection
             }
-            // Who the client is, as the kernel says: its words are only its claim.
-            let who = match share::peer(&stream) {
+            let who = match peer {
                 Some((pid, uid)) => format!("uid {uid}, pid {pid}"),
                 None => "a client the kernel does not name".into(),
             };
             self.conns.push(Conn {
                 stream,
                 buf: Vec::new(),
+                uid,
+                since: Instant::now(),
                 id: None,
                 command: who.clone(),
                 who,
@@ -202,20 +232,22 @@ impl Clients {
         }
         let conn = &mut self.conns[i];
         match (ask.what, conn.id) {
-            (AskWhat::Count { specs, command }, None) => match e.grant(&specs, monotonic_ns()) {
-                Ok((id, blocks)) => {
-                    let conn = &mut self.conns[i];
-                    conn.id = Some(id);
-                    conn.command =
-                        format!("{} (says `{}`)", conn.who, crate::lock::one_line(&command));
-                    diag(&format!(
-                        "counting for {} beside the exporter's events",
-                        conn.command
-                    ));
-                    AnswerWhat::Granted { blocks }
+            (AskWhat::Count { specs, command }, None) => {
+                match e.grant(&specs, conn.uid, monotonic_ns()) {
+                    Ok((id, blocks)) => {
+                        let conn = &mut self.conns[i];
+                        conn.id = Some(id);
+                        conn.command =
+                            format!("{} (says `{}`)", conn.who, crate::lock::one_line(&command));
+                        diag(&format!(
+                            "counting for {} beside the exporter's events",
+                            conn.command
+                        ));
+                        AnswerWhat::Granted { blocks }
+                    }
+                    Err(err) => refuse(err.to_string()),
                 }
-                Err(err) => refuse(err.to_string()),
-            },
+            }
             (AskWhat::Read, Some(id)) => {
                 let at_ns = monotonic_ns();
                 match e.client_totals(id, at_ns) {
