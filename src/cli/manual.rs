@@ -71,7 +71,7 @@ const SYNOPSES: &[(&str, &[&str])] = &[
 ];
 
 const EXIT_STATUS: &[&str] = &[
-    "0: success, also when standard output was closed early (bfperf read | head -1). `stat -- COMMAND` exits with COMMAND's status.",
+    "0: success, also when standard output was closed early (bfperf read | head -1). `stat -- COMMAND` exits with COMMAND's status, or 1 where COMMAND succeeded but the measurement failed.",
     "1: an error: device not found, input refused (nothing was written), the driver refused a write, an output could not be written. The message names the file and what to do.",
     "2: the command line could not be parsed.",
 ];

@@ -1831,3 +1831,62 @@ fn idle_connections_of_a_member_never_lock_root_out() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("owned by the exporter"), "{err}");
 }
+
+/// A SIGHUP reload ends every client's measurement and puts its counters back, even
+/// when the new configuration is refused and the old one keeps running: a later
+/// request for the same counters is granted.
+#[test]
+fn a_refused_reload_puts_back_its_clients_counters() {
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("lock");
+    let cfg = config(dir.path(), "events = [\"default\"]\n");
+    let (e, _port) = serve(&m, dir.path(), &cfg);
+    let gic0 = m.config("gic0");
+    let mut client = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+        .arg("--sysfs-root")
+        .arg(m.root())
+        .arg("--lock-file")
+        .arg(&lock)
+        .args([
+            "stat",
+            "-o",
+            "-",
+            "-e",
+            "gic0/AW_BEATS/",
+            "--",
+            "sleep",
+            "3",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while m.config("gic0") == gic0 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_ne!(
+        m.config("gic0"),
+        gic0,
+        "the client's event was never programmed"
+    );
+    std::fs::write(&cfg, "events = [\"nosuchblock/X/\"]\n").unwrap();
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(e.0.id() as i32, libc::SIGHUP) };
+    let out = client.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a measurement cut short exits non-zero: {err}"
+    );
+    assert_eq!(m.config("gic0"), gic0, "gic0 was left programmed");
+    let again = stat_beside(&m, &lock, &["-e", "gic0/AW_BEATS/", "--", "true"]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}

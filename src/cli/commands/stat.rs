@@ -888,7 +888,8 @@ fn conclude(
                 "error: {e}; the measurement ended there, '{}' ran to its end",
                 a.command.join(" ")
             ));
-            return Ok(Concluded::Exit(code));
+            // The command's failure, or the measurement's: never a success.
+            return Ok(Concluded::Exit(if code == 0 { 1 } else { code }));
         }
         (Err(e), None) => return Err(e),
     };

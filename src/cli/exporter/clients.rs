@@ -290,9 +290,13 @@ impl Clients {
         }
     }
 
-    /// Ends every connection (the exporter reloads: the grants are gone).
-    pub(super) fn close_all(&mut self) {
-        self.conns.clear();
+    /// Ends every connection (the exporter reloads), each client's counters put
+    /// back: a reload that is refused keeps this exporter, which must not keep
+    /// counting for clients that are gone.
+    pub(super) fn close_all(&mut self, e: &mut Exporter) {
+        while !self.conns.is_empty() {
+            self.close(0, e, "the exporter reloads its configuration");
+        }
     }
 }
 

@@ -298,8 +298,8 @@ impl<'d> Running<'d, '_> {
             return Ok(true);
         }
         if sig.reload.swap(false, Ordering::SeqCst) {
-            if let Some(c) = &mut self.clients {
-                c.close_all();
+            if let (Some(c), Some(e)) = (&mut self.clients, &mut self.exporter) {
+                c.close_all(e);
             }
             let old = self.exporter.take().expect("an exporter is always running");
             self.exporter = Some(reload(self, old)?);
