@@ -1845,7 +1845,7 @@ fn a_refused_reload_puts_back_its_clients_counters() {
     let cfg = config(dir.path(), "events = [\"default\"]\n");
     let (e, _port) = serve(&m, dir.path(), &cfg);
     let gic0 = m.config("gic0");
-    let mut client = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+    let client = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
         .arg("--sysfs-root")
         .arg(m.root())
         .arg("--lock-file")
