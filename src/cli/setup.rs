@@ -73,14 +73,23 @@ pub(super) fn owner_client<'d>(
     device: &'d Device,
     specs: &[String],
 ) -> Result<Option<(crate::measure::share::Shared<'d>, std::path::PathBuf)>> {
-    let Some(lock) = lock_path(global, device)? else {
+    if global.sim.is_some() {
         return Ok(None);
-    };
-    let mut sockets = vec![crate::measure::share::socket_path(&lock)];
+    }
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     // Not with --lock-file: that names the lock, and so the socket.
-    if euid != 0 && global.lock_file.is_none() {
+    let root_too = euid != 0 && global.lock_file.is_none();
+    let mut sockets = Vec::new();
+    match lock_path(global, device) {
+        Ok(Some(lock)) => sockets.push(crate::measure::share::socket_path(&lock)),
+        Ok(None) => return Ok(None),
+        // A user's own state directory another user squatted does not keep it
+        // from root's exporter; without one, taking the lock says what is wrong.
+        Err(_) if root_too => {}
+        Err(e) => return Err(e),
+    }
+    if root_too {
         let root = crate::lock::root_path(&device.identity());
         sockets.push(crate::measure::share::socket_path(&root));
     }
