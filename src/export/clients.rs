@@ -92,6 +92,9 @@ impl<'d> Exporter<'d> {
             }
         }
         let resolved = crate::spec::resolve(self.device, specs)?;
+        for r in &resolved.blocks {
+            crate::measure::plan::check_group_sizes(r)?;
+        }
         // Bring the exporter's accumulators to now: a shared item counts from here.
         self.sampler.tick(now)?;
         let owner_totals = self.sampler.totals();

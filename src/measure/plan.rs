@@ -158,6 +158,15 @@ fn check_groups(r: &BlockRequest<'_>, n: usize) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a `{...}` group larger than its block's counters, as [`place`] does: the
+/// one rule for a measurement, whoever programs it (the exporter for a client too).
+pub(crate) fn check_group_sizes(r: &BlockRequest<'_>) -> Result<()> {
+    match r.block.mechanism {
+        Mechanism::Registers => Ok(()),
+        _ => check_groups(r, r.block.counters.len()),
+    }
+}
+
 /// Places items on counters. Cycles items go first in each group, on the lowest
 /// counters (the count_clock mask names counters 0 to 31).
 pub fn place<'d>(

@@ -1890,3 +1890,31 @@ fn a_refused_reload_puts_back_its_clients_counters() {
         String::from_utf8_lossy(&again.stderr)
     );
 }
+
+/// One rule for groups whoever programs the counters: a `{...}` group larger than a
+/// block's counters is refused by the exporter as stat alone refuses it, never
+/// granted to take turns (asked over the protocol directly, as any client may).
+#[test]
+fn a_group_larger_than_a_block_is_refused_beside_the_exporter_too() {
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"default\"]\n");
+    let (_e, _port) = serve(&m, dir.path(), &cfg);
+    let group = "{llt0/HNF0_REQS_RECEIVED,HNF0_REQS_PROCESSED,HNF0_DIR_HIT,HNF0_DIR_MISS,\
+                 HNF0_DIR_RD_ALLOC,HNF0_DIR_WR_ALLOC,HNF0_DIR_VICTIM,HNF0_CL_HAZARD,HNF0_ALL_HAZARD/}";
+    let mut client = std::os::unix::net::UnixStream::connect(dir.path().join("lock.sock")).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let ask = serde_json::json!({"bfperf": 1, "count": {"specs": [group], "command": "a group"}});
+    writeln!(client, "{ask}").unwrap();
+    let mut answer = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(&client), &mut answer).unwrap();
+    assert!(answer.contains("refused"), "{answer}");
+    assert!(
+        answer.contains("a group is always counted at once"),
+        "{answer}"
+    );
+}
