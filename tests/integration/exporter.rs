@@ -1918,3 +1918,55 @@ fn a_group_larger_than_a_block_is_refused_beside_the_exporter_too() {
         "{answer}"
     );
 }
+
+/// A burst of reads (64 KiB of them in one write) is answered from one reading of
+/// the device per 10 ms at most: it never stalls the exporter's loop, and a scrape
+/// meanwhile answers within a second.
+#[test]
+fn a_burst_of_reads_never_stalls_a_scrape() {
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"default\"]\n");
+    let (_e, port) = serve(&m, dir.path(), &cfg);
+    let mut client = std::os::unix::net::UnixStream::connect(dir.path().join("lock.sock")).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let ask = serde_json::json!({"bfperf": 1, "count": {"specs": ["mss0/SKYLIB_DDN_TX_FLITS/"], "command": "reads"}});
+    writeln!(client, "{ask}").unwrap();
+    let mut reader = std::io::BufReader::new(client.try_clone().unwrap());
+    let mut answer = String::new();
+    std::io::BufRead::read_line(&mut reader, &mut answer).unwrap();
+    assert!(answer.contains("granted"), "{answer}");
+    let read = "{\"bfperf\":1,\"read\":null}\n";
+    let n = 64 * 1024 / read.len();
+    // The answers, read as they come: the time of each one's values.
+    let answers = std::thread::spawn(move || {
+        let mut times = Vec::new();
+        for line in std::io::BufRead::lines(reader).take(n) {
+            let Ok(line) = line else { break };
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            times.push(v["totals"]["at_ns"].as_u64().unwrap_or(0));
+        }
+        times
+    });
+    let t = Instant::now();
+    client.write_all(read.repeat(n).as_bytes()).unwrap();
+    let (status, _) = get(port, "/metrics", "text/plain");
+    let scrape = t.elapsed();
+    let times = answers.join().unwrap();
+    let took = t.elapsed();
+    assert!(status.contains("200"), "{status}");
+    assert!(scrape < Duration::from_secs(1), "a scrape took {scrape:?}");
+    assert_eq!(times.len(), n, "every read is answered");
+    let mut distinct = times.clone();
+    distinct.dedup();
+    let most = took.as_millis() as usize / 10 + 2;
+    assert!(
+        distinct.len() <= most,
+        "{} readings of the device for {n} reads in {took:?}",
+        distinct.len()
+    );
+}

@@ -248,13 +248,10 @@ impl Clients {
                     Err(err) => refuse(err.to_string()),
                 }
             }
-            (AskWhat::Read, Some(id)) => {
-                let at_ns = monotonic_ns();
-                match e.client_totals(id, at_ns) {
-                    Ok(blocks) => AnswerWhat::Totals { at_ns, blocks },
-                    Err(err) => refuse(err.to_string()),
-                }
-            }
+            (AskWhat::Read, Some(id)) => match e.client_totals(id, monotonic_ns()) {
+                Ok((at_ns, blocks)) => AnswerWhat::Totals { at_ns, blocks },
+                Err(err) => refuse(err.to_string()),
+            },
             (AskWhat::End, Some(id)) => {
                 conn.id = None;
                 match e.release(id) {
