@@ -66,6 +66,14 @@ pub enum Foreign {
         /// The errno, when the failure had one.
         errno: Option<i32>,
     },
+    /// The block was not read for longer than its counters take to wrap (the
+    /// measurement was stalled): what they counted meanwhile is not known.
+    Stalled {
+        /// How long it went unread, ms.
+        ms: u64,
+        /// How long its counters take to wrap at their clock, ms.
+        wrap_ms: u64,
+    },
 }
 
 impl Foreign {
@@ -98,12 +106,15 @@ impl Foreign {
             Foreign::Fault { errno: None } => {
                 "the device gave a value that is not a number while it was sampled".into()
             }
+            Foreign::Stalled { ms, wrap_ms } => format!(
+                "it went unread for {ms} ms, longer than its counters take to wrap ({wrap_ms} ms): what it counted is not known"
+            ),
         }
     }
 
-    /// Another program wrote (false: the device failed).
+    /// Another program wrote (false: the device failed, or the sampling stalled).
     pub fn is_write(&self) -> bool {
-        !matches!(self, Foreign::Fault { .. })
+        !matches!(self, Foreign::Fault { .. } | Foreign::Stalled { .. })
     }
 }
 
@@ -247,6 +258,9 @@ struct BlockState<'d> {
     /// All-at-once blocks: how long the block was stopped after the last tick's
     /// `now` (from its stop to its restart), ns; not counted.
     gap_ns: u64,
+    /// How long its counters take to wrap at their clock (narrower than 64 bits,
+    /// the clock known), ns: a count over longer is not known.
+    wrap_ns: Option<u64>,
     width_mask: u64,
     saved_mask: u32,
 }
@@ -371,6 +385,16 @@ fn mask(width: u32) -> u64 {
     }
 }
 
+/// How long counters of `b` take to wrap, counting at most one event a cycle of its
+/// clock: None for 64-bit counters, registers and blocks whose clock is unknown.
+fn wrap_ns(device: &Device, b: &crate::block::Block) -> Option<u64> {
+    if b.width_bits >= 64 || b.mechanism == Mechanism::Registers {
+        return None;
+    }
+    let hz = super::pll_hz(device, b.def().clock_pll?)?.max(1);
+    Some(((1u128 << b.width_bits) * 1_000_000_000 / hz as u128) as u64)
+}
+
 /// Opens a file to be read with one pread each time.
 fn reader<'d>(device: &'d Device, rel: String) -> Result<Reader<'d>> {
     let file = device
@@ -458,6 +482,7 @@ fn block_state<'d>(
         read_ns: vec![0; slots.max(p.items.len())],
         open_ns: 0,
         gap_ns: 0,
+        wrap_ns: wrap_ns(device, b),
         width_mask: mask(b.width_bits),
         saved_mask,
     })
@@ -843,6 +868,16 @@ impl<'d> Sampler<'d> {
         stopped?;
         let counted = closed.saturating_sub(st.open_ns);
         let turn = dt.saturating_sub(std::mem::take(&mut st.gap_ns));
+        if let Some(wrap) = st.wrap_ns.filter(|w| counted > *w) {
+            // Stalled past a wrap: the window's counts are not known.
+            let why = Foreign::Stalled {
+                ms: counted / 1_000_000,
+                wrap_ms: wrap / 1_000_000,
+            };
+            let items: Vec<usize> = p.groups[st.group].iter().map(|s| s.item).collect();
+            foreign.extend(&items);
+            found = found.or(Some((items, why)));
+        }
         let now = st.last_ns;
         for s in &p.groups[st.group] {
             // The window started at 0: the value is the count, unless another

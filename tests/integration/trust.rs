@@ -923,3 +923,45 @@ fn metric_chains_of_any_length_are_evaluated_or_refused() {
     );
     assert!(err.contains("(100000 metrics)"), "{err}");
 }
+
+/// A sweep stalled past the time a 32-bit counter takes to wrap (llt's at 2 GHz:
+/// 2.1 s) never exports what the wrapped counters show as a count: the window is
+/// left out, said in the log, and counting goes on right afterwards.
+#[test]
+fn a_window_stalled_past_a_wrap_is_never_exported_as_a_count() {
+    let r = rig(Generation::Bf3);
+    let s = Scenario {
+        gen: Generation::Bf3,
+        spec: "llt0/GDC_BANK0_RD_REQ/",
+        writes: &[],
+        block: "llt0",
+        event: "GDC_BANK0_RD_REQ",
+        says: "",
+    };
+    let config = ExportConfig {
+        events: vec![s.spec.to_string()],
+        ..Default::default()
+    };
+    let set = MetricSet::load(&[Generation::Bf3], &[]);
+    let mut e = Exporter::start(&r.device, &config, set, || r.clock.now_ns()).unwrap();
+    let want = truth(&r, &s);
+    let mut at = |e: &mut Exporter, secs: u64| {
+        r.clock.advance_secs(secs);
+        e.sweep(r.clock.now_ns()).unwrap();
+        exported(&e.openmetrics(true, 0.0), &s)
+    };
+    let first = at(&mut e, 1);
+    assert_rate(first, want, "the first second");
+    // Five seconds unread: the counters wrapped twice meanwhile.
+    let stalled = at(&mut e, 5);
+    assert_eq!(stalled, first, "a stalled window was exported");
+    assert!(
+        e.events
+            .iter()
+            .any(|l| l.contains("longer than its counters take to wrap")),
+        "{:?}",
+        e.events
+    );
+    let after = at(&mut e, 1);
+    assert_rate(after - stalled, want, "the second after");
+}
