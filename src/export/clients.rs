@@ -52,56 +52,14 @@ const READ_EVERY_NS: u64 = 10_000_000;
 impl<'d> Exporter<'d> {
     /// Counts `specs` for a new client of user `uid` beside the exporter's own
     /// events: returns the client's id and where each item is counted, or refuses
-    /// (nothing programmed). One user other than root holds at most
-    /// [`PER_USER`] measurements, and the last of the [`MAX_CLIENTS`] is root's.
+    /// (nothing programmed; see [`Exporter::admit`]).
     pub(crate) fn grant(
         &mut self,
         specs: &[String],
         uid: Option<u32>,
         now: u64,
     ) -> Result<(u64, Vec<GrantedBlock>)> {
-        let root = uid == Some(0);
-        let limit = if root { MAX_CLIENTS } else { MAX_CLIENTS - 1 };
-        if self.clients.len() >= limit {
-            return Err(refusal(format!(
-                "it serves {} measurements at once already{}; try again when one ends",
-                self.clients.len(),
-                if root {
-                    ""
-                } else {
-                    " (the last is kept for root)"
-                }
-            )));
-        }
-        let theirs = self.clients.iter().filter(|c| c.uid == uid).count();
-        if !root && theirs >= PER_USER {
-            return Err(refusal(format!(
-                "this user has {theirs} measurements already, {PER_USER} at most; end one first"
-            )));
-        }
-        // Bounded before the work it asks for: the specs are counted, then
-        // resolved one by one only while what they name stays within the limit,
-        // so that no request stalls the exporter's loop.
-        let too_many = |n: usize| {
-            refusal(format!(
-                "{n} or more events asked, {MAX_ITEMS} at most per measurement"
-            ))
-        };
-        if specs.len() > MAX_ITEMS {
-            return Err(too_many(specs.len()));
-        }
-        let mut named = 0;
-        for spec in specs {
-            let one = crate::spec::resolve(self.device, std::slice::from_ref(spec))?;
-            named += one.blocks.iter().map(|b| b.items.len()).sum::<usize>();
-            if named > MAX_ITEMS {
-                return Err(too_many(named));
-            }
-        }
-        let resolved = crate::spec::resolve(self.device, specs)?;
-        for r in &resolved.blocks {
-            crate::measure::plan::check_group_sizes(r)?;
-        }
+        let resolved = self.admit(specs, uid)?;
         // Bring the exporter's accumulators to now: a shared item counts from here.
         self.sampler.tick(now)?;
         let owner_totals = self.sampler.totals();
@@ -136,6 +94,55 @@ impl<'d> Exporter<'d> {
             last_read: None,
         });
         Ok((id, granted))
+    }
+
+    /// Whether user `uid` may have a measurement of `specs`, checked before the work
+    /// they ask for: the slots (one user other than root holds at most
+    /// [`PER_USER`], and the last of the [`MAX_CLIENTS`] is root's), the specs
+    /// counted, then resolved one by one only while what they name stays within
+    /// [`MAX_ITEMS`], so that no request stalls the exporter's loop; and its groups
+    /// as stat checks them. The specs resolved, or the refusal.
+    fn admit(&self, specs: &[String], uid: Option<u32>) -> Result<crate::spec::Resolved<'d>> {
+        let root = uid == Some(0);
+        let limit = if root { MAX_CLIENTS } else { MAX_CLIENTS - 1 };
+        if self.clients.len() >= limit {
+            return Err(refusal(format!(
+                "it serves {} measurements at once already{}; try again when one ends",
+                self.clients.len(),
+                if root {
+                    ""
+                } else {
+                    " (the last is kept for root)"
+                }
+            )));
+        }
+        let theirs = self.clients.iter().filter(|c| c.uid == uid).count();
+        if !root && theirs >= PER_USER {
+            return Err(refusal(format!(
+                "this user has {theirs} measurements already, {PER_USER} at most; end one first"
+            )));
+        }
+        let too_many = |n: usize| {
+            refusal(format!(
+                "{n} or more events asked, {MAX_ITEMS} at most per measurement"
+            ))
+        };
+        if specs.len() > MAX_ITEMS {
+            return Err(too_many(specs.len()));
+        }
+        let mut named = 0;
+        for spec in specs {
+            let one = crate::spec::resolve(self.device, std::slice::from_ref(spec))?;
+            named += one.blocks.iter().map(|b| b.items.len()).sum::<usize>();
+            if named > MAX_ITEMS {
+                return Err(too_many(named));
+            }
+        }
+        let resolved = crate::spec::resolve(self.device, specs)?;
+        for r in &resolved.blocks {
+            crate::measure::plan::check_group_sizes(r)?;
+        }
+        Ok(resolved)
     }
 
     /// The items of `r` the exporter counts itself (marked in the row), and a request

@@ -256,7 +256,9 @@ impl Mount {
             .unwrap();
         let mut m = Mount { dir, child };
         let name = m.device().join("name");
-        for _ in 0..100 {
+        // Half a minute at most: a busy machine emulating another architecture may
+        // take that long to mount (a readiness wait, never a bound on a figure).
+        for _ in 0..600 {
             if name.exists() {
                 return Some(m);
             }
@@ -271,7 +273,7 @@ impl Mount {
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        skip_or_fail("the simulator did not appear within 5 s");
+        skip_or_fail("the simulator did not appear within 30 s");
         None
     }
 

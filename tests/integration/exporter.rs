@@ -110,8 +110,11 @@ pub(crate) fn get(port: u16, path: &str, accept: &str) -> (String, String) {
     )
 }
 
+/// Waits for a server to listen: a minute at most, as a busy machine emulating
+/// another architecture may take that long to start one (a readiness wait, never a
+/// bound on a figure).
 fn wait_port(port: u16) {
-    for _ in 0..200 {
+    for _ in 0..1200 {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return;
         }

@@ -945,7 +945,7 @@ fn a_window_stalled_past_a_wrap_is_never_exported_as_a_count() {
     let set = MetricSet::load(&[Generation::Bf3], &[]);
     let mut e = Exporter::start(&r.device, &config, set, || r.clock.now_ns()).unwrap();
     let want = truth(&r, &s);
-    let mut at = |e: &mut Exporter, secs: u64| {
+    let at = |e: &mut Exporter, secs: u64| {
         r.clock.advance_secs(secs);
         e.sweep(r.clock.now_ns()).unwrap();
         exported(&e.openmetrics(true, 0.0), &s)
