@@ -202,6 +202,7 @@ impl Clients {
             let answer = self.answer(i, &line, e);
             let refused = matches!(answer, AnswerWhat::Refused { .. });
             let ended = matches!(answer, AnswerWhat::Ended);
+            let read = matches!(answer, AnswerWhat::Totals { .. });
             let message = Answer {
                 bfperf: share::VERSION,
                 what: answer,
@@ -212,6 +213,11 @@ impl Clients {
             }
             if ended {
                 return Err("it ended".into());
+            }
+            if read {
+                // One reading per connection per turn of the loop: a burst of reads
+                // waits in its buffer, and scrapes are answered between them.
+                break;
             }
         }
         Ok(())
