@@ -148,7 +148,8 @@ pub struct Count {
     /// The estimate: what was counted, scaled to the span at the rate it counted at
     /// between the reads or writes that bound its counting (its share of the span
     /// when multiplexed or stopped to be read). Null when it was not counted at all
-    /// (its turn never came).
+    /// (its turn never came, or its only window was left out because a busy machine
+    /// left its bounds unknown).
     pub value: Option<u64>,
     /// What the counters counted.
     pub raw: u64,

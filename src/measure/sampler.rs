@@ -253,8 +253,10 @@ struct BlockState<'d> {
     /// When each counter (counter blocks) or register was last read, ns: where
     /// its count since starts.
     read_ns: Vec<u64>,
-    /// All-at-once blocks: when the current window opened (its `enable` write), ns.
+    /// All-at-once blocks: when the current window opened (its `enable` write), ns,
+    /// and how far from that the opening may have been.
     open_ns: u64,
+    open_half: u64,
     /// All-at-once blocks: how long the block was stopped after the last tick's
     /// `now` (from its stop to its restart), ns; not counted.
     gap_ns: u64,
@@ -356,10 +358,47 @@ fn accumulate(acc: &mut Acc, g: Gain) {
 /// The time `f` ran at, ns: the middle of the clock's readings before and after,
 /// which bound the moment a read or write took effect.
 fn timed<T>(stamp: &Stamp<'_>, f: impl FnOnce() -> T) -> (T, u64) {
+    let (out, mid, _) = timed_within(stamp, f);
+    (out, mid)
+}
+
+/// [`timed`], and how far from that middle the moment may be (half the time `f`
+/// took: long when the process was preempted around it), ns.
+fn timed_within<T>(stamp: &Stamp<'_>, f: impl FnOnce() -> T) -> (T, u64, u64) {
     let before = stamp();
     let out = f();
     let after = stamp().max(before);
-    (out, before + (after - before) / 2)
+    let half = (after - before) / 2;
+    (out, before + half, half)
+}
+
+/// How precisely an all-at-once window's opening is wanted, ns: an `enable` write
+/// that took longer (the process preempted around it) is made again.
+const TIGHT_NS: u64 = 50_000;
+
+/// A window is counted when its bounds are known to within this share of its length
+/// (1/200: 0.5 %) or to within [`TIGHT_NS`]; a window whose writes took longer (the
+/// process preempted) is left out, its time not counted, so that no rate rests on a
+/// bound that is not known.
+const UNCERTAIN_PER: u64 = 200;
+
+/// Opens an all-at-once block's window (`enable` 1), timed; where the write took
+/// long, the window is opened again (`enable` 0 and 1: it restarts from 0), twice at
+/// most. Its moment and how far from it the opening may be.
+fn open_window(st: &mut BlockState<'_>, stamp: &Stamp<'_>) -> Result<(u64, u64)> {
+    let mut opened = (0, 0);
+    for attempt in 0..3 {
+        if attempt > 0 {
+            st.enable(false)?;
+        }
+        let (on, mid, half) = timed_within(stamp, || st.enable(true));
+        on?;
+        opened = (mid, half);
+        if half <= TIGHT_NS {
+            break;
+        }
+    }
+    Ok(opened)
 }
 
 /// Why a counter went backwards: another event programmed over it (the events
@@ -481,6 +520,7 @@ fn block_state<'d>(
         spoiled: Vec::new(),
         read_ns: vec![0; slots.max(p.items.len())],
         open_ns: 0,
+        open_half: 0,
         gap_ns: 0,
         wrap_ns: wrap_ns(device, b),
         width_mask: mask(b.width_bits),
@@ -701,9 +741,8 @@ impl<'d> Sampler<'d> {
             Mechanism::AllAtOnce => {
                 st.window_last.iter_mut().for_each(|v| *v = 0);
                 st.enable(false)?;
-                let (on, opened) = timed(stamp, || st.enable(true));
-                on?;
-                st.open_ns = opened;
+                let (opened, half) = open_window(st, stamp)?;
+                (st.open_ns, st.open_half) = (opened, half);
                 st.gap_ns = opened.saturating_sub(now);
             }
         }
@@ -864,9 +903,14 @@ impl<'d> Sampler<'d> {
         st.window_last.iter_mut().for_each(|v| *v = 0);
         // The window is what the block counted between the writes that opened and
         // closed it; the gap before it (stopped to be read) is not counted.
-        let (stopped, closed) = timed(stamp, || st.enable(false));
+        let (stopped, closed, close_half) = timed_within(stamp, || st.enable(false));
         stopped?;
         let counted = closed.saturating_sub(st.open_ns);
+        // Bounds not known well enough (a write preempted, not merely slow): the
+        // window is left out, its time not counted (the next turn of its items
+        // stands for it).
+        let unknown = st.open_half + close_half;
+        let uncertain = unknown > TIGHT_NS && unknown.saturating_mul(UNCERTAIN_PER) > counted;
         let turn = dt.saturating_sub(std::mem::take(&mut st.gap_ns));
         if let Some(wrap) = st.wrap_ns.filter(|w| counted > *w) {
             // Stalled past a wrap: the window's counts are not known.
@@ -884,6 +928,9 @@ impl<'d> Sampler<'d> {
             // program changed what it counts during it: then nothing of the
             // window is known, and it is left out.
             let v = st.counter(s.counter)?;
+            if uncertain && !foreign.contains(&s.item) {
+                continue;
+            }
             let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
             if !foreign.contains(&s.item) {
                 if let Some(g) = Gain::of(0, v, st.width_mask, turn, counted, span) {
@@ -897,9 +944,8 @@ impl<'d> Sampler<'d> {
         if p.multiplexed() || found.is_some() {
             program_group(self.device, p, st.group, st.saved_mask)?;
         }
-        let (started, opened) = timed(stamp, || st.enable(true));
-        started?;
-        st.open_ns = opened;
+        let (opened, half) = open_window(st, stamp)?;
+        (st.open_ns, st.open_half) = (opened, half);
         st.gap_ns = opened.saturating_sub(closed);
         Ok(found)
     }

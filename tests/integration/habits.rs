@@ -102,6 +102,11 @@ fn metric_only_prints_a_column_per_metric_and_no_sliver_interval() {
     for row in rows {
         let fields: Vec<&str> = row.split(',').collect();
         assert_eq!(fields.len(), head.len(), "{row}");
+        // An interval whose only window a busy machine left unknown has no value:
+        // marked, never a wrong one.
+        if fields[col].is_empty() {
+            continue;
+        }
         // The stopped gaps of llt's windows are not counted: the coverage says how
         // much was, and the value is scaled to the whole interval.
         assert_coverage(fields[col + 1], "ddr_read_bandwidth");
@@ -185,7 +190,7 @@ fn every_x_line_has_perfs_fields_with_i_a_and_r() {
             }
             // The metric's value is in the metric column, never the percentage's
             // (per block with -A, the block last in its unit: `GB/s NAME mss0`).
-            if value.is_empty() {
+            if value.is_empty() && !fields[want - 2].is_empty() {
                 let metric: f64 = fields[want - 2].parse().unwrap();
                 let block = fields[want - 1].rsplit(' ').next().unwrap();
                 let truth = match block {
@@ -639,6 +644,12 @@ fn every_100_ms_interval_is_right_or_marked() {
         .collect();
     assert!(intervals.len() >= 29, "{records:?}");
     for r in intervals {
+        // An interval whose only window a busy machine left unknown: no value, and
+        // why (marked, never a wrong value).
+        if r["value"].is_null() {
+            assert!(r["reason"].as_str().is_some_and(|w| !w.is_empty()), "{r}");
+            continue;
+        }
         let coverage = r["coverage"].as_f64().unwrap();
         assert!(coverage > 0.0 && coverage <= 1.0, "{r}");
         assert_rate(

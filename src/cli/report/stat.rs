@@ -181,7 +181,7 @@ fn note_text(c: &Count) -> String {
         );
     }
     if !c.counted {
-        return "its turn never came: count longer, or fewer events".into();
+        return "not counted in this span: its turn never came, or a busy machine left its window's bounds unknown; count longer, or fewer events".into();
     }
     if c.coverage < 1.0 {
         return format!("estimate: counted {}", coverage_text(c));
@@ -474,7 +474,11 @@ impl<'w> StatWriter<'w> {
                 for v in values {
                     let (value, unit) = match v.value {
                         Some(x) => self.in_column_unit(v, x),
-                        None => ("-".into(), v.unit.clone()),
+                        None => {
+                            let key = (v.block.clone(), v.metric.clone());
+                            let unit = self.units.get(&key).unwrap_or(&v.unit);
+                            ("-".into(), unit.clone())
+                        }
                     };
                     let time = time_s.map(|t| format!("{t:.3}")).unwrap_or_default();
                     let note = crate::cli::report::metrics::metric_note(v);
