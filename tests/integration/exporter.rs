@@ -113,6 +113,18 @@ pub(crate) fn get(port: u16, path: &str, accept: &str) -> (String, String) {
 /// Waits for a server to listen: a minute at most, as a busy machine emulating
 /// another architecture may take that long to start one (a readiness wait, never a
 /// bound on a figure).
+/// A rate Prometheus computed from the exporter's counters against bfperf's or the
+/// simulator's: within 5 %. Not a bound on bfperf's figures (its counters are exact
+/// counts at each sweep, checked to 1 % elsewhere) but on Prometheus' own: it stamps
+/// each sample when its scrape starts, not when the exporter read the device, and
+/// extrapolates rate() to its window's edges (1.4 % seen under qemu-user, loaded).
+fn prometheus_close(got: f64, want: f64, what: &str) {
+    assert!(
+        ((got - want) / want).abs() <= 0.05,
+        "{what}: Prometheus computed {got}, against {want}"
+    );
+}
+
 /// How soon the exporter answers when nothing holds it up: a second, five under
 /// user-mode emulation, where every process runs about ten times slower (a bound on
 /// latency, never on a figure; what holds it up takes tens of seconds).
@@ -360,7 +372,7 @@ fn a_real_prometheus_scrapes_it_and_computes_the_simulators_rates() {
         .collect();
     for ((q, want), got) in queries.iter().zip(&last) {
         let got = got.unwrap_or_else(|| panic!("Prometheus has no value for {q}"));
-        assert_rate(got, *want, q);
+        prometheus_close(got, *want, q);
     }
 }
 
@@ -442,12 +454,20 @@ fn textfiles_are_atomic_and_sigterm_leaves_no_temporary_file() {
         assert!(start.elapsed() < Duration::from_secs(10), "no textfile");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Whole every time: the last family (they are sorted) ends it, with its newline.
+    // (Its number of lines may change: a metric without a value for one interval has
+    // no sample in it.)
     let first = std::fs::read_to_string(&file).unwrap();
-    let lines = first.lines().count();
+    let name = |line: Option<&str>| {
+        line.and_then(|l| l.split(['{', ' ']).next())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let last = name(first.lines().last());
     for i in 0..1000 {
         let t = std::fs::read_to_string(&file).unwrap();
         assert!(
-            t.ends_with('\n') && t.lines().count() == lines && t.contains("\nbfperf_up 1"),
+            t.ends_with('\n') && name(t.lines().last()) == last && t.contains("\nbfperf_up 1"),
             "read {i}: a partial file\n{t}"
         );
     }
@@ -1086,7 +1106,7 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
     for (name, block, kind_level, expected) in &want {
         let q = rule(name, block, *kind_level);
         let got = prometheus_query(prom_port, &q).unwrap_or_else(|| panic!("no value for {q}"));
-        assert_rate(got, *expected, &format!("{q} (Prometheus) against stat"));
+        prometheus_close(got, *expected, &format!("{q} against stat"));
     }
     // The dashboard: every query returns data, its variables standing for everything.
     let dash: serde_json::Value = serde_json::from_str(
