@@ -379,7 +379,7 @@ const TIGHT_NS: u64 = 50_000;
 /// A window is counted when its bounds are known to within this share of its length
 /// (1/200: 0.5 %) or to within [`TIGHT_NS`]; a window whose writes took longer (the
 /// process preempted) is left out, its time not counted, so that no rate rests on a
-/// bound that is not known.
+/// bound that is not known — unless it is its items' first, which is kept.
 const UNCERTAIN_PER: u64 = 200;
 
 /// Opens an all-at-once block's window (`enable` 1), timed; where the write took
@@ -928,7 +928,9 @@ impl<'d> Sampler<'d> {
             // program changed what it counts during it: then nothing of the
             // window is known, and it is left out.
             let v = st.counter(s.counter)?;
-            if uncertain && !foreign.contains(&s.item) {
+            // Its first window is kept whatever: an item never counted would show
+            // nothing at all (the exporter's series, a short command's count).
+            if uncertain && st.accs[s.item].counted_ns > 0 && !foreign.contains(&s.item) {
                 continue;
             }
             let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
