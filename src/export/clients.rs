@@ -38,6 +38,9 @@ pub(crate) struct Client<'d> {
     uid: Option<u32>,
     /// Per block of the request, per item.
     from: Vec<Vec<Origin>>,
+    /// The counters lent to it (or shared with another client they were lent
+    /// to): (plan, item) of the exporter's sampler.
+    lent: Vec<(usize, usize)>,
     sampler: Option<Sampler<'d>>,
     saved: Vec<Saved>,
     /// Its last answer to a read: the time of its values and the values.
@@ -48,6 +51,28 @@ pub(crate) struct Client<'d> {
 /// the first (and their time): a flood of reads never makes the device be read more
 /// often than this, nor stalls the exporter's loop.
 const READ_EVERY_NS: u64 = 10_000_000;
+
+/// A counter of one of the exporter's all-at-once blocks lent to clients: the item
+/// its sampler counts there for them.
+pub(crate) struct Lent {
+    plan: usize,
+    item: usize,
+    /// Clients counting it; at 0 it waits for the block's next window to be put back.
+    users: usize,
+    /// What the counter held before.
+    pub(crate) saved: Saved,
+}
+
+/// Where one item of a request is counted, decided before anything is written.
+enum Place {
+    /// By the exporter's sampler (its own item or one lent): (plan, item).
+    Owner(usize, usize),
+    /// On a counter the exporter's sampler lends, from its next window: (plan,
+    /// item, counter).
+    Lend(usize, crate::spec::Item, u32),
+    /// By the client's own sampler.
+    Own,
+}
 
 impl<'d> Exporter<'d> {
     /// Counts `specs` for a new client of user `uid` beside the exporter's own
@@ -60,27 +85,52 @@ impl<'d> Exporter<'d> {
         now: u64,
     ) -> Result<(u64, Vec<GrantedBlock>)> {
         let resolved = self.admit(specs, uid)?;
-        // Bring the exporter's accumulators to now: a shared item counts from here.
-        self.sampler.tick(now)?;
-        let owner_totals = self.sampler.totals();
-        let mut from: Vec<Vec<Option<Origin>>> = Vec::new();
+        let taken = self.taken();
+        let mut rows: Vec<Vec<Place>> = Vec::new();
         let mut own: Vec<BlockRequest<'d>> = Vec::new();
         let mut names = Vec::new();
         for r in resolved.blocks {
             names.push(r.block.name.clone());
-            let (row, rest) = self.split_shared(r, &owner_totals);
-            from.push(row);
-            if let Some(rest) = rest {
-                own.push(rest);
+            let (mut row, rest) = self.split_shared(r);
+            match rest.map(|rest| (self.lender(rest.block), rest)) {
+                Some((Some(pi), rest)) => self.to_lend(pi, rest, &taken, &mut row)?,
+                Some((None, rest)) => own.push(rest),
+                None => {}
             }
+            rows.push(row);
         }
-        let taken = self.taken();
         let plans = place_on_free(
             own,
             |b| free_counters(b, &taken),
-            |b| no_counter_free(b, &taken),
+            |b| no_counter_free(b, &taken, 0),
         )?;
         let (sampler, saved) = self.start_own(plans, now)?;
+        let lent = match self.lend(&mut rows) {
+            Ok(lent) => lent,
+            Err(e) => {
+                drop(sampler);
+                return Err(match session::restore(self.device, &saved) {
+                    Ok(()) => e,
+                    Err(r) => crate::error::with_context(e, &r.to_string()),
+                });
+            }
+        };
+        // Brings the exporter's accumulators to now, a window boundary where the
+        // counters lent join: a shared item counts from here.
+        self.sampler.tick(now)?;
+        self.log_detections();
+        let owner_totals = self.sampler.totals();
+        let from: Vec<Vec<Option<Origin>>> = rows
+            .into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .map(|place| match place {
+                        Place::Owner(p, i) => Some(Origin::Owner(p, i, owner_totals[p][i])),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .collect();
         let own_plans = sampler.as_ref().map_or(&[][..], |s| &s.plans[..]);
         let (from, granted) = granted(from, names, &self.sampler.plans, own_plans);
         self.next_client += 1;
@@ -89,11 +139,102 @@ impl<'d> Exporter<'d> {
             id,
             uid,
             from,
+            lent,
             sampler,
             saved,
             last_read: None,
         });
         Ok((id, granted))
+    }
+
+    /// The exporter's plan of `b` when it counts `b` all at once in one group: its
+    /// unused counters can be lent.
+    fn lender(&self, b: &Block) -> Option<usize> {
+        let pi = self
+            .sampler
+            .plans
+            .iter()
+            .position(|p| p.block.name == b.name)?;
+        let p = &self.sampler.plans[pi];
+        (p.block.mechanism == Mechanism::AllAtOnce && !p.multiplexed()).then_some(pi)
+    }
+
+    /// Places the items of `rest` on the counters plan `pi`'s block does not use
+    /// (marked taken as they are), or refuses saying how many are free.
+    fn to_lend(
+        &self,
+        pi: usize,
+        rest: BlockRequest<'d>,
+        taken: &HashMap<String, Vec<u32>>,
+        row: &mut [Place],
+    ) -> Result<()> {
+        let b = rest.block;
+        let free = free_counters(b, taken);
+        if rest.items.len() > free.len() {
+            return Err(refusal(no_counter_free(b, taken, rest.items.len())));
+        }
+        let mut free = free.into_iter();
+        let mut items = rest.items.into_iter();
+        for place in row.iter_mut().filter(|p| matches!(p, Place::Own)) {
+            if let (Some(item), Some(counter)) = (items.next(), free.next()) {
+                *place = Place::Lend(pi, item, counter);
+            }
+        }
+        Ok(())
+    }
+
+    /// Lends the counters `rows` place items on (their prior events recorded in the
+    /// journal first), each item then counted by the exporter's sampler from the
+    /// block's next window: the places become the sampler's items, and the (plan,
+    /// item) pairs the client uses, lent or shared, are returned.
+    fn lend(&mut self, rows: &mut [Vec<Place>]) -> Result<Vec<(usize, usize)>> {
+        let mut lends = Vec::new();
+        for place in rows.iter_mut().flatten() {
+            if let Place::Lend(pi, item, counter) = place {
+                let what = (*pi, item.clone(), *counter);
+                let b = self.sampler.plans[what.0].block;
+                let saved = session::save_lent(self.device, b, what.2)?;
+                lends.push((place, what, saved));
+            }
+        }
+        if !lends.is_empty() {
+            let saved: Vec<Saved> = lends.iter().map(|(_, _, s)| s.clone()).collect();
+            self.journal_clients(&saved)?;
+        }
+        let mut joined: Vec<(usize, usize)> = Vec::new();
+        for (place, (pi, item, counter), saved) in lends {
+            match self.sampler.join(pi, item, counter) {
+                Ok(k) => {
+                    self.lent.push(Lent {
+                        plan: pi,
+                        item: k,
+                        users: 0,
+                        saved,
+                    });
+                    joined.push((pi, k));
+                    *place = Place::Owner(pi, k);
+                }
+                Err(e) => {
+                    for (pi, k) in joined {
+                        self.sampler.unjoin(pi, k);
+                        self.lent.retain(|l| (l.plan, l.item) != (pi, k));
+                    }
+                    let _ = self.journal_clients(&[]);
+                    return Err(e);
+                }
+            }
+        }
+        // Every item the exporter's sampler counts for this client above its own.
+        let mut uses = Vec::new();
+        for place in rows.iter().flatten() {
+            if let Place::Owner(p, i) = *place {
+                if let Some(l) = self.lent.iter_mut().find(|l| (l.plan, l.item) == (p, i)) {
+                    l.users += 1;
+                    uses.push((p, i));
+                }
+            }
+        }
+        Ok(uses)
     }
 
     /// Whether user `uid` may have a measurement of `specs`, checked before the work
@@ -145,13 +286,10 @@ impl<'d> Exporter<'d> {
         Ok(resolved)
     }
 
-    /// The items of `r` the exporter counts itself (marked in the row), and a request
-    /// of the others (None when there are none).
-    fn split_shared(
-        &self,
-        r: BlockRequest<'d>,
-        owner_totals: &[Vec<Acc>],
-    ) -> (Vec<Option<Origin>>, Option<BlockRequest<'d>>) {
+    /// The items of `r` the exporter's sampler counts already (its own, or lent to
+    /// another client), marked in the row, and a request of the others (None when
+    /// there are none).
+    fn split_shared(&self, r: BlockRequest<'d>) -> (Vec<Place>, Option<BlockRequest<'d>>) {
         let owner = self
             .sampler
             .plans
@@ -161,36 +299,50 @@ impl<'d> Exporter<'d> {
         let mut rest: Vec<crate::spec::Item> = Vec::new();
         for item in &r.items {
             let shared = owner.and_then(|pi| {
-                let ii = self.sampler.plans[pi]
-                    .items
-                    .iter()
-                    .position(|i| i == item)?;
-                Some(Origin::Owner(pi, ii, owner_totals[pi][ii]))
+                let p = &self.sampler.plans[pi];
+                let own = self.own[pi].items.len();
+                let counted = |i: &usize| {
+                    *i < own
+                        || self
+                            .lent
+                            .iter()
+                            .any(|l| (l.plan, l.item, l.users > 0) == (pi, *i, true))
+                };
+                let ii = (0..p.items.len()).find(|i| p.items[*i] == *item && counted(i))?;
+                Some(Place::Owner(pi, ii))
             });
-            if shared.is_none() {
-                rest.push(item.clone());
+            match shared {
+                Some(place) => row.push(place),
+                None => {
+                    rest.push(item.clone());
+                    row.push(Place::Own);
+                }
             }
-            row.push(shared);
         }
         let rest = (!rest.is_empty()).then(|| BlockRequest::of_items(r.block, rest));
         (row, rest)
     }
 
-    /// Counters in use, by block: the exporter's and every client's; a block whose
-    /// counters count together (all at once) is taken whole by whoever uses it.
+    /// Counters in use, by block: the exporter's and every client's. A block whose
+    /// counters count together (all at once) is taken whole by a client's own
+    /// sampler, and by the exporter's where its events take turns; otherwise the
+    /// exporter's sampler takes the counters it counts on (lent ones too).
     fn taken(&self) -> HashMap<String, Vec<u32>> {
         let mut taken: HashMap<String, Vec<u32>> = HashMap::new();
+        for (pi, p) in self.sampler.plans.iter().enumerate() {
+            let used = taken.entry(p.block.name.clone()).or_default();
+            match self.lender(p.block) {
+                Some(_) => used.extend(self.sampler.counters_in_use(pi)),
+                None if p.block.mechanism == Mechanism::AllAtOnce => used.extend(&p.block.counters),
+                None => used.extend(self.sampler.counters_in_use(pi)),
+            }
+        }
         let clients = self.clients.iter().filter_map(|c| c.sampler.as_ref());
-        for plans in std::iter::once(&self.sampler)
-            .chain(clients)
-            .map(|s| &s.plans)
-        {
-            for p in plans {
-                let used = taken.entry(p.block.name.clone()).or_default();
-                match p.block.mechanism {
-                    Mechanism::AllAtOnce => used.extend(&p.block.counters),
-                    _ => used.extend(p.groups.iter().flatten().map(|s| s.counter)),
-                }
+        for p in clients.flat_map(|s| &s.plans) {
+            let used = taken.entry(p.block.name.clone()).or_default();
+            match p.block.mechanism {
+                Mechanism::AllAtOnce => used.extend(&p.block.counters),
+                _ => used.extend(p.groups.iter().flatten().map(|s| s.counter)),
             }
         }
         taken
@@ -236,6 +388,7 @@ impl<'d> Exporter<'d> {
         }
         let mut saved = pending.to_vec();
         saved.extend(self.clients.iter().flat_map(|c| c.saved.iter().cloned()));
+        saved.extend(self.lent.iter().map(|l| l.saved.clone()));
         saved.extend(self.saved.iter().cloned());
         self.journal = Some(journal::write(self.device, &saved)?);
         Ok(())
@@ -288,15 +441,53 @@ impl<'d> Exporter<'d> {
         }
     }
 
-    /// Ends client `id`'s measurement: its counters are put back as they were.
+    /// Ends client `id`'s measurement: its counters are put back as they were; a
+    /// counter lent to it and no other client, at the block's next window, made now.
     pub(crate) fn release(&mut self, id: u64) -> Result<()> {
         let Some(at) = self.clients.iter().position(|c| c.id == id) else {
             return Ok(());
         };
         let c = self.clients.remove(at);
         drop(c.sampler);
-        session::restore(self.device, &c.saved)?;
+        let restored = session::restore(self.device, &c.saved);
+        let mut returned = false;
+        for (pi, item) in c.lent {
+            let Some(l) = self
+                .lent
+                .iter_mut()
+                .find(|l| (l.plan, l.item) == (pi, item))
+            else {
+                continue;
+            };
+            l.users = l.users.saturating_sub(1);
+            if l.users == 0 {
+                let put_back = session::restore_plan(std::slice::from_ref(&l.saved));
+                self.sampler.leave(pi, item, put_back);
+                returned = true;
+            }
+        }
+        if returned {
+            let now = (self.sampler.stamp())();
+            self.sampler.tick(now)?;
+            self.log_detections();
+        }
+        let forgot = self.forget_returned();
+        restored?;
+        forgot?;
         if c.saved.is_empty() {
+            return Ok(());
+        }
+        self.journal_clients(&[])
+    }
+
+    /// Forgets the lent counters put back (their window came), and the journal with
+    /// them.
+    pub(crate) fn forget_returned(&mut self) -> Result<()> {
+        let before = self.lent.len();
+        let sampler = &self.sampler;
+        self.lent
+            .retain(|l| l.users > 0 || sampler.pending(l.plan, l.item));
+        if self.lent.len() == before {
             return Ok(());
         }
         self.journal_clients(&[])
@@ -323,17 +514,28 @@ fn free_counters(b: &Block, taken: &HashMap<String, Vec<u32>>) -> Vec<u32> {
         .collect()
 }
 
-fn no_counter_free(b: &Block, taken: &HashMap<String, Vec<u32>>) -> String {
-    let how = match b.mechanism {
-        Mechanism::AllAtOnce => {
-            "its counters count together and the exporter (or another measurement) uses them"
-        }
-        _ => "every counter counts the exporter's events or another measurement's",
+/// Why `b` cannot count `asked` more events (0: any), with how many of its
+/// counters are free.
+fn no_counter_free(b: &Block, taken: &HashMap<String, Vec<u32>>, asked: usize) -> String {
+    let free = free_counters(b, taken).len();
+    let used = b.counters.len() - free;
+    let (head, how) = match (free, b.mechanism) {
+        (0, Mechanism::AllAtOnce) => (
+            format!("{} has no counter free", b.name),
+            "its counters count together, and another measurement counts on the block whole, or the exporter's events take turns on it",
+        ),
+        (0, _) => (
+            format!("{} has no counter free", b.name),
+            "every counter counts the exporter's events or another measurement's",
+        ),
+        (n, _) => (
+            format!("{} has {n} counter{} free, {asked} asked", b.name, if n == 1 { "" } else { "s" }),
+            "the others count the exporter's events or another measurement's",
+        ),
     };
-    let used = taken.get(&b.name).map_or(0, Vec::len);
     format!(
-        "{} has no counter free ({how}; {used} in use): ask for events the exporter already counts there, add yours to its config, or stop it",
-        b.name
+        "{head} ({how}; {used} of {} in use): ask for events the exporter already counts there, fewer at once, add yours to its config, or stop it",
+        b.counters.len()
     )
 }
 

@@ -61,8 +61,12 @@ pub struct Exporter<'d> {
     /// Things to log once: re-programmed counters by block.
     pub events: Vec<String>,
     journal: Option<journal::Journal>,
+    /// Its own plans: the sampler's hold counters lent to clients too (`clients`).
+    own: Vec<BlockPlan<'d>>,
     /// Measurements counted for clients beside the exporter's own (`clients`).
     clients: Vec<clients::Client<'d>>,
+    /// Counters of its all-at-once blocks lent to clients.
+    lent: Vec<clients::Lent>,
     next_client: u64,
 }
 
@@ -227,6 +231,7 @@ impl<'d> Exporter<'d> {
         };
         let mut e = Exporter {
             device,
+            own: sampler.plans.clone(),
             sampler,
             saved,
             set,
@@ -241,10 +246,11 @@ impl<'d> Exporter<'d> {
             events,
             journal,
             clients: Vec::new(),
+            lent: Vec::new(),
             next_client: 0,
         };
         // The first scrape's metrics cover the time since the start.
-        e.last_accs = e.sampler.totals();
+        e.last_accs = e.own_totals();
         Ok(e)
     }
 
@@ -255,7 +261,16 @@ impl<'d> Exporter<'d> {
     pub fn sweep(&mut self, now: u64) -> Result<()> {
         self.sampler.tick(now)?;
         self.log_detections();
-        Ok(())
+        self.forget_returned()
+    }
+
+    /// What its own items have counted so far, by block (not the counters lent).
+    fn own_totals(&self) -> Vec<Vec<Acc>> {
+        let mut totals = self.sampler.totals();
+        for (accs, p) in totals.iter_mut().zip(&self.own) {
+            accs.truncate(p.items.len());
+        }
+        totals
     }
 
     /// A check between sweeps (every 100 ms): another program's
@@ -282,23 +297,21 @@ impl<'d> Exporter<'d> {
                 d.why.describe()
             ));
         }
+        let failures = self.sampler.take_put_back_failures();
+        self.events.extend(failures);
     }
 
     /// Sweeps, then computes the metrics over the time since the previous scrape.
     pub fn scrape(&mut self, now: u64) -> Result<()> {
         self.sweep(now)?;
-        let totals = self.sampler.totals();
+        let totals = self.own_totals();
         let span_s = now.saturating_sub(self.last_ns) as f64 / 1e9;
         if span_s > 0.0 {
             // Counts over the span as stat counts an interval: each at the rate it
             // counted at over its own bounds, with its coverage; levels as they are
             // now; invalid when another program touched it since the last scrape.
             let since = Acc::all_since(&totals, &self.last_accs);
-            let delta = counts(
-                &self.sampler.plans,
-                &since,
-                now.saturating_sub(self.last_ns),
-            );
+            let delta = counts(&self.own, &since, now.saturating_sub(self.last_ns));
             let chosen: Vec<&metrics::Metric> = self
                 .metric_names
                 .iter()
@@ -398,8 +411,8 @@ impl<'d> Exporter<'d> {
 
     /// The raw series: events, cycles, registers by unit and role, PLL frequencies.
     fn raw_families(&self, fams: &mut Vec<Fam>) {
-        let totals = self.sampler.totals();
-        let plans = &self.sampler.plans;
+        let totals = self.own_totals();
+        let plans = &self.own;
         let first = fams.len();
         for (name, help, counter) in RAW_FAMILIES {
             fams.push(Fam {
@@ -534,11 +547,7 @@ impl<'d> Exporter<'d> {
 
     /// The blocks it reads (and programs, when they count events).
     pub fn blocks(&self) -> Vec<&str> {
-        self.sampler
-            .plans
-            .iter()
-            .map(|p| p.block.name.as_str())
-            .collect()
+        self.own.iter().map(|p| p.block.name.as_str()).collect()
     }
 
     /// The metric set the values come from.
@@ -549,7 +558,11 @@ impl<'d> Exporter<'d> {
     /// Puts the device back as it was, and drops the journal.
     pub fn stop(mut self) -> Result<()> {
         let clients = self.release_all();
-        let own = journal::put_back(self.device, &self.saved, self.journal);
+        // Lent counters not yet put back (the block's last window failed): with
+        // the exporter's own, their events first.
+        let mut saved: Vec<Saved> = self.lent.iter().map(|l| l.saved.clone()).collect();
+        saved.extend(self.saved.iter().cloned());
+        let own = journal::put_back(self.device, &saved, self.journal);
         clients.and(own)
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::block::Mechanism;
+use crate::block::{Block, Mechanism};
 use crate::device::plan::Plan;
 use crate::device::values::{read_event, read_number};
 use crate::device::Device;
@@ -56,8 +56,8 @@ pub(crate) fn save(device: &Device, plans: &[BlockPlan]) -> Result<Vec<Saved>> {
         for c in counters {
             events.push((c, read_event(fs, &b.name, c)?.map(|(n, _)| n)));
         }
-        let stop_number = device.catalog(b)?.disable_number().unwrap_or(STOP_EVENT);
         out.push(Saved {
+            stop_number: stop_number(device, b)?,
             block: b.name.clone(),
             events,
             enable: if b.has_enable {
@@ -70,10 +70,29 @@ pub(crate) fn save(device: &Device, plans: &[BlockPlan]) -> Result<Vec<Saved>> {
             } else {
                 None
             },
-            stop_number,
         });
     }
     Ok(out)
+}
+
+/// The number that un-programs a counter of `b` on this kernel.
+fn stop_number(device: &Device, b: &Block) -> Result<u32> {
+    Ok(device.catalog(b)?.disable_number().unwrap_or(STOP_EVENT))
+}
+
+/// Records what `counter` of `b` holds before it is lent to another measurement:
+/// its event only (the block's `enable` and `count_clock` are its owner's).
+pub(crate) fn save_lent(device: &Device, b: &Block, counter: u32) -> Result<Saved> {
+    Ok(Saved {
+        block: b.name.clone(),
+        events: vec![(
+            counter,
+            read_event(device.fs(), &b.name, counter)?.map(|(n, _)| n),
+        )],
+        enable: None,
+        count_clock: None,
+        stop_number: stop_number(device, b)?,
+    })
 }
 
 /// Programs group `g` of a counter block (not its `enable`), through a [`Plan`]
@@ -131,6 +150,22 @@ pub(crate) fn foreign_changes(device: &Device, plan: &BlockPlan, g: usize) -> Re
 /// all-at-once block, restarts its counters from 0). Tries every write, through one
 /// [`Plan`]; fails with all the refusals at once.
 pub(crate) fn restore(device: &Device, saved: &[Saved]) -> Result<()> {
+    let refused: Vec<String> = restore_plan(saved)
+        .apply_all(device.fs())
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::RestoreFailed {
+            problems: refused.join("; "),
+        })
+    }
+}
+
+/// The writes that put `saved` back, in order (see [`restore`]).
+pub(crate) fn restore_plan(saved: &[Saved]) -> Plan {
     let mut writes = Plan::default();
     for s in saved {
         for (c, ev) in &s.events {
@@ -171,16 +206,5 @@ pub(crate) fn restore(device: &Device, saved: &[Saved]) -> Result<()> {
             writes.push(layout::enable(&s.block), on.to_string(), "");
         }
     }
-    let refused: Vec<String> = writes
-        .apply_all(device.fs())
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    if refused.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::RestoreFailed {
-            problems: refused.join("; "),
-        })
-    }
+    writes
 }

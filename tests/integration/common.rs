@@ -415,13 +415,18 @@ pub fn bf2_tile_read_rate() -> f64 {
 /// The in-process simulated BlueField-3's bandwidth of `event` (64-byte units)
 /// summed over `blocks`, in GB/s: its rates, the ground truth.
 pub fn bf3_gb_per_s(blocks: &[&str], event: &str) -> f64 {
-    let (sim, _) =
-        bfperf::sim::Sim::with_manual_clock(bfperf::Generation::Bf3, bfperf::sim::Kernel::V6_16);
-    let listed = stdout_of(bfperf().args(["--sim", "bf3", "events", blocks[0], event, "--json"]));
-    let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
-    let n = v["events"][0]["event"].as_u64().unwrap() as u32;
     blocks
         .iter()
-        .map(|b| sim.event_rate(b, n).unwrap() as f64 * 64.0 / 1e9)
+        .map(|b| bf3_event_rate(b, event) * 64.0 / 1e9)
         .sum()
+}
+
+/// The in-process simulated BlueField-3's rate of `event` on `block`, per second.
+pub fn bf3_event_rate(block: &str, event: &str) -> f64 {
+    let (sim, _) =
+        bfperf::sim::Sim::with_manual_clock(bfperf::Generation::Bf3, bfperf::sim::Kernel::V6_16);
+    let listed = stdout_of(bfperf().args(["--sim", "bf3", "events", block, event, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let n = v["events"][0]["event"].as_u64().unwrap() as u32;
+    sim.event_rate(block, n).unwrap() as f64
 }

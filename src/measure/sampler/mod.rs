@@ -29,6 +29,8 @@ use crate::measure::plan::{BlockPlan, Slot};
 use crate::measure::session::program_group;
 use crate::sysfs::{layout, ValueFile};
 
+mod lend;
+
 /// What another program did to something the measurement owns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "what", rename_all = "snake_case")]
@@ -265,6 +267,8 @@ struct BlockState<'d> {
     wrap_ns: Option<u64>,
     width_mask: u64,
     saved_mask: u32,
+    /// Counters lent to other measurements, joining or leaving at the next window.
+    lending: lend::Lending,
 }
 
 impl<'d> BlockState<'d> {
@@ -306,6 +310,8 @@ pub struct Sampler<'d> {
     states: Vec<BlockState<'d>>,
     /// Other programs' writes found since the log was last taken.
     log: Vec<Detection>,
+    /// Lent counters the kernel would not put back, said.
+    put_back_failures: Vec<String>,
 }
 
 /// What one counter gained in a turn, and the times that qualify it.
@@ -525,6 +531,7 @@ fn block_state<'d>(
         wrap_ns: wrap_ns(device, b),
         width_mask: mask(b.width_bits),
         saved_mask,
+        lending: lend::Lending::default(),
     })
 }
 
@@ -550,6 +557,7 @@ impl<'d> Sampler<'d> {
             plans,
             states,
             log: Vec::new(),
+            put_back_failures: Vec::new(),
         })
     }
 
@@ -741,6 +749,11 @@ impl<'d> Sampler<'d> {
             Mechanism::AllAtOnce => {
                 st.window_last.iter_mut().for_each(|v| *v = 0);
                 st.enable(false)?;
+                if self.regroup(i, now) {
+                    let (p, st) = (&self.plans[i], &self.states[i]);
+                    program_group(self.device, p, st.group, st.saved_mask)?;
+                }
+                let (st, stamp) = (&mut self.states[i], &self.stamp);
                 let (opened, half) = open_window(st, stamp)?;
                 (st.open_ns, st.open_half) = (opened, half);
                 st.gap_ns = opened.saturating_sub(now);
@@ -943,9 +956,12 @@ impl<'d> Sampler<'d> {
         if p.multiplexed() {
             st.group = (st.group + 1) % p.groups.len();
         }
-        if p.multiplexed() || found.is_some() {
+        let again = p.multiplexed() || found.is_some();
+        if self.regroup(i, now) || again {
+            let (p, st) = (&self.plans[i], &self.states[i]);
             program_group(self.device, p, st.group, st.saved_mask)?;
         }
+        let (st, stamp) = (&mut self.states[i], &self.stamp);
         let (opened, half) = open_window(st, stamp)?;
         (st.open_ns, st.open_half) = (opened, half);
         st.gap_ns = opened.saturating_sub(closed);
