@@ -1853,6 +1853,75 @@ fn a_socket_group_lets_its_members_ask_and_no_one_else() {
     );
 }
 
+/// A user's own state directory squatted by another user (`$TMPDIR/bfperf-UID`
+/// made first, not theirs) does not keep them from root's exporter: their `stat`
+/// still asks its socket in /run/bfperf (here a tmpfs of a mount namespace of the
+/// test's own, so the machine's /run is never touched).
+#[test]
+fn a_squatted_state_directory_still_reaches_roots_exporter() {
+    use std::os::unix::fs::PermissionsExt;
+    if not_root("switching users and mounting a private /run") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let open = |p: &Path, mode| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
+    open(dir.path(), 0o755).unwrap();
+    let bin = dir.path().join("bfperf");
+    std::fs::copy(assert_cmd::cargo::cargo_bin!("bfperf"), &bin).unwrap();
+    let c = Copy::of("bf2");
+    open(c.root(), 0o755).unwrap();
+    let tmp = dir.path().join("tmp");
+    let squatted = tmp.join("bfperf-65534");
+    std::fs::create_dir_all(&squatted).unwrap();
+    open(&tmp, 0o1777).unwrap();
+    open(&squatted, 0o777).unwrap();
+    std::os::unix::fs::chown(&squatted, Some(1234), Some(1234)).unwrap();
+    let cfg = config(
+        dir.path(),
+        "events = [\"default\"]\nsocket_group = \"4242\"\n",
+    );
+    let port = free_port().to_string();
+    // In a mount namespace of its own with /run a new tmpfs: root's exporter with
+    // its default lock, then the member's stat with nothing but TMPDIR set.
+    let script = r#"
+        set -e
+        mount -t tmpfs -o mode=0755 bfperf-test /run
+        "$1" --sysfs-root "$2" exporter --config "$3" --listen "127.0.0.1:$4" 2>"$6" &
+        exporter=$!
+        trap 'kill $exporter; wait $exporter' EXIT
+        for _ in $(seq 600); do
+            ls /run/bfperf/*.sock >/dev/null 2>&1 && break
+            sleep 0.05
+        done
+        env TMPDIR="$5" setpriv --reuid 65534 --regid 65534 --groups 4242 \
+            "$1" --sysfs-root "$2" stat -o - -e tile0/MEMORY_READS/ -x, -- true
+    "#;
+    let log = dir.path().join("exporter.log");
+    let out = Process::new("timeout")
+        .arg("60")
+        .args(["unshare", "--mount", "sh", "-c", script, "sh"])
+        .arg(&bin)
+        .arg(c.root())
+        .arg(&cfg)
+        .arg(&port)
+        .arg(&tmp)
+        .arg(&log)
+        .env_remove("BFPERF_STATE_DIR")
+        .env_remove("BFPERF_LOCK_FILE")
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(out.status.success(), "{err}\nexporter: {logged}");
+    assert!(err.contains("owned by the exporter"), "{err}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("MEMORY_READS"),
+        "{err}"
+    );
+    assert!(logged.contains("counting for uid 65534, pid "), "{logged}");
+}
+
 #[test]
 fn a_socket_of_another_user_is_never_asked() {
     if not_root("giving a socket away") {
