@@ -18,6 +18,19 @@ say() { printf '%s: %s\n' "$step" "$*" >&2; }
 fail() { say "$*"; exit 1; }
 [ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot)"
 
+# The Debian archive and its security archive this machine's apt is configured with
+# (a site's mirror where it has one): packages come from there, and no address is
+# written here. BFPERF_DEBIAN_MIRROR and BFPERF_SECURITY_MIRROR override them (a
+# machine whose apt knows no Debian archive, such as Ubuntu's).
+apt_archive() {
+  apt-get indextargets --format '$(REPO_URI) $(LABEL)' 2>/dev/null \
+    | awk -v l="$1" '$2 == l { sub(/\/$/, "", $1); print $1; exit }'
+}
+mirror=${BFPERF_DEBIAN_MIRROR:-$(apt_archive Debian)}
+security_mirror=${BFPERF_SECURITY_MIRROR:-$(apt_archive Debian-Security)}
+[ -n "$mirror" ] || fail "this machine's apt configuration names no Debian archive; set BFPERF_DEBIAN_MIRROR to one"
+[ -n "$security_mirror" ] || security_mirror=${mirror%/debian}/debian-security
+
 # What the root holds; a change here makes the root anew.
 root_packages="rustc cargo libstd-rust-dev:arm64 libc6:arm64 gcc-aarch64-linux-gnu
   libc6-dev-arm64-cross binutils-aarch64-linux-gnu qemu-user ca-certificates"
@@ -28,12 +41,12 @@ recipe="trixie 2 $(echo $root_packages) bookworm $(echo $glibc_packages)"
 
 make_root() {
   command -v debootstrap >/dev/null || {
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap) >/dev/null
+    (timeout 600 apt-get update -qq && DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq debootstrap) >/dev/null
   }
   say "making the Debian 13 build root in $root"
   rm -rf "$root.new"
-  debootstrap --variant=minbase --include=ca-certificates trixie "$root.new" \
-    http://deb.debian.org/debian >"$cache/debootstrap.log" 2>&1 \
+  timeout 1800 debootstrap --variant=minbase --include=ca-certificates trixie "$root.new" \
+    "$mirror" >"$cache/debootstrap.log" 2>&1 \
     || fail "debootstrap failed; see $cache/debootstrap.log"
   cp /etc/resolv.conf "$root.new/etc/resolv.conf"
   # The host's CA bundle, for cargo to reach crates.io from inside the root (the
@@ -41,8 +54,8 @@ make_root() {
   cp /etc/ssl/certs/ca-certificates.crt "$root.new/etc/ssl/certs/host-ca-certificates.crt"
   chroot "$root.new" dpkg --add-architecture arm64
   unshare -m --propagation private sh -c "mount -t proc proc '$root.new/proc' &&
-    chroot '$root.new' sh -c 'apt-get update -qq &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(echo $root_packages)'" \
+    chroot '$root.new' sh -c 'timeout 600 apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive timeout 1800 apt-get install -y -qq --no-install-recommends $(echo $root_packages)'" \
     >"$cache/root-packages.log" 2>&1 || fail "installing the root's packages failed; see $cache/root-packages.log"
   make_glibc_sysroot "$root.new"
   echo "$recipe" >"$root.new/.bfperf-recipe"
@@ -54,10 +67,10 @@ make_root() {
 # linker for each target that links against it.
 make_glibc_sysroot() {
   local r=$1 p
-  echo 'deb http://deb.debian.org/debian bookworm main' >"$r/etc/apt/sources.list.d/bookworm.list"
+  echo "deb $mirror bookworm main" >"$r/etc/apt/sources.list.d/bookworm.list"
   unshare -m --propagation private sh -c "mount -t proc proc '$r/proc' &&
-    chroot '$r' sh -c 'apt-get update -qq && mkdir -p /tmp/glibc && cd /tmp/glibc &&
-      apt-get download -qq $(for p in $glibc_packages; do printf '%s/bookworm ' "$p"; done) &&
+    chroot '$r' sh -c 'timeout 600 apt-get update -qq && mkdir -p /tmp/glibc && cd /tmp/glibc &&
+      timeout 1200 apt-get download -qq $(for p in $glibc_packages; do printf '%s/bookworm ' "$p"; done) &&
       mkdir -p $glibc && for d in *.deb; do dpkg-deb -x \$d $glibc; done && rm -rf /tmp/glibc'" \
     >>"$cache/root-packages.log" 2>&1 || fail "unpacking Debian 12's glibc failed; see $cache/root-packages.log"
   rm "$r/etc/apt/sources.list.d/bookworm.list"

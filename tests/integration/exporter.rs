@@ -68,20 +68,50 @@ fn promtool_accepts(promtool: &Path, text: &str) {
 }
 
 /// An exporter on a mount with a config, serving on a free port.
+/// A port found free can be taken (as another connection's local port) before
+/// the exporter binds it, more likely the longer it takes to start: then another.
 pub(crate) fn serve(m: &Mount, dir: &Path, config: &Path) -> (Running, u16) {
-    let port = free_port();
-    let e = exporter(
-        m,
-        &dir.join("lock"),
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ],
-    );
-    wait_port(port);
-    (e, port)
+    let mut last = String::new();
+    for _ in 0..5 {
+        let port = free_port();
+        let mut e = exporter(
+            m,
+            &dir.join("lock"),
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ],
+        );
+        match wait_serving(&mut e, port) {
+            Ok(()) => return (e, port),
+            Err(why) if why.contains("in use") => last = why,
+            Err(why) => panic!("{why}"),
+        }
+    }
+    panic!("no free port to serve on: {last}");
+}
+
+/// Waits (a minute at most) until exporter `e` listens on `port`; the reason, with
+/// its stderr, when it ended first.
+fn wait_serving(e: &mut Running, port: u16) -> Result<(), String> {
+    for _ in 0..1200 {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = e.0.try_wait() {
+            let mut err = String::new();
+            if let Some(mut stderr) = e.0.stderr.take() {
+                let _ = stderr.read_to_string(&mut err);
+            }
+            return Err(format!(
+                "the exporter ended ({status}) before listening on {port}: {err}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(format!("nothing listens on {port} after a minute"))
 }
 
 fn free_port() -> u16 {

@@ -794,8 +794,11 @@ fn top_at_80_columns_numbers_counters_shows_bytes_in_gb_per_s_and_keeps_its_orde
         shown(s, "memory_read_bandwidth").is_some()
     });
     t.keys("3");
+    // Every kind's rows rated (a row appears once it has a rate, a busy machine
+    // draws them over more than one refresh).
     let screen = t.wait_for("the raw view with rates", |s| {
-        raw_rows(s).iter().any(|r| r.3.ends_with("GB/s"))
+        let rows = raw_rows(s);
+        rows.iter().any(|r| r.3.ends_with("GB/s")) && rows.iter().any(|r| r.2 == "MEMORY_WRITES")
     });
     // A byte register reads in bytes per second, as the simulator drives it.
     let (sim, _) =

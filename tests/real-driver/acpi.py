@@ -3,7 +3,7 @@
 driver, with the blocks of bfperf's simulator so that the driver and the model serve
 the same device.
 
-    acpi.py GEN TREE BASE > pmc.asl
+    acpi.py GEN TREE BASE ACCESS > pmc.asl
 
 GEN is bf2 or bf3; TREE the device directory of `bfperf sim export` (its blocks and
 their counterN files give the block list and each block's counter count); BASE the
@@ -13,7 +13,9 @@ ASL on stdout and, on stderr, one line per block: NAME BASE SIZE COUNTERS TYPE.
 The properties are those the driver's probe reads (mlxbf_pmc_probe and
 mlxbf_pmc_map_counters): block_num, block_name, one {base, size, counters, type}
 array per block, then tile_num (BlueField-1/2) or llt_enable and mss_enable
-(BlueField-3). No sec_reg_block: registers are reached with ioremap, not with SMCs.
+(BlueField-3). ACCESS `mmio` leaves sec_reg_block out (the driver maps the registers
+with ioremap); `smc` gives it, and the driver then reaches every register through
+the SiP service's SMCs, with physical addresses.
 """
 import os
 import re
@@ -46,7 +48,9 @@ def blocks(tree):
 
 
 def main():
-    gen, tree, base = sys.argv[1], sys.argv[2], int(sys.argv[3], 0)
+    gen, tree, base, access = sys.argv[1], sys.argv[2], int(sys.argv[3], 0), sys.argv[4]
+    if access not in ("mmio", "smc"):
+        sys.exit(f"acpi.py: ACCESS is mmio or smc, not {access!r}")
     listed = list(blocks(tree))
     props = [
         f'Package () {{ "block_num", {len(listed)} }}',
@@ -60,6 +64,9 @@ def main():
             f'Package () {{ "{name}", Package () {{ 0x{addr:x}, 0x{BLOCK_SIZE:x}, {counters}, {kind} }} }}'
         )
         print(f"{name} 0x{addr:x} 0x{BLOCK_SIZE:x} {counters} {kind}", file=sys.stderr)
+    if access == "smc":
+        # The table of secure registers the firmware checks accesses against.
+        props.append('Package () { "sec_reg_block", 1 }')
     if gen == "bf3":
         props.append('Package () { "llt_enable", 0xff }')
         props.append('Package () { "mss_enable", 0xff }')

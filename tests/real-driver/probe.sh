@@ -14,19 +14,22 @@
 # GNU coreutils and busybox.
 dev=$1
 cd "$dev" || exit 1
+[ "$(cat name 2>/dev/null)" = bfperf ] || { echo "probe.sh: $dev is not a bfperf device (its name is not bfperf)" >&2; exit 1; }
+err=$(mktemp) || exit 1
+trap 'rm -f "$err"' EXIT
 
 # read FILE: the content, or `error: TEXT`.
 read_file() {
-  out=$(dd if="$1" bs=65536 count=1 2>/tmp/probe.err) && { printf '%s\n' "$out"; return; }
-  echo "error: $(sed -n 's/.*: //p' /tmp/probe.err | head -1)"
+  out=$(dd if="$1" bs=65536 count=1 2>"$err") && { printf '%s\n' "$out"; return; }
+  echo "error: $(sed -n 's/.*: //p' "$err" | head -1)"
 }
 
 # write FILE VALUE: `ok`, or `error: TEXT`.
 write_file() {
-  if printf '%s' "$2" | dd of="$1" bs=4096 conv=notrunc 2>/tmp/probe.err >/dev/null; then
+  if printf '%s' "$2" | dd of="$1" bs=4096 conv=notrunc 2>"$err" >/dev/null; then
     echo ok
   else
-    echo "error: $(grep -i 'error writing' /tmp/probe.err | sed 's/.*: //' | head -1)"
+    echo "error: $(grep -i 'error writing' "$err" | sed 's/.*: //' | head -1)"
   fi
 }
 

@@ -1,0 +1,554 @@
+/*
+ * A model of a BlueField PMC for QEMU: the registers the mlxbf-pmc driver talks to,
+ * answering at the moment of each access, and the SiP service it calls by SMC.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * This file is part of bfperf's test rig, under the GNU General Public License,
+ * version 2 or (at your option) any later version, as QEMU requires of the devices
+ * built into it. See tests/real-driver/qemu/README.md.
+ *
+ *   -device bfpmc,blocks=FILE
+ *
+ * FILE lists the blocks, one per line: NAME BASE SIZE COUNTERS TYPE (the driver's
+ * types: 0 registers, 1 counters, 2 crspace), as the ACPI table gives them to the
+ * driver. Every block is mapped at its BASE. What the driver does there:
+ *
+ * - counter blocks (tile, tilenet, trio, triogen, pcie... of type 1, BlueField-1/-2
+ *   mss, gic, smmu): a 64-bit PERFMON_CONFIG word per counter at 8*c, a data word at
+ *   8*(COUNTERS + c). A config write with its strobe and write bits sets the
+ *   counter's PERFCTL (0), PERFEVT (1) or accumulator (4) to WDATA; without the
+ *   write bit it selects which of them the data word reads.
+ * - L3 blocks (a counter block whose name holds "l3cache"): PERF_CNT_CFG at 0x0 (EN
+ *   bit 0, RST bit 1), the event selects at 0x10 (counters 0-3, 6 bits each at 0, 8,
+ *   16, 24) and 0x14 (counter 4), 57-bit counters as low words at 0x40 + 4c and high
+ *   words (25 bits) at 0x60 + 4c. Counting only while EN; RST zeroes all.
+ * - crspace blocks (BlueField-3 llt, llt_miss, mss and later kinds): 32-bit words;
+ *   event selects at 4*(c/2) (even counters bits 23:16, odd ones 7:0); PERFMON_CTL at
+ *   2*COUNTERS (EN bit 30; CLR bit 28 zeroes every counter); 32-bit counters at
+ *   PERFMON_CTL + 0xc + 4c, which wrap; writing one sets it.
+ * - register blocks (pcie, ecc, clock_measure): free-running registers, 64-bit at
+ *   each 8-byte offset (ecc's 32-bit), a write sets the value.
+ *
+ * Rates, the truth the tests count against: an event numbered E counts E * 10^7 a
+ * second on any counter (0 and 0xff, the stops, count nothing); a register at byte
+ * offset R counts (R / 8 + 1) * 10^6 a second. Time is the guest's (QEMU's virtual
+ * clock), so rates are per guest second.
+ *
+ * The SiP service (the driver's probe and its secure accesses, taken when the ACPI
+ * table has sec_reg_block): SIP_SVC_UID answers NVIDIA's service UUID, SIP_SVC_VERSION
+ * 0.3, READ_REG_32/64 and WRITE_REG_32/64 reach the same registers by physical
+ * address (outside every block: access violation, -4). Other SiP calls are not
+ * supported (-1).
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/timer.h"
+#include "qemu/module.h"
+#include "qemu/error-report.h"
+#include "qemu/cutils.h"
+#include "exec/address-spaces.h"
+#include "exec/memory.h"
+#include "hw/qdev-core.h"
+#include "hw/qdev-properties.h"
+#include "hw/misc/bfpmc.h"
+
+#define TYPE_BFPMC "bfpmc"
+OBJECT_DECLARE_SIMPLE_TYPE(BfPmcState, BFPMC)
+
+#define MAX_BLOCKS 128
+#define MAX_COUNTERS 64
+#define MAX_REGS 256
+#define EVENT_UNIT 10000000ULL
+#define REG_UNIT 1000000ULL
+
+enum { T_REGISTER = 0, T_COUNTER = 1, T_CRSPACE = 2, T_L3 = 3 };
+
+/* One counter: it counts `event` at its rate while running; its value is `base`
+ * plus what it counted since `since` (ns). */
+typedef struct Counter {
+    uint32_t event;
+    bool running;
+    uint64_t base;
+    int64_t since;
+    /* Counter blocks: PERFCTL, and which register the data word reads. */
+    uint64_t perfctl;
+    uint32_t latched;
+} Counter;
+
+typedef struct Block {
+    char name[32];
+    uint64_t base, size;
+    uint32_t counters;
+    int type;
+    MemoryRegion mr;
+    struct BfPmcState *s;
+    Counter c[MAX_COUNTERS];
+    /* L3 and crspace: the block's control word and event selects. */
+    uint32_t ctl;
+    uint32_t sel[MAX_COUNTERS / 2 + 2];
+    /* Register blocks: each register's value at `since`. */
+    uint64_t reg[MAX_REGS];
+    int64_t reg_since[MAX_REGS];
+} Block;
+
+struct BfPmcState {
+    DeviceState parent_obj;
+    char *blocks_file;
+    Block *b;
+    int n;
+};
+
+static BfPmcState *the_pmc;
+
+static int64_t now_ns(void)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+}
+
+static uint64_t event_rate(uint32_t event)
+{
+    return (event == 0 || event >= 0xff) ? 0 : event * EVENT_UNIT;
+}
+
+/* What `events` at `rate` a second amount to over `ns`, exactly. */
+static uint64_t counted(uint64_t rate, int64_t ns)
+{
+    return ns <= 0 ? 0 : (uint64_t)(((__uint128_t)rate * (uint64_t)ns) / 1000000000ULL);
+}
+
+static uint64_t counter_value(Counter *c, int64_t now)
+{
+    return c->base + (c->running ? counted(event_rate(c->event), now - c->since) : 0);
+}
+
+/* Sets a counter's value (and whether it runs) from now on. */
+static void counter_set(Counter *c, uint64_t v, bool running, int64_t now)
+{
+    c->base = v;
+    c->running = running;
+    c->since = now;
+}
+
+/* Changes what a counter counts from now on, keeping what it counted. */
+static void counter_event(Counter *c, uint32_t event, int64_t now)
+{
+    counter_set(c, counter_value(c, now), c->running, now);
+    c->event = event;
+}
+
+/* ---- counter blocks: PERFMON_CONFIG and data words ---- */
+
+#define CFG_WR (1ULL << 0)
+#define CFG_STROBE (1ULL << 1)
+#define CFG_ADDR(v) (((v) >> 2) & 7)
+#define CFG_WDATA(v) (((v) >> 5) & ((1ULL << 56) - 1))
+#define PERFCTL 0
+#define PERFEVT 1
+#define PERFACC0 4
+#define PERFCTL_EN0 (1ULL << 31)
+
+static uint64_t counter_block_read(Block *b, uint64_t off, int64_t now)
+{
+    uint64_t word = off / 8;
+    if (word < b->counters) {
+        return 0;
+    }
+    if (word >= 2ULL * b->counters) {
+        return 0;
+    }
+    Counter *c = &b->c[word - b->counters];
+    switch (c->latched) {
+    case PERFCTL:
+        return c->perfctl;
+    case PERFEVT:
+        return (uint64_t)c->event << 24;
+    case PERFACC0:
+        return counter_value(c, now);
+    default:
+        return 0;
+    }
+}
+
+static void counter_block_write(Block *b, uint64_t off, uint64_t v, int64_t now)
+{
+    uint64_t word = off / 8;
+    if (word >= b->counters || !(v & CFG_STROBE)) {
+        return;
+    }
+    Counter *c = &b->c[word];
+    uint32_t addr = CFG_ADDR(v);
+    if (!(v & CFG_WR)) {
+        c->latched = addr;
+        return;
+    }
+    uint64_t data = CFG_WDATA(v);
+    switch (addr) {
+    case PERFCTL:
+        c->perfctl = data;
+        counter_set(c, counter_value(c, now), (data & PERFCTL_EN0) != 0, now);
+        break;
+    case PERFEVT:
+        counter_event(c, (data >> 24) & 0xff, now);
+        break;
+    case PERFACC0:
+        counter_set(c, data, c->running, now);
+        break;
+    }
+}
+
+/* ---- L3 ---- */
+
+#define L3_CFG 0x0
+#define L3_SEL 0x10
+#define L3_SEL_1 0x14
+#define L3_LOW 0x40
+#define L3_HIGH 0x60
+#define L3_EN 1u
+#define L3_RST 2u
+#define L3_MASK ((1ULL << 57) - 1)
+
+static uint32_t l3_event(Block *b, uint32_t i)
+{
+    return i < 4 ? (b->sel[0] >> (8 * i)) & 0x3f : b->sel[1] & 0x3f;
+}
+
+static uint64_t l3_read(Block *b, uint64_t off, int64_t now)
+{
+    if (off == L3_CFG) {
+        return b->ctl;
+    }
+    if (off == L3_SEL || off == L3_SEL_1) {
+        return b->sel[off == L3_SEL_1];
+    }
+    for (uint32_t i = 0; i < b->counters && i < 5; i++) {
+        uint64_t v = counter_value(&b->c[i], now) & L3_MASK;
+        if (off == L3_LOW + 4 * i) {
+            return (uint32_t)v;
+        }
+        if (off == L3_HIGH + 4 * i) {
+            return v >> 32;
+        }
+    }
+    return 0;
+}
+
+static void l3_write(Block *b, uint64_t off, uint32_t v, int64_t now)
+{
+    uint32_t n = MIN(b->counters, 5);
+    if (off == L3_CFG) {
+        b->ctl = v & (L3_EN | L3_RST);
+        for (uint32_t i = 0; i < n; i++) {
+            Counter *c = &b->c[i];
+            uint64_t keep = (v & L3_RST) ? 0 : counter_value(c, now);
+            counter_set(c, keep, (v & L3_EN) != 0, now);
+        }
+    } else if (off == L3_SEL || off == L3_SEL_1) {
+        b->sel[off == L3_SEL_1] = v;
+        for (uint32_t i = 0; i < n; i++) {
+            counter_event(&b->c[i], l3_event(b, i), now);
+        }
+    }
+    /* Counters are read-only. */
+}
+
+/* ---- crspace ---- */
+
+#define CR_EN (1u << 30)
+#define CR_CLR (1u << 28)
+
+static uint32_t cr_event(Block *b, uint32_t i)
+{
+    uint32_t w = b->sel[i / 2];
+    return (i % 2) ? (w & 0xff) : ((w >> 16) & 0xff);
+}
+
+static uint64_t cr_ctl(Block *b)
+{
+    return 2ULL * b->counters;
+}
+
+static uint64_t crspace_read(Block *b, uint64_t off, int64_t now)
+{
+    uint64_t ctl = cr_ctl(b), val0 = ctl + 0xc;
+    if (off < 4ULL * ((b->counters + 1) / 2) && off % 4 == 0 && off < ctl) {
+        return b->sel[off / 4];
+    }
+    if (off == ctl) {
+        return b->ctl;
+    }
+    if (off >= val0 && off < val0 + 4ULL * b->counters && (off - val0) % 4 == 0) {
+        return (uint32_t)counter_value(&b->c[(off - val0) / 4], now);
+    }
+    return 0;
+}
+
+static void crspace_write(Block *b, uint64_t off, uint32_t v, int64_t now)
+{
+    uint64_t ctl = cr_ctl(b), val0 = ctl + 0xc;
+    if (off < 4ULL * ((b->counters + 1) / 2) && off % 4 == 0 && off < ctl) {
+        b->sel[off / 4] = v;
+        for (uint32_t i = 0; i < b->counters; i++) {
+            counter_event(&b->c[i], cr_event(b, i), now);
+        }
+    } else if (off == ctl) {
+        b->ctl = v & ~CR_CLR;
+        for (uint32_t i = 0; i < b->counters; i++) {
+            Counter *c = &b->c[i];
+            uint64_t keep = (v & CR_CLR) ? 0 : counter_value(c, now);
+            counter_set(c, keep, (v & CR_EN) != 0, now);
+        }
+    } else if (off >= val0 && off < val0 + 4ULL * b->counters && (off - val0) % 4 == 0) {
+        Counter *c = &b->c[(off - val0) / 4];
+        counter_set(c, v, c->running, now);
+    }
+}
+
+/* ---- register blocks ---- */
+
+static bool is_ecc(Block *b)
+{
+    return strstr(b->name, "ecc") != NULL;
+}
+
+/* Registers by 4-byte slot: ecc's are 32 bits wide at any 4-byte offset, the others
+ * 64 bits at 8-byte ones. The one at byte offset R counts (R / 8 + 1) * REG_UNIT. */
+static uint64_t reg_value(Block *b, uint32_t slot, int64_t now)
+{
+    uint64_t rate = (slot / 2 + 1) * REG_UNIT;
+    uint64_t v = b->reg[slot] + counted(rate, now - b->reg_since[slot]);
+    return is_ecc(b) ? (uint32_t)v : v;
+}
+
+static uint64_t register_read(Block *b, uint64_t off, int64_t now)
+{
+    uint32_t slot = off / 4;
+    return (off % 4 == 0 && slot < MAX_REGS) ? reg_value(b, slot, now) : 0;
+}
+
+static void register_write(Block *b, uint64_t off, uint64_t v, int64_t now)
+{
+    uint32_t slot = off / 4;
+    if (off % 4 == 0 && slot < MAX_REGS) {
+        b->reg[slot] = is_ecc(b) ? (uint32_t)v : v;
+        b->reg_since[slot] = now;
+    }
+}
+
+/* ---- dispatch ---- */
+
+static uint64_t block_read(Block *b, uint64_t off, unsigned size)
+{
+    int64_t now = now_ns();
+    switch (b->type) {
+    case T_COUNTER:
+        return counter_block_read(b, off, now);
+    case T_L3:
+        return l3_read(b, off, now);
+    case T_CRSPACE:
+        return crspace_read(b, off, now);
+    default:
+        return register_read(b, off, now);
+    }
+}
+
+static void block_write(Block *b, uint64_t off, uint64_t v, unsigned size)
+{
+    int64_t now = now_ns();
+    switch (b->type) {
+    case T_COUNTER:
+        counter_block_write(b, off, v, now);
+        break;
+    case T_L3:
+        l3_write(b, off, v, now);
+        break;
+    case T_CRSPACE:
+        crspace_write(b, off, v, now);
+        break;
+    default:
+        register_write(b, off, v, now);
+        break;
+    }
+}
+
+static uint64_t mmio_read(void *opaque, hwaddr off, unsigned size)
+{
+    return block_read(opaque, off, size);
+}
+
+static void mmio_write(void *opaque, hwaddr off, uint64_t v, unsigned size)
+{
+    block_write(opaque, off, v, size);
+}
+
+static const MemoryRegionOps bfpmc_ops = {
+    .read = mmio_read,
+    .write = mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 4, .max_access_size = 8 },
+    .impl = { .min_access_size = 4, .max_access_size = 8 },
+};
+
+/* ---- the SiP service ---- */
+
+#define SIP_WRITE_REG_32 0x82000009
+#define SIP_READ_REG_32 0x8200000A
+#define SIP_WRITE_REG_64 0x8200000B
+#define SIP_READ_REG_64 0x8200000C
+#define SIP_SVC_UID 0x8200ff01
+#define SIP_SVC_VERSION 0x8200ff03
+#define SMC_NOT_SUPPORTED ((uint64_t)-1)
+#define SMC_ACCESS_VIOLATION ((uint64_t)-4)
+
+static Block *block_at(BfPmcState *s, uint64_t addr, uint64_t *off)
+{
+    for (int i = 0; i < s->n; i++) {
+        Block *b = &s->b[i];
+        if (addr >= b->base && addr < b->base + b->size) {
+            *off = addr - b->base;
+            return b;
+        }
+    }
+    return NULL;
+}
+
+bool bfpmc_sip_call(uint64_t *x)
+{
+    BfPmcState *s = the_pmc;
+    uint64_t off;
+    Block *b;
+    uint32_t fn = x[0];
+
+    if (!s || (fn & 0xff000000) != 0x82000000) {
+        return false;
+    }
+    switch (fn) {
+    case SIP_SVC_UID:
+        /* 89c036b4-e7d7-11e6-8797-001aca00bfc4, as the SMC calling convention
+         * returns a UUID in four words. */
+        x[0] = 0x89c036b4;
+        x[1] = 0x11e6e7d7;
+        x[2] = 0x1a009787;
+        x[3] = 0xc4bf00ca;
+        return true;
+    case SIP_SVC_VERSION:
+        x[0] = 0;
+        x[1] = 3;
+        return true;
+    case SIP_READ_REG_32:
+    case SIP_READ_REG_64:
+        b = block_at(s, x[2], &off);
+        if (!b) {
+            x[0] = SMC_ACCESS_VIOLATION;
+            return true;
+        }
+        x[1] = block_read(b, off, fn == SIP_READ_REG_32 ? 4 : 8);
+        if (fn == SIP_READ_REG_32) {
+            x[1] = (uint32_t)x[1];
+        }
+        x[0] = 0;
+        return true;
+    case SIP_WRITE_REG_32:
+    case SIP_WRITE_REG_64:
+        b = block_at(s, x[3], &off);
+        if (!b) {
+            x[0] = SMC_ACCESS_VIOLATION;
+            return true;
+        }
+        block_write(b, off, fn == SIP_WRITE_REG_32 ? (uint32_t)x[2] : x[2],
+                    fn == SIP_WRITE_REG_32 ? 4 : 8);
+        x[0] = 0;
+        return true;
+    default:
+        x[0] = SMC_NOT_SUPPORTED;
+        return true;
+    }
+}
+
+/* ---- set-up ---- */
+
+static void load_blocks(BfPmcState *s, Error **errp)
+{
+    FILE *f = fopen(s->blocks_file, "r");
+    char line[256];
+
+    if (!f) {
+        error_setg_errno(errp, errno, "bfpmc: cannot open %s", s->blocks_file);
+        return;
+    }
+    s->b = g_new0(Block, MAX_BLOCKS);
+    while (fgets(line, sizeof(line), f)) {
+        Block *b = &s->b[s->n];
+        char name[32];
+        uint64_t base, size;
+        unsigned counters, type;
+        if (sscanf(line, "%31s %" SCNx64 " %" SCNx64 " %u %u", name, &base, &size,
+                   &counters, &type) != 5) {
+            continue;
+        }
+        if (s->n == MAX_BLOCKS || counters > MAX_COUNTERS) {
+            error_setg(errp, "bfpmc: %s: too many blocks or counters", s->blocks_file);
+            break;
+        }
+        pstrcpy(b->name, sizeof(b->name), name);
+        b->base = base;
+        b->size = size;
+        b->counters = counters;
+        b->type = (type == T_COUNTER && strstr(name, "l3cache")) ? T_L3 : (int)type;
+        b->s = s;
+        s->n++;
+    }
+    fclose(f);
+}
+
+static void bfpmc_realize(DeviceState *dev, Error **errp)
+{
+    BfPmcState *s = BFPMC(dev);
+
+    if (the_pmc) {
+        error_setg(errp, "bfpmc: one PMC per machine");
+        return;
+    }
+    if (!s->blocks_file) {
+        error_setg(errp, "bfpmc: blocks=FILE is required");
+        return;
+    }
+    load_blocks(s, errp);
+    if (*errp) {
+        return;
+    }
+    for (int i = 0; i < s->n; i++) {
+        Block *b = &s->b[i];
+        memory_region_init_io(&b->mr, OBJECT(s), &bfpmc_ops, b, b->name, b->size);
+        memory_region_add_subregion(get_system_memory(), b->base, &b->mr);
+    }
+    the_pmc = s;
+}
+
+static const Property bfpmc_properties[] = {
+    DEFINE_PROP_STRING("blocks", BfPmcState, blocks_file),
+};
+
+static void bfpmc_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+
+    dc->realize = bfpmc_realize;
+    dc->user_creatable = true;
+    device_class_set_props(dc, bfpmc_properties);
+}
+
+static const TypeInfo bfpmc_info = {
+    .name = TYPE_BFPMC,
+    .parent = TYPE_DEVICE,
+    .instance_size = sizeof(BfPmcState),
+    .class_init = bfpmc_class_init,
+};
+
+static void bfpmc_register_types(void)
+{
+    type_register_static(&bfpmc_info);
+}
+
+type_init(bfpmc_register_types)
