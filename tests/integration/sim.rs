@@ -369,3 +369,50 @@ fn larger_pages_hold_the_whole_lists() {
         }
     }
 }
+
+/// The simulated BlueField-2 (newest kernel row) has the blocks NVIDIA's
+/// documentation lists, no more, with the counters and registers it gives
+/// (tests/inventory/bf2.txt, written from NVIDIA's pages, not from the model).
+#[test]
+fn the_simulated_bluefield_2_has_the_blocks_nvidia_lists() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inventory/bf2.txt");
+    let inventory = std::fs::read_to_string(&path).unwrap();
+    let listed: Vec<(String, Option<u64>, Option<Vec<String>>)> = inventory
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let after = |key: &str| words.iter().position(|w| *w == key).map(|i| words[i + 1]);
+            (
+                words[0].to_string(),
+                after("counters").map(|n| n.parse().unwrap()),
+                after("registers").map(|r| r.split(',').map(str::to_string).collect()),
+            )
+        })
+        .collect();
+    let out = crate::common::stdout_of(
+        crate::common::bfperf().args(["--sim", "bf2", "blocks", "--json"]),
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let modelled: Vec<&serde_json::Value> = v["blocks"].as_array().unwrap().iter().collect();
+    let names: Vec<&str> = modelled
+        .iter()
+        .map(|b| b["block"].as_str().unwrap())
+        .collect();
+    let want: Vec<&str> = listed.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(names, want, "the simulator's blocks against NVIDIA's list");
+    for ((name, counters, registers), b) in listed.iter().zip(&modelled) {
+        if let Some(n) = counters {
+            assert_eq!(b["counters"].as_u64(), Some(*n), "{name}'s counters");
+        }
+        if let Some(regs) = registers {
+            let got: Vec<&str> = b["registers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_str().unwrap())
+                .collect();
+            assert_eq!(got, *regs, "{name}'s registers");
+        }
+    }
+}
