@@ -848,13 +848,15 @@ pub fn measure<'d>(
     if plans.iter().any(|p| p.multiplexed()) {
         timing.tick = timing.tick.min(MULTIPLEX_TICK);
     }
-    if req.journal {
+    // Perf events alone touch nothing of the device (and hold no lock): no journal.
+    let journal = req.journal && !plans.is_empty();
+    if journal {
         if let Some(r) = crate::measure::journal::restore_leftover(device)? {
             warnings.push(r.describe());
         }
     }
     let saved = session::save(device, &plans)?;
-    let journal = match req.journal && req.restore {
+    let journal = match journal && req.restore {
         true => Some(crate::measure::journal::write(device, &saved)?),
         false => None,
     };

@@ -554,3 +554,53 @@ fn stat_without_events_counts_the_generations_default_set() {
         assert_rate(got, want, name);
     }
 }
+
+/// perf events alone touch nothing of the device: such a stat takes no writer lock
+/// and keeps no journal, so a stat of the device's counters can run inside it (the
+/// real-driver stage measures bfperf's own processor time that way).
+#[test]
+fn perf_events_alone_take_no_lock_and_keep_no_journal() {
+    let Some(m) = Mount::start("2", "6.16") else {
+        return;
+    };
+    let state = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin!("bfperf");
+    let out = std::process::Command::new(bin)
+        .env("BFPERF_STATE_DIR", state.path())
+        .arg("--sysfs-root")
+        .arg(m.root())
+        .args([
+            "stat",
+            "--per-process",
+            "-x,",
+            "-e",
+            "task-clock",
+            "-o",
+            "-",
+            "--",
+        ])
+        .arg(bin)
+        .arg("--sysfs-root")
+        .arg(m.root())
+        .args([
+            "stat",
+            "-e",
+            "tile0/MEMORY_READS/",
+            "-o",
+            "/dev/null",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("another program is writing"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("task-clock"));
+    let left: Vec<_> = std::fs::read_dir(state.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".journal"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -720,14 +720,15 @@ fn writer_or_client<'d>(
     Option<crate::lock::WriterLock>,
     Option<crate::measure::share::Shared<'d>>,
 )> {
-    if !req.specs.is_empty() {
-        if let Some((shared, socket)) = owner_client(global, device, &req.specs)? {
-            diag(&format!(
-                "the device is owned by the exporter listening on {}: it counts these events beside its own",
-                socket.display()
-            ));
-            return Ok((None, Some(shared)));
-        }
+    if req.specs.is_empty() {
+        return Ok((None, None));
+    }
+    if let Some((shared, socket)) = owner_client(global, device, &req.specs)? {
+        diag(&format!(
+            "the device is owned by the exporter listening on {}: it counts these events beside its own",
+            socket.display()
+        ));
+        return Ok((None, Some(shared)));
     }
     Ok((lock_device(global, device)?, None))
 }
