@@ -360,3 +360,17 @@ pub(crate) fn with_context(err: Error, more: &str) -> Error {
         },
     }
 }
+
+/// A TOML parse error as people read one: where it is (line and column of `text`),
+/// then what.
+pub(crate) fn toml_problem(text: &str, e: &toml::de::Error) -> String {
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}: {}", e.message())
+        }
+        None => e.message().to_string(),
+    }
+}

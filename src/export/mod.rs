@@ -520,7 +520,10 @@ impl<'d> Exporter<'d> {
                 Some(x) => x / m.scale * factor,
                 None => continue,
             };
-            let sample = (vec![("block", v.block.clone())], x);
+            let sample = (
+                vec![("block", v.block.clone()), ("kind", v.kind.as_str().into())],
+                x,
+            );
             match fams.iter_mut().find(|f| f.name == name) {
                 Some(f) => f.samples.push(sample),
                 None => fams.push(Fam {

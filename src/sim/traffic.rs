@@ -289,7 +289,7 @@ impl Workload {
         let text = crate::sysfs::read_config(path)?;
         let w: Workload = toml::from_str(&text).map_err(|e| crate::Error::BadConfig {
             path: path.to_path_buf(),
-            problem: e.to_string(),
+            problem: crate::error::toml_problem(&text, &e),
         })?;
         w.check().map_err(|problem| crate::Error::BadConfig {
             path: path.to_path_buf(),

@@ -259,7 +259,7 @@ fn the_exposition_passes_promtool_and_serves_only_metrics() {
     let ddr = sample(
         &text,
         "bfperf_metric_ddr_read_bandwidth_bytes_per_second",
-        &[("block", "mss0")],
+        &[("block", "mss0"), ("kind", "mss")],
     );
     let truth = bf3_gb_per_s(&["mss0"], "SKYLIB_DDN_TX_FLITS");
     assert_rate(ddr / 1e9, truth, "mss0's exported DDR read bandwidth");
@@ -2249,4 +2249,23 @@ fn a_burst_of_reads_never_stalls_a_scrape() {
         "{} readings of the device for {n} reads in {took:?}",
         distinct.len()
     );
+}
+
+/// A config that is not TOML is refused at start (and on reload, by the same
+/// reading) with where the mistake is: its line and column.
+#[test]
+fn a_config_that_is_not_toml_is_refused_with_its_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        "listen = \"127.0.0.1:1\"\nevents = [\"a\" \"b\"]\n",
+    );
+    bfperf()
+        .args(["--sim", "bf2", "exporter", "--config"])
+        .arg(&cfg)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "not an exporter config: line 2, column 15: missing comma between array elements",
+        ));
 }

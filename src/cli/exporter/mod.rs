@@ -85,7 +85,10 @@ fn read_config(path: Option<&Path>, global: &Global) -> Result<(ExportConfig, Se
     };
     let file: ConfigFile = toml::from_str(&text).map_err(|e| Error::BadConfig {
         path: path.clone(),
-        problem: format!("not an exporter config: {}", e.message()),
+        problem: format!(
+            "not an exporter config: {}",
+            crate::error::toml_problem(&text, &e)
+        ),
     })?;
     let mut g = global.clone();
     if g.pcie_link.is_none() {
