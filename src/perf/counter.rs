@@ -120,7 +120,7 @@ fn denied(e: &std::io::Error) -> bool {
 pub fn online_cpus(sysfs_root: &std::path::Path) -> Vec<usize> {
     crate::sysfs::read_attribute(&crate::sysfs::cpus_online(sysfs_root))
         .ok()
-        .and_then(|t| crate::perf::pmu::parse_cpu_list(&t))
+        .and_then(|t| crate::perf::parse_cpu_list(&t))
         .unwrap_or_else(|| {
             (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
         })
