@@ -167,6 +167,22 @@ if [ -n "$cycles" ] && { [ -n "$instructions" ] && [ -n "$ipc" ] ||
   { cat /tmp/out; ls /sys/bus/event_source/devices; dmesg | grep -i -e pmu -e perf | tail -5; } >/tmp/pmu 2>&1; mv /tmp/pmu /tmp/out
   not_ok "the Arm cores' cycles, instructions and ipc beside -M $metrics"; fi
 
+# The floor on the driver (BlueField-2 only, one boot is enough): bfperf's sampler
+# against benches/floor.c preading the same counters (files opened once), both at
+# -I 100 for 10 s, their CPU time by the kernel's task-clock.
+if [ "$gen" = bf2 ]; then
+  files=""; for t in 0 1 2 3; do files="$files $dev/tile$t/counter0 $dev/tile$t/counter1"; done
+  cpu() { awk -F, '/task-clock/ { printf "%.1f", $1; exit }' "$1"; }
+  bfperf program tile0 0 MEMORY_READS >/dev/null 2>&1
+  # shellcheck disable=SC2086
+  bfperf stat --per-process -x, -e task-clock -o /tmp/floor.csv -- floor sample 100 10 $files >/dev/null 2>&1
+  bfperf stat --per-process -x, -e task-clock -o /tmp/bfperf.csv -- \
+    bfperf stat -e 'tile/MEMORY_READS,MEMORY_WRITES/' -I 100 --duration 10s -o /dev/null >/dev/null 2>&1
+  f=$(cpu /tmp/floor.csv) b=$(cpu /tmp/bfperf.csv)
+  echo "floor on the driver: stat -I 100 for 10 s of 8 tile counters: bfperf ${b:-?} ms CPU, C floor ${f:-?} ms: $(awk -v b="$b" -v f="$f" 'BEGIN { if (f > 0) printf "%.2f", b / f; else print "?" }')x"
+  if [ -n "$b" ] && [ -n "$f" ]; then ok "the floor on the driver was measured"; else cp /tmp/floor.csv /tmp/out; not_ok "the floor on the driver was measured"; fi
+fi
+
 # Snapshot and diff, the change between them shown.
 if [ "$gen" = bf3 ]; then blk=llt0; else blk=l3cachehalf0; fi
 name=$(events "$blk" | awk '$1 > 0 { print $2; exit }')
