@@ -1683,13 +1683,10 @@ fn series(text: &str) -> Vec<String> {
 /// saying how many are, with nothing written.
 #[test]
 fn free_counters_of_an_all_at_once_block_are_lent_beside_the_exporter() {
-    let Some(m) = Mount::start("3", "6.16") else {
+    let Some((m, dir, e, port)) = default_exporter() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
     let lock = dir.path().join("lock");
-    let cfg = config(dir.path(), "events = [\"default\"]\n");
-    let (e, port) = serve(&m, dir.path(), &cfg);
     let programmed = m.config("llt0");
     let (_, text) = get(port, "/metrics", "text/plain");
     let own_series = series(&text);
@@ -2135,13 +2132,11 @@ fn idle_connections_of_a_member_never_lock_root_out() {
 /// request for the same counters is granted.
 #[test]
 fn a_refused_reload_puts_back_its_clients_counters() {
-    let Some(m) = Mount::start("3", "6.16") else {
+    let Some((m, dir, e, _port)) = default_exporter() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
     let lock = dir.path().join("lock");
-    let cfg = config(dir.path(), "events = [\"default\"]\n");
-    let (e, _port) = serve(&m, dir.path(), &cfg);
+    let cfg = dir.path().join("exporter.toml");
     let gic0 = m.config("gic0");
     let client = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
         .arg("--sysfs-root")

@@ -749,14 +749,8 @@ impl<'d> Sampler<'d> {
             Mechanism::AllAtOnce => {
                 st.window_last.iter_mut().for_each(|v| *v = 0);
                 st.enable(false)?;
-                if self.regroup(i, now) {
-                    let (p, st) = (&self.plans[i], &self.states[i]);
-                    program_group(self.device, p, st.group, st.saved_mask)?;
-                }
-                let (st, stamp) = (&mut self.states[i], &self.stamp);
-                let (opened, half) = open_window(st, stamp)?;
-                (st.open_ns, st.open_half) = (opened, half);
-                st.gap_ns = opened.saturating_sub(now);
+                let opened = self.reopen(i, now, false)?;
+                self.states[i].gap_ns = opened.saturating_sub(now);
             }
         }
         Ok(())
@@ -957,6 +951,16 @@ impl<'d> Sampler<'d> {
             st.group = (st.group + 1) % p.groups.len();
         }
         let again = p.multiplexed() || found.is_some();
+        let opened = self.reopen(i, now, again)?;
+        self.states[i].gap_ns = opened.saturating_sub(closed);
+        Ok(found)
+    }
+
+    /// Opens all-at-once block `i`'s next window (stopped now, at `now`): the
+    /// counters lent join or leave, the group is programmed where that or `again`
+    /// (another group's turn, another program's write) asks, and the window opens.
+    /// When it opened.
+    fn reopen(&mut self, i: usize, now: u64, again: bool) -> Result<u64> {
         if self.regroup(i, now) || again {
             let (p, st) = (&self.plans[i], &self.states[i]);
             program_group(self.device, p, st.group, st.saved_mask)?;
@@ -964,8 +968,7 @@ impl<'d> Sampler<'d> {
         let (st, stamp) = (&mut self.states[i], &self.stamp);
         let (opened, half) = open_window(st, stamp)?;
         (st.open_ns, st.open_half) = (opened, half);
-        st.gap_ns = opened.saturating_sub(closed);
-        Ok(found)
+        Ok(opened)
     }
 
     /// What every item has counted so far, by block.
