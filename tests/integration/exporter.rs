@@ -2264,3 +2264,54 @@ fn a_config_that_is_not_toml_is_refused_with_its_line_and_column() {
             "not an exporter config: line 2, column 15: missing comma between array elements",
         ));
 }
+
+/// The dashboard asks for its Prometheus on import (`__inputs`, which the data
+/// source variable starts on), and a panel links down to a DPU only when each of its
+/// queries keeps the `instance` label: one that sums it away would open the DPU view
+/// with none chosen.
+#[test]
+fn the_dashboard_asks_for_its_data_source_and_drills_down_only_from_per_dpu_series() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/grafana/bfperf.json");
+    let dash: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let inputs = dash["__inputs"].as_array().expect("no __inputs");
+    assert!(
+        inputs
+            .iter()
+            .any(|i| i["type"] == "datasource" && i["pluginId"] == "prometheus"),
+        "{inputs:?}"
+    );
+    let ds = dash["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["type"] == "datasource")
+        .unwrap();
+    assert_eq!(ds["current"]["value"], "${DS_PROMETHEUS}");
+    // Aggregations that keep only their `by` labels (topk and bottomk keep all).
+    let dropping = ["sum", "count", "avg", "max", "min", "quantile"];
+    let mut linked = 0;
+    for p in dash["panels"].as_array().unwrap() {
+        let links = p["fieldConfig"]["defaults"]["links"].as_array();
+        let drills = links.is_some_and(|l| {
+            l.iter()
+                .any(|l| l["url"].as_str().unwrap_or("").contains("var-instance"))
+        });
+        if !drills {
+            continue;
+        }
+        linked += 1;
+        for t in p["targets"].as_array().unwrap() {
+            let expr = t["expr"].as_str().unwrap();
+            let drops = dropping.iter().any(|a| {
+                expr.starts_with(&format!("{a}(")) || expr.starts_with(&format!("{a} by"))
+            });
+            assert!(
+                !drops,
+                "{}: {expr} drops instance but links to a DPU",
+                p["title"]
+            );
+        }
+    }
+    assert!(linked >= 4, "{linked} panels drill down");
+}
