@@ -8,7 +8,7 @@
  * version 2 or (at your option) any later version, as QEMU requires of the devices
  * built into it. See tests/real-driver/qemu/README.md.
  *
- *   -device bfpmc,blocks=FILE
+ *   -device bfpmc,blocks=FILE[,skew-ppm=N]
  *
  * FILE lists the blocks, one per line: NAME BASE SIZE COUNTERS TYPE (the driver's
  * types: 0 registers, 1 counters, 2 crspace), as the ACPI table gives them to the
@@ -33,7 +33,8 @@
  * Rates, the truth the tests count against: an event numbered E counts E * 10^7 a
  * second on any counter (0 and 0xff, the stops, count nothing); a register at byte
  * offset R counts (R / 8 + 1) * 10^6 a second. Time is the guest's (QEMU's virtual
- * clock), so rates are per guest second.
+ * clock), so rates are per guest second. skew-ppm=N makes every rate N parts per
+ * million off: the stage boots such a model once to show its checks fail.
  *
  * The SiP service (the driver's probe and its secure accesses, taken when the ACPI
  * table has sec_reg_block): SIP_SVC_UID answers NVIDIA's service UUID, SIP_SVC_VERSION
@@ -96,6 +97,9 @@ typedef struct Block {
 struct BfPmcState {
     DeviceState parent_obj;
     char *blocks_file;
+    /* Every rate off by this many parts per million: a model the suite's checks
+     * must find wrong. */
+    int32_t skew_ppm;
     Block *b;
     int n;
 };
@@ -107,9 +111,15 @@ static int64_t now_ns(void)
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
+static uint64_t skewed(uint64_t rate)
+{
+    int64_t ppm = the_pmc ? the_pmc->skew_ppm : 0;
+    return (uint64_t)(((__int128)rate * (1000000 + ppm)) / 1000000);
+}
+
 static uint64_t event_rate(uint32_t event)
 {
-    return (event == 0 || event >= 0xff) ? 0 : event * EVENT_UNIT;
+    return (event == 0 || event >= 0xff) ? 0 : skewed(event * EVENT_UNIT);
 }
 
 /* What `events` at `rate` a second amount to over `ns`, exactly. */
@@ -316,7 +326,7 @@ static bool is_ecc(Block *b)
  * 64 bits at 8-byte ones. The one at byte offset R counts (R / 8 + 1) * REG_UNIT. */
 static uint64_t reg_value(Block *b, uint32_t slot, int64_t now)
 {
-    uint64_t rate = (slot / 2 + 1) * REG_UNIT;
+    uint64_t rate = skewed((slot / 2 + 1) * REG_UNIT);
     uint64_t v = b->reg[slot] + counted(rate, now - b->reg_since[slot]);
     return is_ecc(b) ? (uint32_t)v : v;
 }
@@ -528,6 +538,7 @@ static void bfpmc_realize(DeviceState *dev, Error **errp)
 
 static const Property bfpmc_properties[] = {
     DEFINE_PROP_STRING("blocks", BfPmcState, blocks_file),
+    DEFINE_PROP_INT32("skew-ppm", BfPmcState, skew_ppm, 0),
 };
 
 static void bfpmc_class_init(ObjectClass *klass, void *data)
