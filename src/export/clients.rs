@@ -38,9 +38,6 @@ pub(crate) struct Client<'d> {
     uid: Option<u32>,
     /// Per block of the request, per item.
     from: Vec<Vec<Origin>>,
-    /// The counters lent to it (or shared with another client they were lent
-    /// to): (plan, item) of the exporter's sampler.
-    lent: Vec<(usize, usize)>,
     sampler: Option<Sampler<'d>>,
     saved: Vec<Saved>,
     /// Its last answer to a read: the time of its values and the values.
@@ -105,16 +102,13 @@ impl<'d> Exporter<'d> {
             |b| no_counter_free(b, &taken, 0),
         )?;
         let (sampler, saved) = self.start_own(plans, now)?;
-        let lent = match self.lend(&mut rows) {
-            Ok(lent) => lent,
-            Err(e) => {
-                drop(sampler);
-                return Err(match session::restore(self.device, &saved) {
-                    Ok(()) => e,
-                    Err(r) => crate::error::with_context(e, &r.to_string()),
-                });
-            }
-        };
+        if let Err(e) = self.lend(&mut rows) {
+            drop(sampler);
+            return Err(match session::restore(self.device, &saved) {
+                Ok(()) => e,
+                Err(r) => crate::error::with_context(e, &r.to_string()),
+            });
+        }
         // Brings the exporter's accumulators to now, a window boundary where the
         // counters lent join: a shared item counts from here.
         self.sampler.tick(now)?;
@@ -139,7 +133,6 @@ impl<'d> Exporter<'d> {
             id,
             uid,
             from,
-            lent,
             sampler,
             saved,
             last_read: None,
@@ -185,9 +178,9 @@ impl<'d> Exporter<'d> {
 
     /// Lends the counters `rows` place items on (their prior events recorded in the
     /// journal first), each item then counted by the exporter's sampler from the
-    /// block's next window: the places become the sampler's items, and the (plan,
-    /// item) pairs the client uses, lent or shared, are returned.
-    fn lend(&mut self, rows: &mut [Vec<Place>]) -> Result<Vec<(usize, usize)>> {
+    /// block's next window: the places become the sampler's items, and every lent
+    /// item the client uses (lent now or shared) counts it among its users.
+    fn lend(&mut self, rows: &mut [Vec<Place>]) -> Result<()> {
         let mut lends = Vec::new();
         for place in rows.iter_mut().flatten() {
             if let Place::Lend(pi, item, counter) = place {
@@ -224,17 +217,14 @@ impl<'d> Exporter<'d> {
                 }
             }
         }
-        // Every item the exporter's sampler counts for this client above its own.
-        let mut uses = Vec::new();
         for place in rows.iter().flatten() {
             if let Place::Owner(p, i) = *place {
                 if let Some(l) = self.lent.iter_mut().find(|l| (l.plan, l.item) == (p, i)) {
                     l.users += 1;
-                    uses.push((p, i));
                 }
             }
         }
-        Ok(uses)
+        Ok(())
     }
 
     /// Whether user `uid` may have a measurement of `specs`, checked before the work
@@ -331,10 +321,11 @@ impl<'d> Exporter<'d> {
         let mut taken: HashMap<String, Vec<u32>> = HashMap::new();
         for (pi, p) in self.sampler.plans.iter().enumerate() {
             let used = taken.entry(p.block.name.clone()).or_default();
-            match self.lender(p.block) {
-                Some(_) => used.extend(self.sampler.counters_in_use(pi)),
-                None if p.block.mechanism == Mechanism::AllAtOnce => used.extend(&p.block.counters),
-                None => used.extend(self.sampler.counters_in_use(pi)),
+            // Taking turns all at once, its events leave no counter to lend.
+            if p.block.mechanism == Mechanism::AllAtOnce && p.multiplexed() {
+                used.extend(&p.block.counters);
+            } else {
+                used.extend(self.sampler.counters_in_use(pi));
             }
         }
         let clients = self.clients.iter().filter_map(|c| c.sampler.as_ref());
@@ -450,8 +441,18 @@ impl<'d> Exporter<'d> {
         let c = self.clients.remove(at);
         drop(c.sampler);
         let restored = session::restore(self.device, &c.saved);
+        // The items of the exporter's sampler beyond its own are lent ones.
+        let lent: Vec<(usize, usize)> = c
+            .from
+            .iter()
+            .flatten()
+            .filter_map(|o| match *o {
+                Origin::Owner(p, i, _) if i >= self.own[p].items.len() => Some((p, i)),
+                _ => None,
+            })
+            .collect();
         let mut returned = false;
-        for (pi, item) in c.lent {
+        for (pi, item) in lent {
             let Some(l) = self
                 .lent
                 .iter_mut()
