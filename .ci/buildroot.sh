@@ -93,6 +93,13 @@ ensure_root() {
   fi
 }
 
+# in_root_at DIR AT COMMAND: a shell command in the root with /proc and the host's
+# DIR mounted at AT (made in the root if need be), in a mount namespace of its own.
+in_root_at() {
+  mkdir -p "$root$2"
+  unshare -m --propagation private sh -c "mount -t proc proc '$root/proc'; mount --bind '$1' '$root$2' && chroot '$root' sh -c '$3'"
+}
+
 # in_root TARGET_DIR COMMAND...: runs a shell command in the root, with the clone and
 # TARGET_DIR at the same paths as outside, so the paths compiled into the tests
 # (the package root, the bfperf binary) hold on the host too.

@@ -6,7 +6,7 @@
 # hook or the configuration extracts and configures it anew, a change to the model
 # only recompiles the model. Sets $qemu_model to the binary.
 #
-# Needs, from the sourcing script: say, fail, $root, $cache, $mirror, and
+# Needs, from the sourcing scripts: say, fail, in_root_at, $root, $cache, $mirror, and
 # $qemu_build_packages installed in the root.
 qemu_configure="--target-list=aarch64-softmmu --without-default-features --without-default-devices
   --with-devices-aarch64=minimal --disable-docs --disable-werror --disable-download
@@ -15,10 +15,7 @@ qemu_build_packages="dpkg-dev build-essential meson ninja-build python3-venv pkg
   libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev flex bison"
 
 # in_root_qm COMMAND: a shell command in the build root, with $cache/qemu-model at /qm.
-in_root_qm() {
-  mkdir -p "$root/qm"
-  unshare -m --propagation private sh -c "mount -t proc proc '$root/proc'; mount --bind '$cache/qemu-model' '$root/qm' && chroot '$root' sh -c '$1'"
-}
+in_root_qm() { in_root_at "$cache/qemu-model" /qm "$1"; }
 
 ensure_qemu_model() {
   local qm=$cache/qemu-model model=tests/real-driver/qemu
