@@ -6,6 +6,7 @@
 //! metrics in base units and writes PromQL recording rules.
 
 mod clients;
+mod text;
 pub(crate) mod prom;
 
 use std::collections::HashMap;
@@ -22,6 +23,7 @@ use crate::measure::session::{self, Saved};
 use crate::measure::{counts, metric_values, prepare, Count, StatRequest};
 use crate::metrics::{self, MetricSet, MetricValue};
 use crate::spec::Item;
+pub use text::TextFormat;
 
 /// What the exporter counts: `stat -e` specs and `stat -M` metric names.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -333,9 +335,15 @@ impl<'d> Exporter<'d> {
     /// The exposition in `format`, written directly: families sorted by name,
     /// series by their labels (blocks in natural order), the same every scrape.
     pub fn exposition(&self, up: bool, scrape_s: f64, format: TextFormat) -> String {
-        let mut fams: Vec<Fam> = Vec::with_capacity(16);
+        text::render(self.families(up, scrape_s), format)
+    }
+
+    /// Every family of the exposition and its samples, as a scrape sees them (and
+    /// remote write sends them): `up` and the last sweep's seconds with the rest.
+    pub fn families(&self, up: bool, scrape_s: f64) -> Vec<Family> {
+        let mut fams: Vec<Family> = Vec::with_capacity(16);
         let location = self.device.location();
-        let one = |name: &'static str, help: &'static str, counter, labels: Labels, v: f64| Fam {
+        let one = |name: &'static str, help: &'static str, counter, labels: Labels, v: f64| Family {
             name: name.into(),
             help: help.into(),
             counter,
@@ -385,37 +393,16 @@ impl<'d> Exporter<'d> {
         if self.gauges {
             self.metric_families(&mut fams);
         }
-        fams.retain(|f| !f.samples.is_empty());
-        fams.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut t = Text::new(format);
-        for mut f in fams {
-            f.samples.sort_by_cached_key(|(labels, _)| {
-                labels
-                    .iter()
-                    .map(|(_, v)| crate::device::natural_key(v))
-                    .collect::<Vec<_>>()
-            });
-            if f.counter {
-                t.counter(&f.name, &f.help);
-            } else {
-                t.gauge(&f.name, &f.help);
-            }
-            let suffix = if f.counter { "_total" } else { "" };
-            for (labels, v) in &f.samples {
-                let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                t.sample(&f.name, suffix, &l, *v);
-            }
-        }
-        t.finish()
+        fams
     }
 
     /// The raw series: events, cycles, registers by unit and role, PLL frequencies.
-    fn raw_families(&self, fams: &mut Vec<Fam>) {
+    fn raw_families(&self, fams: &mut Vec<Family>) {
         let totals = self.own_totals();
         let plans = &self.own;
         let first = fams.len();
         for (name, help, counter) in RAW_FAMILIES {
-            fams.push(Fam {
+            fams.push(Family {
                 name: (*name).into(),
                 help: (*help).into(),
                 counter: *counter,
@@ -492,14 +479,14 @@ impl<'d> Exporter<'d> {
     }
 
     /// The parameters metric formulas use (the PCIe link's capacity).
-    fn parameter_family(&self, fams: &mut Vec<Fam>) {
+    fn parameter_family(&self, fams: &mut Vec<Family>) {
         let mut samples: Vec<(Labels, f64)> = self
             .params
             .iter()
             .map(|(k, v)| (vec![("name", k.clone())], *v))
             .collect();
         samples.sort_by(|a, b| a.0.cmp(&b.0));
-        fams.push(Fam {
+        fams.push(Family {
             name: "parameter".into(),
             help: "A value given in the config that metric formulas use (pcie_link_bytes_per_s: the PCIe link's bytes per second)".into(),
             counter: false,
@@ -509,7 +496,7 @@ impl<'d> Exporter<'d> {
 
     /// Metric gauges (only with `metric_gauges`): per block, in base units, over
     /// the time since the previous scrape.
-    fn metric_families(&self, fams: &mut Vec<Fam>) {
+    fn metric_families(&self, fams: &mut Vec<Family>) {
         for v in self.values.iter().filter(|v| !v.of_kind) {
             let Some(m) = self.set.get(&v.metric) else {
                 continue;
@@ -526,7 +513,7 @@ impl<'d> Exporter<'d> {
             );
             match fams.iter_mut().find(|f| f.name == name) {
                 Some(f) => f.samples.push(sample),
-                None => fams.push(Fam {
+                None => fams.push(Family {
                     name,
                     help: format!("{} (since the previous scrape)", v.description),
                     counter: false,
@@ -570,21 +557,6 @@ impl<'d> Exporter<'d> {
     }
 }
 
-/// HELP text as the exposition formats require: backslashes and newlines escaped,
-/// other control characters left out (the encoder writes HELP as it is given).
-fn help_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn counter_of(p: &BlockPlan, item: usize) -> String {
     match p.counter_of(item) {
         Some(c) => c.to_string(),
@@ -611,24 +583,21 @@ pub(crate) fn event_list_format(device: &Device) -> &'static str {
     "none"
 }
 
-/// The two exposition formats Prometheus reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TextFormat {
-    /// OpenMetrics 1.0: counters' TYPE names the family, `# EOF` ends it.
-    OpenMetrics,
-    /// Prometheus' text format 0.0.4: counters' TYPE names the `_total` series.
-    Text004,
-}
-
 /// A series' labels, in order.
-type Labels = Vec<(&'static str, String)>;
+pub type Labels = Vec<(&'static str, String)>;
 
-/// A family of the exposition and its samples.
-struct Fam {
-    name: String,
-    help: String,
-    counter: bool,
-    samples: Vec<(Labels, f64)>,
+/// A family of the exposition and its samples: `name` without the `bfperf_`
+/// prefix and a counter's `_total`, which the encoders add.
+#[derive(Debug, Clone)]
+pub struct Family {
+    /// The name without prefix or suffix (`events`, `up`).
+    pub name: String,
+    /// Its HELP.
+    pub help: String,
+    /// A counter (its series end in `_total`), or a gauge.
+    pub counter: bool,
+    /// Each series' labels and value.
+    pub samples: Vec<(Labels, f64)>,
 }
 
 /// The families of raw values, in the order of [`RAW_FAMILIES`].
@@ -683,76 +652,3 @@ const RAW_FAMILIES: &[(&str, &str, bool)] = &[
         false,
     ),
 ];
-
-/// An exposition being written: families and samples, names prefixed `bfperf_`,
-/// label values and HELP escaped as the formats require.
-struct Text {
-    out: String,
-    format: TextFormat,
-}
-
-impl Text {
-    fn new(format: TextFormat) -> Text {
-        Text {
-            out: String::with_capacity(16 * 1024),
-            format,
-        }
-    }
-
-    fn head(&mut self, name: &str, help: &str, kind: &str, suffix: &str) {
-        use std::fmt::Write;
-        let _ = write!(
-            self.out,
-            "# HELP bfperf_{name}{suffix} {}\n# TYPE bfperf_{name}{suffix} {kind}\n",
-            help_text(help)
-        );
-    }
-
-    fn gauge(&mut self, name: &str, help: &str) {
-        self.head(name, help, "gauge", "");
-    }
-
-    fn counter(&mut self, name: &str, help: &str) {
-        let suffix = match self.format {
-            TextFormat::OpenMetrics => "",
-            TextFormat::Text004 => "_total",
-        };
-        self.head(name, help, "counter", suffix);
-    }
-
-    fn sample(&mut self, name: &str, suffix: &str, labels: &[(&str, &str)], value: f64) {
-        use std::fmt::Write;
-        let _ = write!(self.out, "bfperf_{name}{suffix}");
-        if !labels.is_empty() {
-            self.out.push('{');
-            for (i, (k, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(',');
-                }
-                let _ = write!(self.out, "{k}=\"");
-                for c in v.chars() {
-                    match c {
-                        '\\' => self.out.push_str("\\\\"),
-                        '"' => self.out.push_str("\\\""),
-                        '\n' => self.out.push_str("\\n"),
-                        c => self.out.push(c),
-                    }
-                }
-                self.out.push('"');
-            }
-            self.out.push('}');
-        }
-        if value.fract() == 0.0 && value.abs() < 9e15 {
-            let _ = writeln!(self.out, " {}", value as i64);
-        } else {
-            let _ = writeln!(self.out, " {value}");
-        }
-    }
-
-    fn finish(mut self) -> String {
-        if self.format == TextFormat::OpenMetrics {
-            self.out.push_str("# EOF\n");
-        }
-        self.out
-    }
-}
