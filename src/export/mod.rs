@@ -6,8 +6,8 @@
 //! metrics in base units and writes PromQL recording rules.
 
 mod clients;
-mod text;
 pub(crate) mod prom;
+mod text;
 
 use std::collections::HashMap;
 
@@ -23,7 +23,7 @@ use crate::measure::session::{self, Saved};
 use crate::measure::{counts, metric_values, prepare, Count, StatRequest};
 use crate::metrics::{self, MetricSet, MetricValue};
 use crate::spec::Item;
-pub use text::TextFormat;
+pub use text::{render, TextFormat};
 
 /// What the exporter counts: `stat -e` specs and `stat -M` metric names.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -343,12 +343,13 @@ impl<'d> Exporter<'d> {
     pub fn families(&self, up: bool, scrape_s: f64) -> Vec<Family> {
         let mut fams: Vec<Family> = Vec::with_capacity(16);
         let location = self.device.location();
-        let one = |name: &'static str, help: &'static str, counter, labels: Labels, v: f64| Family {
-            name: name.into(),
-            help: help.into(),
-            counter,
-            samples: vec![(labels, v)],
-        };
+        let one =
+            |name: &'static str, help: &'static str, counter, labels: Labels, v: f64| Family {
+                name: name.into(),
+                help: help.into(),
+                counter,
+                samples: vec![(labels, v)],
+            };
         fams.push(one(
             "up",
             "1 when the last sweep read every value",

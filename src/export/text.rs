@@ -14,7 +14,7 @@ pub enum TextFormat {
 
 /// The exposition of `fams` in `format`: families sorted by name, series by their
 /// labels (blocks in natural order), the same every scrape; empty families left out.
-pub(crate) fn render(mut fams: Vec<Family>, format: TextFormat) -> String {
+pub fn render(mut fams: Vec<Family>, format: TextFormat) -> String {
     fams.retain(|f| !f.samples.is_empty());
     fams.sort_by(|a, b| a.name.cmp(&b.name));
     let mut t = Text::new(format);

@@ -19,7 +19,7 @@ use predicates::prelude::*;
 
 /// promtool and prometheus, or None (after saying why) where they are missing; with
 /// BFPERF_REQUIRE_PROMETHEUS set (CI), missing is a failure.
-fn prometheus_tools() -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn prometheus_tools() -> Option<(PathBuf, PathBuf)> {
     let find = |name: &str| {
         ["/usr/bin", "/usr/local/bin", "/bin"]
             .iter()
@@ -114,7 +114,7 @@ fn wait_serving(e: &mut Running, port: u16) -> Result<(), String> {
     Err(format!("nothing listens on {port} after a minute"))
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -165,7 +165,7 @@ fn prompt() -> Duration {
     }
 }
 
-fn wait_port(port: u16) {
+pub(crate) fn wait_port(port: u16) {
     for _ in 0..1200 {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return;
@@ -302,7 +302,7 @@ fn the_exposition_passes_promtool_and_serves_only_metrics() {
     assert!(get(port, "/other", "*/*").0.contains("404"));
 }
 
-fn prometheus_query(port: u16, query: &str) -> Option<f64> {
+pub(crate) fn prometheus_query(port: u16, query: &str) -> Option<f64> {
     let q: String = query
         .bytes()
         .map(|b| match b {

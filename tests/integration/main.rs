@@ -47,6 +47,7 @@ mod perf;
 mod plot;
 mod program;
 mod readme;
+mod remote_write;
 mod security;
 mod sim;
 mod snapshot;

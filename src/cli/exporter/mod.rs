@@ -5,6 +5,7 @@
 
 mod clients;
 mod http;
+mod remote_write;
 mod web;
 
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ use crate::cli::setup::{load_metrics, lock_device, lock_path, metric_params, ope
 use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::export::{self, ExportConfig, Exporter, TextFormat};
+use crate::export::{self, ExportConfig, Exporter, Family, TextFormat};
 
 /// The default config file; its absence means the default set.
 pub(super) const DEFAULT_CONFIG: &str = "/etc/bfperf/exporter.toml";
@@ -55,6 +56,8 @@ struct ConfigFile {
     /// A group whose members may ask the exporter to count (`--socket-group`
     /// overrides it); otherwise only its user.
     socket_group: Option<String>,
+    /// Push the series to a Prometheus remote-write receiver too.
+    remote_write: Option<remote_write::RemoteWriteFile>,
 }
 
 /// Where and how the config file says to serve; the command line's flags win.
@@ -63,6 +66,8 @@ struct Serving {
     listen: Option<String>,
     web_config: Option<PathBuf>,
     socket_group: Option<String>,
+    /// `[remote_write]`, its file names relative to the config's directory.
+    remote_write: Option<remote_write::RemoteWriteFile>,
 }
 
 fn read_config(path: Option<&Path>, global: &Global) -> Result<(ExportConfig, Serving)> {
@@ -99,6 +104,7 @@ fn read_config(path: Option<&Path>, global: &Global) -> Result<(ExportConfig, Se
         listen: file.listen,
         web_config: file.web_config_file.map(|w| dir.join(w)),
         socket_group: file.socket_group,
+        remote_write: file.remote_write.map(|r| r.relative_to(dir)),
     };
     let config = ExportConfig {
         events: file.events,
@@ -135,7 +141,7 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
     let (device, global) = (r.device, r.global);
     let checked = read_config(r.args.config.as_deref(), global).and_then(|(c, serving)| {
         if serving != r.serving {
-            diag("listen, web_config_file and socket_group take effect when the exporter restarts; the rest of the configuration is reloaded");
+            diag("listen, web_config_file, socket_group and remote_write take effect when the exporter restarts; the rest of the configuration is reloaded");
         }
         let set = load_metrics(global, &[device.generation()])?;
         for s in export::check(device, &c, &set)?.skipped {
@@ -221,6 +227,11 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         Some(path) => web::Web::load(path)?,
         None => web::Web::open(),
     };
+    let config_path = args.config.clone().unwrap_or_else(|| DEFAULT_CONFIG.into());
+    let push = match &serving.remote_write {
+        Some(rw) => Some(remote_write::RemoteWrite::check(rw, &config_path)?),
+        None => None,
+    };
     let _lock = lock_device(global, &device)?;
     // Clients (stat) count beside the exporter through a socket by the lock.
     let clients = match lock_path(global, &device)? {
@@ -241,6 +252,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         config: (config, set),
         serving,
         clients,
+        pusher: push.map(remote_write::Pusher::start),
         last_sweep: Instant::now(),
         last_probe: Instant::now(),
     };
@@ -249,6 +261,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         None => http_loop(&mut running, &sig, web),
     };
     drop(running.clients.take());
+    drop(running.pusher.take());
     let restored = match running.exporter.take() {
         Some(e) => e.stop(),
         None => Ok(()),
@@ -257,8 +270,17 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     result.and(restored)
 }
 
-/// One scrape: a sweep, then the exposition in each of `formats`.
-fn exposition<const N: usize>(e: &mut Exporter, formats: [TextFormat; N]) -> [String; N] {
+/// One scrape: a sweep, then the exposition in each of `formats`, the remote
+/// writer's own series among the rest.
+fn exposition<const N: usize>(r: &mut Running, formats: [TextFormat; N]) -> [String; N] {
+    let fams = swept_families(r);
+    formats.map(|f| export::render(fams.clone(), f))
+}
+
+/// A sweep, then every family a scrape sees.
+fn swept_families(r: &mut Running) -> Vec<Family> {
+    let extra = r.pusher.as_ref().map(|p| p.families()).unwrap_or_default();
+    let e = r.exporter();
     let start = Instant::now();
     let up = match e.scrape(monotonic_ns()) {
         Ok(()) => true,
@@ -269,7 +291,9 @@ fn exposition<const N: usize>(e: &mut Exporter, formats: [TextFormat; N]) -> [St
     };
     log_events(e);
     let took = start.elapsed().as_secs_f64();
-    formats.map(|f| e.exposition(up, took, f))
+    let mut fams = e.families(up, took);
+    fams.extend(extra);
+    fams
 }
 
 /// The running exporter and what a reload needs.
@@ -283,6 +307,8 @@ struct Running<'d, 'a> {
     /// Where the config file said to serve when the exporter started.
     serving: Serving,
     clients: Option<clients::Clients>,
+    /// Remote write, when the config asks for it.
+    pusher: Option<remote_write::Pusher>,
     last_sweep: Instant,
     last_probe: Instant,
 }
@@ -309,6 +335,14 @@ impl<'d> Running<'d, '_> {
         }
         if let (Some(c), Some(e)) = (&mut self.clients, &mut self.exporter) {
             c.poll(e);
+        }
+        if self.pusher.as_ref().is_some_and(|p| p.due()) {
+            let fams = swept_families(self);
+            if let Some(p) = &mut self.pusher {
+                p.push(&fams);
+            }
+            self.last_sweep = Instant::now();
+            self.last_probe = self.last_sweep;
         }
         if self.last_sweep.elapsed() >= SWEEP {
             let e = self.exporter();
@@ -388,7 +422,7 @@ fn http_loop(r: &mut Running, sig: &Signals, web: web::Web) -> Result<()> {
         let exposition = match fresh {
             Some(e) => e,
             None => {
-                let e = Arc::new(both_formats(r.exporter()));
+                let e = Arc::new(both_formats(r));
                 r.last_sweep = Instant::now();
                 last = Some(e.clone());
                 e
@@ -402,8 +436,8 @@ fn http_loop(r: &mut Running, sig: &Signals, web: web::Web) -> Result<()> {
 }
 
 /// One sweep's exposition, in OpenMetrics and in text 0.0.4.
-fn both_formats(e: &mut Exporter) -> http::Exposition {
-    let [openmetrics, text_004] = exposition(e, [TextFormat::OpenMetrics, TextFormat::Text004]);
+fn both_formats(r: &mut Running) -> http::Exposition {
+    let [openmetrics, text_004] = exposition(r, [TextFormat::OpenMetrics, TextFormat::Text004]);
     http::Exposition {
         openmetrics: openmetrics.into(),
         text_004: text_004.into(),
@@ -434,7 +468,7 @@ fn textfile_loop(r: &mut Running, path: &Path, sig: &Signals) -> Result<()> {
             return Ok(());
         }
         if Instant::now() >= next_write {
-            let [text] = exposition(r.exporter(), [TextFormat::Text004]);
+            let [text] = exposition(r, [TextFormat::Text004]);
             // Atomically: a temporary file in the same directory, fsync, rename.
             crate::outfile::replace(path, &mut |w| w.write_all(text.as_bytes()))?;
             r.last_sweep = Instant::now();

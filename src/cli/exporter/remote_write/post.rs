@@ -1,0 +1,121 @@
+//! One remote-write request: a connection (TLS when the URL says https, trusting
+//! the configured CA or the system's), a POST with the protocol's headers, the
+//! status. Every step has a deadline; the answer's body is read only in part, for
+//! the message of a refusal.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HOST, USER_AGENT};
+use hyper::{Request, Uri};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+/// The longest a request may take, connection and answer included.
+pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most of a refusal's body kept for the log.
+const MAX_ANSWER: usize = 512;
+
+/// Where and how to send.
+pub(super) struct Target {
+    pub uri: Uri,
+    pub host: String,
+    pub port: u16,
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// The Authorization header's value, when the config gives credentials.
+    pub authorization: Option<HeaderValue>,
+}
+
+/// What came of one request.
+#[derive(Debug)]
+pub(super) enum Outcome {
+    /// 2xx: the receiver has the samples.
+    Accepted,
+    /// 5xx, 429, or no answer: the same samples are tried again later.
+    Retry(String),
+    /// Another 4xx: the receiver refuses them; trying again would not help.
+    Refused(String),
+}
+
+/// Sends `body` (a snappy-compressed WriteRequest) to `target`.
+pub(super) async fn send(target: &Target, body: Vec<u8>) -> Outcome {
+    match tokio::time::timeout(REQUEST_TIMEOUT, attempt(target, body)).await {
+        Ok(Ok((status, text))) => match status {
+            200..=299 => Outcome::Accepted,
+            429 | 500..=599 => Outcome::Retry(format!("HTTP {status} {text}")),
+            _ => Outcome::Refused(format!("HTTP {status} {text}")),
+        },
+        Ok(Err(e)) => Outcome::Retry(e),
+        Err(_) => Outcome::Retry(format!("no answer within {} s", REQUEST_TIMEOUT.as_secs())),
+    }
+}
+
+async fn attempt(target: &Target, body: Vec<u8>) -> Result<(u16, String), String> {
+    let tcp = TcpStream::connect((target.host.as_str(), target.port))
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let _ = tcp.set_nodelay(true);
+    match &target.tls {
+        None => exchange(target, TokioIo::new(tcp), body).await,
+        Some(config) => {
+            let name = rustls_pki_types::ServerName::try_from(target.host.clone())
+                .map_err(|e| format!("{}: {e}", target.host))?;
+            let tls = tokio_rustls::TlsConnector::from(config.clone())
+                .connect(name, tcp)
+                .await
+                .map_err(|e| format!("TLS: {e}"))?;
+            exchange(target, TokioIo::new(tls), body).await
+        }
+    }
+}
+
+async fn exchange<IO>(target: &Target, io: IO, body: Vec<u8>) -> Result<(u16, String), String>
+where
+    IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| format!("HTTP: {e}"))?;
+    tokio::spawn(conn);
+    let authority = target
+        .uri
+        .authority()
+        .map_or(target.host.clone(), |a| a.to_string());
+    let path = target
+        .uri
+        .path_and_query()
+        .map_or("/".to_string(), |p| p.to_string());
+    let mut req = Request::post(path)
+        .header(HOST, authority)
+        .header(CONTENT_ENCODING, "snappy")
+        .header(CONTENT_TYPE, "application/x-protobuf")
+        .header(USER_AGENT, concat!("bfperf/", env!("CARGO_PKG_VERSION")))
+        .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|e| format!("request: {e}"))?;
+    if let Some(a) = &target.authorization {
+        req.headers_mut().insert(AUTHORIZATION, a.clone());
+    }
+    let resp = sender
+        .send_request(req)
+        .await
+        .map_err(|e| format!("HTTP: {e}"))?;
+    let status = resp.status().as_u16();
+    let mut text = Vec::new();
+    let mut body = resp.into_body();
+    while text.len() < MAX_ANSWER {
+        match body.frame().await {
+            Some(Ok(f)) => {
+                if let Some(d) = f.data_ref() {
+                    text.extend_from_slice(d);
+                }
+            }
+            _ => break,
+        }
+    }
+    text.truncate(MAX_ANSWER);
+    let text = String::from_utf8_lossy(&text);
+    Ok((status, crate::lock::one_line(text.trim())))
+}

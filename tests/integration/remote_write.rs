@@ -1,0 +1,318 @@
+//! Remote write against a real Prometheus (its remote-write receiver): the pushed
+//! counters give the simulator's rates; a receiver down for 30 s loses nothing a
+//! large queue holds, and a small queue loses exactly what it counts as dropped.
+
+use std::path::Path;
+use std::process::{Command as Process, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::exporter::{
+    config, free_port, get, prometheus_query, prometheus_tools, wait_port, Running,
+};
+
+/// Prometheus with its remote-write receiver, its data in `dir`, on `port`.
+fn receiver(prometheus: &Path, dir: &Path, port: u16) -> Running {
+    let cfg = dir.join("prometheus.yml");
+    std::fs::write(&cfg, "global:\n  scrape_interval: 15s\n").unwrap();
+    let p = Running(
+        Process::new(prometheus)
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--web.enable-remote-write-receiver")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(port);
+    p
+}
+
+/// An exporter of the simulated BlueField-3 pushing every second to `port`.
+fn pusher(dir: &Path, name: &str, port: u16, queue: usize) -> Running {
+    let sub = dir.join(name);
+    std::fs::create_dir_all(&sub).unwrap();
+    let cfg = config(
+        &sub,
+        &format!(
+            "events = [\"default\"]\n[remote_write]\nurl = \"http://127.0.0.1:{port}/api/v1/write\"\n\
+             interval = \"1s\"\nqueue_samples = {queue}\nlabels = {{ instance = \"{name}\" }}\n"
+        ),
+    );
+    Running(
+        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .args(["--sim", "bf3", "--lock-file"])
+            .arg(sub.join("lock"))
+            .arg("exporter")
+            .arg("--config")
+            .arg(&cfg)
+            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// The raw samples' times (seconds) of `series` over the last `range`.
+fn times(port: u16, series: &str, range: &str) -> Vec<f64> {
+    let q: String = format!("{series}[{range}]")
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let (_, body) = get(port, &format!("/api/v1/query?query={q}"), "*/*");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    v["data"]["result"][0]["values"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|p| p[0].as_f64()).collect())
+        .unwrap_or_default()
+}
+
+fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while !ok() {
+        assert!(Instant::now() < end, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn remote_write_gives_the_simulators_rates_and_a_receiver_outage_loses_only_what_it_counts() {
+    let Some((_, prometheus)) = prometheus_tools() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut prom = Some(receiver(&prometheus, dir.path(), port));
+    // Two DPUs: one queue holds the whole outage, one holds ten pushes (94 series
+    // each) of it.
+    let _big = pusher(dir.path(), "big", port, 100_000);
+    let _small = pusher(dir.path(), "small", port, 1_000);
+    let q = |s: &str| prometheus_query(port, s);
+    wait_until("ten pushes of each", Duration::from_secs(90), || {
+        q("min(count_over_time(bfperf_up[10s]))").is_some_and(|n| n >= 10.0)
+    });
+    // The receiver's rate() of DDR and LLC counters against the simulator's truth.
+    for (block, event) in [
+        ("mss0", "SKYLIB_DDN_TX_FLITS"),
+        ("mss0", "SKYLIB_DDN_RX_FLITS"),
+        ("llt0", "GDC_BANK0_RD_REQ"),
+        ("llt_miss0", "GDC_MISS_MACHINE_RD_REQ"),
+    ] {
+        let query = format!(
+            "rate(bfperf_events_total{{instance=\"big\",block=\"{block}\",event=\"{event}\"}}[8s])"
+        );
+        let got = q(&query).unwrap_or_else(|| panic!("no value for {query}"));
+        let want = bf3_event_rate(block, event);
+        assert!(
+            ((got - want) / want).abs() <= 0.02,
+            "{query}: {got}, the simulator counts {want}"
+        );
+    }
+    // The receiver down for 30 s, then back on the same data.
+    drop(prom.take());
+    let down = Instant::now();
+    std::thread::sleep(Duration::from_secs(30));
+    prom = Some(receiver(&prometheus, dir.path(), port));
+    let outage = down.elapsed().as_secs_f64();
+    // Both queues delivered what they held.
+    wait_until("the queues drained", Duration::from_secs(120), || {
+        q("max(bfperf_remote_write_queue_samples) < 200").is_some()
+            && q("max(time() - timestamp(bfperf_up)) < 3").is_some()
+    });
+    // The large queue: every push of the outage arrived, nothing dropped.
+    let big = times(port, "bfperf_up{instance=\"big\"}", "90s");
+    let gap = big.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+    assert!(
+        gap < 2.0,
+        "a gap of {gap} s in the large queue's pushes: {big:?}"
+    );
+    assert_eq!(
+        q("sum(bfperf_remote_write_dropped_samples_total{instance=\"big\"})"),
+        Some(0.0)
+    );
+    // The small queue: a gap, and what it dropped is exactly what is missing.
+    let small = times(port, "bfperf_up{instance=\"small\"}", "90s");
+    let (i, gap) = small
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| (i, w[1] - w[0]))
+        .fold((0, 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    assert!(
+        gap > 10.0 && gap < outage,
+        "the small queue's gap: {gap} s of a {outage} s outage"
+    );
+    let missing_pushes = (gap - 1.0).round();
+    let dropped =
+        q("bfperf_remote_write_dropped_samples_total{instance=\"small\",reason=\"queue_full\"}")
+            .expect("the small queue's dropped samples");
+    let per_push = q("count({instance=\"small\"} offset 1s)").unwrap().max(1.0);
+    assert_eq!(
+        dropped,
+        missing_pushes * per_push,
+        "dropped {dropped} samples; {missing_pushes} pushes of {per_push} are missing (at {i})"
+    );
+    // What the small queue kept (its last ten pushes before the receiver came back)
+    // arrived after the gap.
+    let kept = small[i + 1..]
+        .iter()
+        .filter(|t| **t < small[i] + outage + 1.0)
+        .count();
+    assert!(
+        kept >= 9,
+        "only {kept} pushes of the small queue's held ones arrived"
+    );
+    drop(prom);
+}
+
+#[test]
+fn a_bad_remote_write_section_is_refused_before_the_device_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    for (body, says) in [
+        ("url = \"ftp://x/\"", "is not http:// or https://"),
+        (
+            "url = \"http://127.0.0.1:9/w\"\ninterval = \"10ms\"",
+            "interval must be 1s or more",
+        ),
+        (
+            "url = \"http://127.0.0.1:9/w\"\nbearer_token_file = \"/nonexistent\"",
+            "bearer_token_file",
+        ),
+        (
+            "url = \"http://127.0.0.1:9/w\"\nlabels = { __x = \"1\" }",
+            "is not a label name",
+        ),
+        (
+            "url = \"http://127.0.0.1:9/w\"\nqueue_samples = 5",
+            "queue_samples 5",
+        ),
+    ] {
+        let cfg = config(
+            dir.path(),
+            &format!("events = [\"default\"]\n[remote_write]\n{body}\n"),
+        );
+        bfperf()
+            .args(["--sim", "bf3", "exporter", "--config"])
+            .arg(&cfg)
+            .args(["--listen", "127.0.0.1:0"])
+            .timeout(Duration::from_secs(10))
+            .assert()
+            .code(1)
+            .stderr(predicates::str::contains(says));
+    }
+}
+
+#[test]
+fn remote_write_over_tls_with_basic_auth_and_a_refusal_counted() {
+    let Some((_, prometheus)) = prometheus_tools() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    std::fs::write(d.join("server.crt"), cert.cert.pem()).unwrap();
+    std::fs::write(d.join("server.key"), cert.signing_key.serialize_pem()).unwrap();
+    let hash = bcrypt::hash("s3cret", 4).unwrap();
+    std::fs::write(
+        d.join("web.yml"),
+        format!("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\nbasic_auth_users:\n  dpu: {hash}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("prometheus.yml"),
+        "global:\n  scrape_interval: 15s\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let _prom = Running(
+        Process::new(prometheus)
+            .arg(format!(
+                "--config.file={}",
+                d.join("prometheus.yml").display()
+            ))
+            .arg(format!("--storage.tsdb.path={}", d.join("tsdb").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg(format!("--web.config.file={}", d.join("web.yml").display()))
+            .arg("--web.enable-remote-write-receiver")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(port);
+    let start = |name: &str, password: &str| {
+        let sub = d.join(name);
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join("password"), format!("{password}\n")).unwrap();
+        std::fs::copy(d.join("server.crt"), sub.join("ca.crt")).unwrap();
+        let cfg = config(
+            &sub,
+            &format!(
+                "events = [\"default\"]\n[remote_write]\nurl = \"https://127.0.0.1:{port}/api/v1/write\"\n\
+                 interval = \"1s\"\nca_file = \"ca.crt\"\nlabels = {{ instance = \"{name}\" }}\n\
+                 basic_auth = {{ username = \"dpu\", password_file = \"password\" }}\n"
+            ),
+        );
+        let listen = free_port();
+        let e = Running(
+            Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+                .args(["--sim", "bf3", "--lock-file"])
+                .arg(sub.join("lock"))
+                .args(["exporter", "--config"])
+                .arg(&cfg)
+                .args(["--listen", &format!("127.0.0.1:{listen}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        (e, listen)
+    };
+    let (_good, _) = start("good", "s3cret");
+    let (_bad, bad_port) = start("bad", "wrong");
+    // Prometheus' API needs the credentials too: read it over curl.
+    let query = |q: &str| -> usize {
+        let out = Process::new("curl")
+            .args(["-s", "--cacert"])
+            .arg(d.join("server.crt"))
+            .args([
+                "-u",
+                "dpu:s3cret",
+                "--data-urlencode",
+                &format!("query={q}"),
+            ])
+            .arg(format!("https://127.0.0.1:{port}/api/v1/query"))
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v["data"]["result"].as_array().map_or(0, Vec::len)
+    };
+    wait_until(
+        "the good exporter's series over TLS",
+        Duration::from_secs(60),
+        || query("bfperf_events_total{instance=\"good\",block=\"mss0\"}") == 2,
+    );
+    // The refused one: counted as refused (the receiver said 401), never stored.
+    wait_refused(bad_port);
+    assert_eq!(query("bfperf_up{instance=\"bad\"}"), 0);
+}
+
+/// Waits for an exporter's own scrape to count refused samples.
+fn wait_refused(port: u16) {
+    wait_until("refused samples counted", Duration::from_secs(60), || {
+        let (_, body) = get(port, "/metrics", "text/plain");
+        body.lines().any(|l| {
+            l.starts_with("bfperf_remote_write_dropped_samples_total{reason=\"refused\"}")
+                && !l.ends_with(" 0")
+        })
+    });
+}
