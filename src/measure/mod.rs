@@ -7,7 +7,9 @@
 //! sample every tick ([`Sampler`]), check for foreign re-programming, restore.
 
 pub(crate) mod compose;
+pub mod control;
 pub(crate) mod defaults;
+pub mod gate;
 pub(crate) mod journal;
 pub(crate) mod plan;
 pub(crate) mod repeat;
@@ -16,6 +18,7 @@ pub mod series;
 pub(crate) mod session;
 pub(crate) mod share;
 
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -26,6 +29,7 @@ use crate::block::BlockKind;
 use crate::device::Device;
 use crate::error::Result;
 use crate::spec::Item;
+use gate::{Excluded, Gate, Switch};
 pub use plan::{place, BlockPlan};
 use sampler::Acc;
 pub use sampler::{Sampler, Stamp};
@@ -66,9 +70,13 @@ pub trait Until {
     }
 
     /// Waits `timeout` at most, returning early when the measurement may have to
-    /// end (the command exited, a signal came). By default the pacer sleeps.
-    fn wait(&mut self, pacer: &dyn Pacer, timeout: Duration) {
-        pacer.sleep(timeout)
+    /// end (the command exited, a signal came) or `also` becomes readable (a
+    /// control word came). By default the pacer sleeps, or `also` is polled.
+    fn wait(&mut self, pacer: &dyn Pacer, timeout: Duration, also: Option<BorrowedFd<'_>>) {
+        match also {
+            None => pacer.sleep(timeout),
+            Some(fd) => poll_readable(fd, timeout),
+        }
     }
 
     /// perf counters opened for the command this run started (`--per-process`),
@@ -76,6 +84,18 @@ pub trait Until {
     fn take_perf(&mut self) -> Option<crate::perf::Counters> {
         None
     }
+}
+
+/// Waits `timeout` at most for `fd` to become readable.
+pub(crate) fn poll_readable(fd: BorrowedFd<'_>, timeout: Duration) {
+    let mut p = libc::pollfd {
+        fd: std::os::fd::AsRawFd::as_raw_fd(&fd),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: one pollfd that lives across the call.
+    unsafe { libc::poll(&mut p, 1, ms) };
 }
 
 /// A fixed duration.
@@ -162,7 +182,8 @@ pub struct Count {
     pub counted: bool,
     /// False when another program re-programmed, reset, stopped or cleared it meanwhile.
     pub valid: bool,
-    /// Why it is not valid.
+    /// Why it is not valid; for a valid count, why it was not counted or covers
+    /// part of its span only (counting disabled by `--delay` or `--control`).
     pub invalid: Option<String>,
     /// False when the kernel refused to count the event (perf's `<not supported>`;
     /// `invalid` says why). Always true for the device's blocks.
@@ -385,6 +406,9 @@ pub struct Interval {
     pub time_s: f64,
     /// The interval's length in seconds (the last may be shorter).
     pub span_s: f64,
+    /// How much of it counting was enabled, seconds (`--delay`, `--control`): the
+    /// span its counts, rates and metrics cover.
+    pub enabled_s: f64,
     /// Each item's count over the interval.
     pub counts: Vec<Count>,
 }
@@ -396,6 +420,9 @@ pub struct Run {
     pub run: u32,
     /// Seconds it lasted.
     pub elapsed_s: f64,
+    /// Seconds counting was enabled (`--delay`, `--control`; all of `elapsed_s`
+    /// otherwise): the span its counts, rates and metrics cover.
+    pub enabled_s: f64,
     /// Each item's count over the run.
     pub counts: Vec<Count>,
 }
@@ -517,7 +544,8 @@ impl<'d> Measurement<'d> {
     }
 
     /// One run from `start` (see [`Measurement::begin`]): samples until `until` says
-    /// so or `stop` is set, calling `on_interval` at every `-I` boundary.
+    /// so or `stop` is set, counting while `gate` enables it, calling `on_interval`
+    /// at every `-I` boundary.
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &mut self,
@@ -527,6 +555,7 @@ impl<'d> Measurement<'d> {
         timing: Timing,
         until: &mut dyn Until,
         stop: &AtomicBool,
+        gate: &mut dyn Gate,
         on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
     ) -> Result<Run> {
         let tick = timing.interval.map_or(timing.tick, |i| i.min(timing.tick));
@@ -535,10 +564,20 @@ impl<'d> Measurement<'d> {
         let mut next_probe = probe.map(|p| start + p);
         let interval_ns = timing.interval.map(|i| i.as_nanos() as u64);
         let mut next_interval = interval_ns.map(|i| start + i);
-        let mut previous = self.mark(start);
+        let mut off = Excluded::default();
+        if !gate.starts_enabled() {
+            off.pause(start, self.source.totals());
+            self.pause_perf(true);
+        }
+        let mut previous = self.mark(start, &off);
         loop {
             let mut now = pacer.now_ns();
             let elapsed = Duration::from_nanos(now.saturating_sub(start));
+            let switches = gate.due(elapsed);
+            if !switches.is_empty() {
+                now = self.switch(&switches, now, &mut off, gate)?;
+                next_tick = now + tick.as_nanos() as u64;
+            }
             let finished = until.done(elapsed) || stop.load(Ordering::SeqCst);
             let interval_due = next_interval.is_some_and(|at| now >= at);
             if finished || interval_due || now >= next_tick {
@@ -554,7 +593,7 @@ impl<'d> Measurement<'d> {
             }
             if let (Some(at), Some(every)) = (next_interval, interval_ns) {
                 if now >= at || finished {
-                    let mark = self.mark(now);
+                    let mark = self.mark(now, &off);
                     on_interval(&self.interval(number, start, &previous, &mark))?;
                     previous = mark;
                     if now >= at {
@@ -563,47 +602,100 @@ impl<'d> Measurement<'d> {
                 }
             }
             if finished {
-                let elapsed_ns = now.saturating_sub(start);
-                let mut all = counts(self.plans(), &self.source.totals(), elapsed_ns);
-                all.extend(self.perf_counts());
-                return Ok(Run {
-                    run: number,
-                    elapsed_s: elapsed_ns as f64 / 1e9,
-                    counts: all,
-                });
+                return Ok(self.finish(number, start, now, &off));
             }
             let mut wake = next_interval.map_or(next_tick, |i| i.min(next_tick));
             if let Some(p) = next_probe {
                 wake = wake.min(p);
             }
-            if let Some(d) = until.deadline() {
-                wake = wake.min(start + d.as_nanos() as u64);
+            for at in [until.deadline(), gate.next_at()].into_iter().flatten() {
+                wake = wake.min(start + at.as_nanos() as u64);
             }
             let nap = Duration::from_nanos(wake.saturating_sub(pacer.now_ns()));
             if !nap.is_zero() {
-                until.wait(pacer, nap);
+                until.wait(pacer, nap, gate.fd());
+            }
+        }
+    }
+
+    /// The run's counts at its end, `now`: over the time counting was enabled.
+    fn finish(&mut self, number: u32, start: u64, now: u64, off: &Excluded) -> Run {
+        let elapsed_ns = now.saturating_sub(start);
+        let (totals, off_ns) = off.enabled(now, &self.source.totals());
+        let on_ns = elapsed_ns.saturating_sub(off_ns);
+        let mut all = counts(self.plans(), &totals, on_ns);
+        all.extend(self.perf_counts());
+        disabled_for(&mut all, on_ns, elapsed_ns);
+        Run {
+            run: number,
+            elapsed_s: elapsed_ns as f64 / 1e9,
+            enabled_s: on_ns as f64 / 1e9,
+            counts: all,
+        }
+    }
+
+    /// Carries out `switches` at `now`: one read of every counter is the boundary
+    /// between what is counted and what is left out. Returns when it was read.
+    fn switch(
+        &mut self,
+        switches: &[Switch],
+        now: u64,
+        off: &mut Excluded,
+        gate: &mut dyn Gate,
+    ) -> Result<u64> {
+        let now = self.source.tick(now)?;
+        let totals = self.source.totals();
+        for s in switches {
+            match s {
+                Switch::Enable if off.is_paused() => {
+                    off.resume(now, &totals);
+                    self.pause_perf(false);
+                }
+                Switch::Disable if !off.is_paused() => {
+                    off.pause(now, totals.clone());
+                    self.pause_perf(true);
+                }
+                _ => {}
+            }
+            gate.done(*s);
+        }
+        Ok(now)
+    }
+
+    /// Disables (or enables again) the perf counters, keeping their counts.
+    fn pause_perf(&mut self, pause: bool) {
+        if let Some(p) = &mut self.perf {
+            match pause {
+                true => p.stop(),
+                false => p.resume(),
             }
         }
     }
 
     /// Where the counts stand at `now`: the start of the next interval.
-    fn mark(&mut self, now: u64) -> Mark {
+    fn mark(&mut self, now: u64, off: &Excluded) -> Mark {
+        let (totals, off_ns) = off.enabled(now, &self.source.totals());
         Mark {
-            totals: self.source.totals(),
+            totals,
             perf: self.perf_counts(),
             ns: now,
+            off_ns,
         }
     }
 
     /// The interval of run `number` (which started at `start`) between two marks.
     fn interval(&self, number: u32, start: u64, from: &Mark, to: &Mark) -> Interval {
         let delta = Acc::all_since(&to.totals, &from.totals);
-        let mut interval_counts = counts(self.plans(), &delta, to.ns - from.ns);
+        let span = to.ns - from.ns;
+        let on = span.saturating_sub(to.off_ns.saturating_sub(from.off_ns));
+        let mut interval_counts = counts(self.plans(), &delta, on);
         interval_counts.extend(perf_since(&to.perf, &from.perf));
+        disabled_for(&mut interval_counts, on, span);
         Interval {
             run: number,
             time_s: (to.ns - start) as f64 / 1e9,
-            span_s: (to.ns - from.ns) as f64 / 1e9,
+            span_s: span as f64 / 1e9,
+            enabled_s: on as f64 / 1e9,
             counts: interval_counts,
         }
     }
@@ -649,6 +741,29 @@ impl<'d> Measurement<'d> {
         match &mut self.source {
             Source::Own(s) => s.take_log(),
             Source::Shared(_) => Vec::new(),
+        }
+    }
+}
+
+/// Counts of a span of `span` ns that counted `on` ns of it (`--delay`,
+/// `--control`): `<not counted>` when disabled throughout, else said on each valid
+/// count when partly.
+fn disabled_for(counts: &mut [Count], on: u64, span: u64) {
+    if on >= span {
+        return;
+    }
+    for c in counts.iter_mut().filter(|c| c.valid) {
+        if on == 0 {
+            c.value = None;
+            c.counted = false;
+            c.coverage = 0.0;
+            c.invalid = Some("counting was disabled (--delay, --control)".into());
+        } else {
+            c.invalid = Some(format!(
+                "counting enabled {:.3} s of {:.3} s (--delay, --control)",
+                on as f64 / 1e9,
+                span as f64 / 1e9
+            ));
         }
     }
 }
@@ -826,9 +941,12 @@ fn detections_said(detections: &[sampler::Detection], foreign_at_end: usize) -> 
 
 /// The counts at one moment of a run: an interval runs from one mark to the next.
 struct Mark {
+    /// The totals counted while enabled.
     totals: Vec<Vec<Acc>>,
     perf: Vec<Count>,
     ns: u64,
+    /// The time counting was disabled so far, ns.
+    off_ns: u64,
 }
 
 /// Runs a measurement: records the configuration, programs, samples each run until
@@ -839,6 +957,28 @@ pub fn measure<'d>(
     req: &StatRequest,
     pacer: &'d dyn Pacer,
     stop: &AtomicBool,
+    until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
+    on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
+) -> Result<StatOutcome> {
+    measure_gated(
+        device,
+        req,
+        pacer,
+        stop,
+        &mut gate::Always,
+        until,
+        on_interval,
+    )
+}
+
+/// [`measure`], counting only while `gate` enables it (perf's `--delay` and
+/// `--control`): what is counted while disabled is left out, with its time.
+pub fn measure_gated<'d>(
+    device: &'d Device,
+    req: &StatRequest,
+    pacer: &'d dyn Pacer,
+    stop: &AtomicBool,
+    gate: &mut dyn Gate,
     until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
     on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
 ) -> Result<StatOutcome> {
@@ -860,8 +1000,15 @@ pub fn measure<'d>(
         true => Some(crate::measure::journal::write(device, &saved)?),
         false => None,
     };
-    let outcome = Measurement::start(device, plans, &saved, pacer)
-        .and_then(|m| run_all(m, req, timing, pacer, stop, until, on_interval, warnings));
+    let outcome = Measurement::start(device, plans, &saved, pacer).and_then(|m| {
+        let ctx = RunCtx {
+            req,
+            timing,
+            pacer,
+            stop,
+        };
+        run_all(m, &ctx, gate, until, on_interval, warnings)
+    });
     if !req.restore {
         return outcome;
     }
@@ -874,18 +1021,29 @@ pub fn measure<'d>(
     }
 }
 
+/// What every run of a measurement shares.
+struct RunCtx<'a> {
+    req: &'a StatRequest,
+    timing: Timing,
+    pacer: &'a dyn Pacer,
+    stop: &'a AtomicBool,
+}
+
 /// Every run of a started measurement, then what the user must know.
-#[allow(clippy::too_many_arguments)]
 fn run_all<'d>(
     mut m: Measurement<'d>,
-    req: &StatRequest,
-    timing: Timing,
-    pacer: &dyn Pacer,
-    stop: &AtomicBool,
+    ctx: &RunCtx,
+    gate: &mut dyn Gate,
     until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
     on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
     mut warnings: Vec<String>,
 ) -> Result<StatOutcome> {
+    let RunCtx {
+        req,
+        timing,
+        pacer,
+        stop,
+    } = *ctx;
     if !req.per_process {
         let perf = crate::perf::Counters::open(&req.perf, &req.perf_cpus).per_cpu(req.perf_per_cpu);
         perf_warnings(&perf, &mut warnings);
@@ -900,7 +1058,16 @@ fn run_all<'d>(
             perf_warnings(&perf, &mut warnings);
             m.set_perf(perf);
         }
-        let run = m.run(number, start, pacer, timing, u.as_mut(), stop, on_interval)?;
+        let run = m.run(
+            number,
+            start,
+            pacer,
+            timing,
+            u.as_mut(),
+            stop,
+            gate,
+            on_interval,
+        )?;
         runs.push(run);
         if stop.load(Ordering::SeqCst) {
             break;
@@ -925,17 +1092,19 @@ fn run_all<'d>(
 /// then nothing is programmed here, the owner rotates turns, checks for other
 /// programs' writes and puts its counters back when the connection ends; perf
 /// events are counted here as always.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn measure_via<'d>(
     device: &'d Device,
     shared: Option<share::Shared<'d>>,
     req: &StatRequest,
     pacer: &'d dyn Pacer,
     stop: &AtomicBool,
+    gate: &mut dyn Gate,
     until: &mut dyn FnMut(u32) -> Result<Box<dyn Until + 'd>>,
     on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
 ) -> Result<StatOutcome> {
     let Some(shared) = shared else {
-        return measure(device, req, pacer, stop, until, on_interval);
+        return measure_gated(device, req, pacer, stop, gate, until, on_interval);
     };
     let mut timing = req.timing;
     timing.probe = timing.tick;
@@ -943,5 +1112,11 @@ pub(crate) fn measure_via<'d>(
         source: Source::Shared(shared),
         perf: None,
     };
-    run_all(m, req, timing, pacer, stop, until, on_interval, Vec::new())
+    let ctx = RunCtx {
+        req,
+        timing,
+        pacer,
+        stop,
+    };
+    run_all(m, &ctx, gate, until, on_interval, Vec::new())
 }

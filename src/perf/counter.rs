@@ -321,6 +321,13 @@ impl Counters {
         }
     }
 
+    /// Starts every group again, keeping what it counted (counting enabled again).
+    pub fn resume(&mut self) {
+        for s in &mut self.slots {
+            let _ = s.group.enable();
+        }
+    }
+
     /// Stops every group: the window closes.
     pub fn stop(&mut self) {
         for s in &mut self.slots {

@@ -2034,7 +2034,7 @@ fn a_deep_state_directory_still_shares_the_device() {
 /// A BlueField-3 simulator with an exporter of the default set serving it: the
 /// mount, the exporter's directory (its lock, socket and config), the exporter and
 /// its port. None where FUSE cannot be used (said).
-fn default_exporter() -> Option<(Mount, tempfile::TempDir, Running, u16)> {
+pub(crate) fn default_exporter() -> Option<(Mount, tempfile::TempDir, Running, u16)> {
     let m = Mount::start("3", "6.16")?;
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "events = [\"default\"]\n");

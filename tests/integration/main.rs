@@ -32,6 +32,7 @@ extern "C" fn isolate_state() {
 }
 
 mod completion;
+mod control;
 mod discovery;
 mod docs;
 mod events;

@@ -63,7 +63,7 @@ impl Until for Meddle {
         Some(Duration::from_secs(self.secs))
     }
 
-    fn wait(&mut self, _: &dyn Pacer, timeout: Duration) {
+    fn wait(&mut self, _: &dyn Pacer, timeout: Duration, _: Option<std::os::fd::BorrowedFd<'_>>) {
         let end = self.elapsed + timeout;
         let mut now = self.elapsed;
         while let Some((at, file, data)) = self.writes.first().cloned() {

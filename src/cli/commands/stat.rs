@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -23,6 +23,8 @@ use crate::cli::setup::{load_metrics, lock_device, metric_params, open_device, o
 use crate::cli::Out;
 use crate::error::{Error, Result};
 use crate::measure::compose::Work;
+use crate::measure::control::{Control, ControlSpec, Delay};
+use crate::measure::gate::{Always, Gate};
 use crate::measure::{self, For, Forever, Pacer, RealPacer, StatRequest, Timing, Until};
 use crate::metrics;
 
@@ -110,6 +112,21 @@ pub(crate) struct Args {
     /// Append to -o's FILE instead of replacing it (as perf stat --append)
     #[arg(long, requires = "output")]
     append: bool,
+    /// Start counting MSECS after COMMAND starts (as perf stat -D); -1: start with
+    /// counting disabled until --control enables it
+    #[arg(
+        short = 'D',
+        long = "delay",
+        value_name = "MSECS",
+        allow_hyphen_values = true
+    )]
+    delay: Option<i64>,
+    /// Let the workload enable and disable counting, perf's protocol:
+    /// fifo:CTL-FIFO[,ACK-FIFO] or fd:CTL-FD[,ACK-FD]; the words `enable`, `disable`
+    /// and `ping`, each answered `ack` on ACK. Counts, rates and metrics then cover
+    /// the enabled time only
+    #[arg(long = "control", value_name = "SPEC")]
+    control: Option<String>,
     /// Leave the counters programmed as the measurement left them
     #[arg(long)]
     no_restore: bool,
@@ -146,22 +163,29 @@ impl Wakeup {
     /// Sleeps `timeout` at most, or until a signal comes or the process `pidfd`
     /// names ends; without a pidfd (an old kernel), `poll` at most, so that the
     /// caller looks at the process that often.
-    fn wait_for_process(&self, timeout: Duration, pidfd: Option<&OwnedFd>, poll: Duration) {
+    fn wait_for_process(
+        &self,
+        timeout: Duration,
+        pidfd: Option<&OwnedFd>,
+        poll: Duration,
+        also: Option<BorrowedFd<'_>>,
+    ) {
         let timeout = match pidfd {
             Some(_) => timeout,
             None => timeout.min(poll),
         };
-        self.wait(timeout, pidfd);
+        self.wait(timeout, pidfd.map(|p| p.as_fd()), also);
     }
 
-    /// Sleeps `timeout` at most, or until a signal comes or `pidfd` is readable.
-    fn wait(&self, timeout: Duration, pidfd: Option<&OwnedFd>) {
+    /// Sleeps `timeout` at most, or until a signal comes or `pidfd` or `also` (a
+    /// control descriptor) is readable.
+    fn wait(&self, timeout: Duration, pidfd: Option<BorrowedFd<'_>>, also: Option<BorrowedFd<'_>>) {
         let mut fds = vec![libc::pollfd {
             fd: self.signals.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         }];
-        if let Some(fd) = pidfd {
+        for fd in [pidfd, also].into_iter().flatten() {
             fds.push(libc::pollfd {
                 fd: fd.as_raw_fd(),
                 events: libc::POLLIN,
@@ -221,10 +245,11 @@ impl Until for ChildUntil {
         }
     }
 
-    fn wait(&mut self, _: &dyn Pacer, timeout: Duration) {
+    fn wait(&mut self, _: &dyn Pacer, timeout: Duration, also: Option<BorrowedFd<'_>>) {
         // Without a pidfd (an old kernel), look at the command every millisecond.
+        let pidfd = self.pidfd.as_ref();
         self.wakeup
-            .wait_for_process(timeout, self.pidfd.as_ref(), Duration::from_millis(1));
+            .wait_for_process(timeout, pidfd, Duration::from_millis(1), also);
     }
 
     fn take_perf(&mut self) -> Option<crate::perf::Counters> {
@@ -271,10 +296,11 @@ impl Until for PidUntil {
         self.inner.as_ref().and_then(For::deadline)
     }
 
-    fn wait(&mut self, _: &dyn Pacer, timeout: Duration) {
+    fn wait(&mut self, _: &dyn Pacer, timeout: Duration, also: Option<BorrowedFd<'_>>) {
         // Without a pidfd, look at the process every 10 ms.
+        let pidfd = self.pidfd.as_ref();
         self.wakeup
-            .wait_for_process(timeout, self.pidfd.as_ref(), Duration::from_millis(10));
+            .wait_for_process(timeout, pidfd, Duration::from_millis(10), also);
     }
 
     /// The counters, started now: the run's window has just opened (a command's
@@ -309,8 +335,8 @@ impl Until for Timed {
         self.inner.deadline()
     }
 
-    fn wait(&mut self, _: &dyn Pacer, timeout: Duration) {
-        self.wakeup.wait(timeout, None);
+    fn wait(&mut self, _: &dyn Pacer, timeout: Duration, also: Option<BorrowedFd<'_>>) {
+        self.wakeup.wait(timeout, None, also);
     }
 }
 
@@ -738,12 +764,49 @@ type ExitOr = std::result::Result<i32, Failure>;
 
 /// Runs `bfperf stat`; returns the exit code (the command's, or 128 + the signal
 /// that interrupted the measurement).
+/// The gate of -D and --control, opened and checked before anything is written
+/// (counting enabled throughout without them).
+fn control_of(a: &Args) -> Result<Box<dyn Gate>> {
+    if a.delay.is_none() && a.control.is_none() {
+        return Ok(Box::new(Always));
+    }
+    let delay = Delay::from_msecs(a.delay.unwrap_or(0))?;
+    if a.repeat > 1 {
+        return Err(Error::BadOption {
+            problem: "-D/--delay and --control count one run; not with -r".into(),
+        });
+    }
+    if delay == Delay::UntilEnabled && a.control.is_none() {
+        return Err(Error::BadOption {
+            problem: "-D -1 starts with counting disabled: give --control to enable it".into(),
+        });
+    }
+    let spec = a.control.as_deref().map(ControlSpec::parse).transpose()?;
+    Ok(Box::new(Control::open(delay, spec.as_ref())?))
+}
+
+/// The stream of records, as the flags ask.
+fn writer_of<'w>(
+    out: &'w mut dyn Write,
+    format: StatFormat,
+    a: &Args,
+    width: Option<u16>,
+    to_terminal: bool,
+) -> StatWriter<'w> {
+    StatWriter::new(out, format, !a.no_aggr, width)
+        .escaping(to_terminal)
+        .metric_only(a.metric_only)
+        .repeated(a.repeat > 1)
+        .big_num(!a.no_big_num)
+}
+
 pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
     let (stdout, stdout_is) = (&mut *out.w, (out.terminal, out.width));
     let format = stat_format(&a)?;
     let device = open_device(global)?;
     let planned = plan(global, &device, &mut a)?;
     let chosen = planned.set.select(&planned.metrics)?;
+    let mut gate = control_of(&a)?;
     let evaluate =
         |counts: &[measure::Count], span_s: f64| planned.values(&chosen, counts, span_s, a.no_aggr);
     let (_lock, shared) = writer_or_client(global, &device, &planned.req)?;
@@ -754,11 +817,7 @@ pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
     let (sig, req) = (signals()?, &planned.req);
     let runs = Runs::new(&a, req, &sig);
     let mut until = |_run: u32| runs.until();
-    let mut writer = StatWriter::new(&mut out, format, !a.no_aggr, width)
-        .escaping(to_terminal)
-        .metric_only(a.metric_only)
-        .repeated(a.repeat > 1)
-        .big_num(!a.no_big_num);
+    let mut writer = writer_of(&mut out, format, &a, width, to_terminal);
     let mut output_error: Option<std::io::Error> = None;
     let measuring_a_command = !a.command.is_empty();
     // A last remainder under half an interval is no line (as perf); totals hold it.
@@ -766,7 +825,7 @@ pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
     let mut on_interval = |i: &measure::Interval| {
         let printed = match output_error {
             None if i.span_s < sliver_s => Ok(()),
-            None => writer.interval(i, &evaluate(&i.counts, i.span_s)),
+            None => writer.interval(i, &evaluate(&i.counts, i.enabled_s)),
             Some(_) => Ok(()),
         };
         // Nobody reads on (`| head`) or the disk is full: stop printing. A command
@@ -787,9 +846,11 @@ pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
         req,
         pacer,
         stop,
+        gate.as_mut(),
         &mut until,
         &mut on_interval,
     );
+    gate.notes().iter().for_each(|n| diag(n));
     let signal = sig.which.load(Ordering::SeqCst);
     let (outcome, ending) = match conclude(&a, &runs, signal, result, &planned) {
         Ok(Concluded::Measured(o, e)) => (o, *e),
@@ -807,7 +868,7 @@ pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
             let runs = &outcome.runs;
             let values: Vec<_> = runs
                 .iter()
-                .map(|r| evaluate(&r.counts, r.elapsed_s))
+                .map(|r| evaluate(&r.counts, r.enabled_s))
                 .collect();
             writer.summary(runs, &values, &ending)
         },

@@ -180,13 +180,24 @@ fn note_text(c: &Count) -> String {
             c.invalid.as_deref().unwrap_or("touched by another program")
         );
     }
+    if let (false, Some(why)) = (c.counted, &c.invalid) {
+        return format!("not counted: {why}");
+    }
     if !c.counted {
         return "not counted in this span: its turn never came, or a busy machine left its window's bounds unknown; count longer, or fewer events".into();
     }
-    if c.coverage < 1.0 {
-        return format!("estimate: counted {}", coverage_text(c));
+    let mut note = match c.coverage < 1.0 {
+        true => format!("estimate: counted {}", coverage_text(c)),
+        false => String::new(),
+    };
+    // A span partly enabled (--delay, --control) says how much of it counted.
+    if let Some(why) = &c.invalid {
+        note = match note.is_empty() {
+            true => why.clone(),
+            false => format!("{note}; {why}"),
+        };
     }
-    String::new()
+    note
 }
 
 impl<'w> StatWriter<'w> {
@@ -540,7 +551,7 @@ impl<'w> StatWriter<'w> {
             StatFormat::Csv(_) => self.csv_rows(&lines)?,
             StatFormat::PerfCsv(sep) => {
                 self.header_done = true;
-                self.perf_rows(sep, Some(i.time_s), i.span_s, &counts, None)?
+                self.perf_rows(sep, Some(i.time_s), i.enabled_s, &counts, None)?
             }
             StatFormat::Table => {
                 if !self.header_done {
@@ -587,7 +598,8 @@ impl<'w> StatWriter<'w> {
         }
         let per_run: Vec<Vec<Count>> = runs.iter().map(|r| self.shown(&r.counts)).collect();
         let mean = mean_counts(&per_run);
-        let elapsed_s = runs.iter().map(|r| r.elapsed_s).sum::<f64>() / runs.len().max(1) as f64;
+        // perf's run_time: the time counted (enabled), not the time elapsed.
+        let enabled_s = runs.iter().map(|r| r.enabled_s).sum::<f64>() / runs.len().max(1) as f64;
         match self.format {
             // perf stat -x -I prints intervals only; without -I, the counts (the
             // mean over -r runs) and the metrics, with no time column.
@@ -598,7 +610,7 @@ impl<'w> StatWriter<'w> {
                 let counts: Vec<Count> = mean.iter().map(|(c, _)| c.clone()).collect();
                 let spread: Vec<Option<f64>> = mean.iter().map(|(_, sd)| *sd).collect();
                 let variance = (runs.len() > 1).then_some(&spread[..]);
-                self.perf_rows(sep, None, elapsed_s, &counts, variance)?;
+                self.perf_rows(sep, None, enabled_s, &counts, variance)?;
                 if let Some(m) = metrics.last() {
                     self.perf_metrics(sep, None, m)?;
                 }
@@ -611,6 +623,7 @@ impl<'w> StatWriter<'w> {
                     big_num: self.big_num,
                     metrics: &mean_metrics(metrics),
                     elapsed: runs.iter().map(|r| r.elapsed_s).collect(),
+                    enabled: runs.iter().map(|r| r.enabled_s).collect(),
                     ending,
                 };
                 crate::cli::output::renderer(crate::cli::output::Format::Table, self.width, false)
@@ -726,6 +739,8 @@ impl<'w> StatWriter<'w> {
             record: &'static str,
             runs: usize,
             elapsed_s: f64,
+            /// How long counting was enabled (`--delay`, `--control`).
+            enabled_s: f64,
             #[serde(flatten)]
             ending: &'a Ending,
         }
@@ -733,6 +748,7 @@ impl<'w> StatWriter<'w> {
             record: "end",
             runs: runs.len(),
             elapsed_s: runs.iter().map(|r| r.elapsed_s).sum(),
+            enabled_s: runs.iter().map(|r| r.enabled_s).sum(),
             ending,
         })
     }
@@ -766,6 +782,8 @@ struct SummaryTable<'a> {
     metrics: &'a [MetricValue],
     /// Each run's length, seconds.
     elapsed: Vec<f64>,
+    /// How long each run counted (less than its length with --delay, --control).
+    enabled: Vec<f64>,
     ending: &'a Ending,
 }
 
@@ -789,11 +807,22 @@ impl SummaryTable<'_> {
             _ => String::new(),
         };
         let (mean, _) = spread_of(&self.elapsed);
-        format!("counts for {what}{runs}, {mean:.3} s{perf}:")
+        let (on, _) = spread_of(&self.enabled);
+        let counted = match self.gated() {
+            true => format!("{on:.3} s counted of "),
+            false => String::new(),
+        };
+        format!("counts for {what}{runs}, {counted}{mean:.3} s{perf}:")
+    }
+
+    /// Whether counting was enabled for less than the runs lasted.
+    fn gated(&self) -> bool {
+        self.enabled != self.elapsed
     }
 
     /// After a command, as perf stat: the time elapsed (with its spread over -r
-    /// runs), then the command's user and system time (one run).
+    /// runs) and, with --delay or --control, how long it was counted; then the
+    /// command's user and system time (one run).
     fn times(&self, d: &mut Document) {
         let e = self.ending;
         if e.command.is_none() {
@@ -803,6 +832,10 @@ impl SummaryTable<'_> {
         let spread = sd.map_or_else(String::new, |sd| format!(" ( +- {sd:.2}% )"));
         d.line(String::new());
         d.line(format!("{mean:>14.9} seconds time elapsed{spread}"));
+        if self.gated() {
+            let (on, _) = spread_of(&self.enabled);
+            d.line(format!("{on:>14.9} seconds counted (enabled)"));
+        }
         if let (Some(user), Some(sys), 1) = (e.user_s, e.sys_s, self.elapsed.len()) {
             d.line(String::new());
             d.line(format!("{user:>14.9} seconds user"));

@@ -170,6 +170,40 @@ impl Acc {
         }
     }
 
+    /// The sum of two stretches' accumulators (a level keeps the later value). What
+    /// another program did is not summed: it is never left out of a count.
+    pub(crate) fn plus(&self, other: &Acc) -> Acc {
+        Acc {
+            total: if self.level {
+                other.total
+            } else {
+                self.total.saturating_add(other.total)
+            },
+            active_ns: self.active_ns.saturating_add(other.active_ns),
+            counted_ns: self.counted_ns.saturating_add(other.counted_ns),
+            estimate: if self.level {
+                other.estimate
+            } else {
+                self.estimate.saturating_add(other.estimate)
+            },
+            foreign: 0,
+            why: None,
+            level: self.level,
+        }
+    }
+
+    /// This stretch as one to leave out of a count: what another program did stays
+    /// in the count (a level's value too: it is no count).
+    pub(crate) fn excluded(&self) -> Acc {
+        Acc {
+            foreign: 0,
+            why: None,
+            total: if self.level { 0 } else { self.total },
+            estimate: if self.level { 0 } else { self.estimate },
+            ..*self
+        }
+    }
+
     /// Every accumulator of `now` since its counterpart in `then` (per block, per
     /// item: a sampler's or an owner's totals at two moments).
     pub(crate) fn all_since(now: &[Vec<Acc>], then: &[Vec<Acc>]) -> Vec<Vec<Acc>> {

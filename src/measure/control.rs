@@ -1,0 +1,334 @@
+//! perf's `--delay` and `--control`, as a [`Gate`]: counting starts after a delay
+//! (or disabled, `-D -1`), and the words `enable`, `disable` and `ping` read from a
+//! FIFO or an inherited descriptor switch it, each answered `ack` on the ack
+//! descriptor when there is one — perf's protocol, so a workload instrumented for
+//! `perf stat --control` works unchanged.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::measure::gate::{Gate, Switch};
+
+/// The longest word kept; longer input is dropped up to its newline.
+const MAX_WORD: usize = 64;
+
+/// Where control words come from and acks go, as `--control` names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlSpec {
+    /// `fifo:CTL[,ACK]`: named FIFOs.
+    Fifo(PathBuf, Option<PathBuf>),
+    /// `fd:CTL[,ACK]`: descriptors inherited from the caller.
+    Fd(i32, Option<i32>),
+}
+
+fn bad(problem: String) -> Error {
+    Error::BadOption { problem }
+}
+
+impl ControlSpec {
+    /// Parses perf's forms: `fifo:CTL[,ACK]` or `fd:CTL[,ACK]`.
+    pub fn parse(text: &str) -> Result<ControlSpec> {
+        let form =
+            "--control takes fifo:CTL-FIFO[,ACK-FIFO] or fd:CTL-FD[,ACK-FD], as perf stat does";
+        if let Some(rest) = text.strip_prefix("fifo:") {
+            let mut parts = rest.splitn(2, ',');
+            let ctl = parts.next().filter(|p| !p.is_empty());
+            let ack = parts.next();
+            return match (ctl, ack) {
+                (Some(c), None) => Ok(ControlSpec::Fifo(c.into(), None)),
+                (Some(c), Some(a)) if !a.is_empty() => {
+                    Ok(ControlSpec::Fifo(c.into(), Some(a.into())))
+                }
+                _ => Err(bad(format!("{form}, not '{text}'"))),
+            };
+        }
+        if let Some(rest) = text.strip_prefix("fd:") {
+            let fd = |s: &str| s.parse::<i32>().ok().filter(|&n| n >= 0);
+            let mut parts = rest.splitn(2, ',');
+            let ctl = parts.next().and_then(fd);
+            return match (ctl, parts.next()) {
+                (Some(c), None) => Ok(ControlSpec::Fd(c, None)),
+                (Some(c), Some(a)) => match fd(a) {
+                    Some(a) => Ok(ControlSpec::Fd(c, Some(a))),
+                    None => Err(bad(format!("{form}: '{a}' is not a descriptor number"))),
+                },
+                _ => Err(bad(format!("{form}, not '{text}'"))),
+            };
+        }
+        Err(bad(format!("{form}, not '{text}'")))
+    }
+}
+
+/// `-D`: how counting starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delay {
+    /// At once.
+    None,
+    /// After this long.
+    For(Duration),
+    /// Disabled, until a control word enables it (`-D -1`).
+    UntilEnabled,
+}
+
+impl Delay {
+    /// perf's `-D MSECS`: -1, 0 or more.
+    pub fn from_msecs(ms: i64) -> Result<Delay> {
+        match ms {
+            -1 => Ok(Delay::UntilEnabled),
+            0 => Ok(Delay::None),
+            n if n > 0 => Ok(Delay::For(Duration::from_millis(n as u64))),
+            n => Err(bad(format!(
+                "-D/--delay takes milliseconds, or -1 to start disabled, not {n}"
+            ))),
+        }
+    }
+}
+
+/// The gate of `-D` and `--control`.
+pub struct Control {
+    delay: Delay,
+    delay_done: bool,
+    ctl: Option<File>,
+    ack: Option<File>,
+    word: Vec<u8>,
+    overlong: bool,
+    /// Words read but not yet handed out.
+    pending: Vec<Switch>,
+    /// Words it does not know, to be told.
+    unknown: Vec<String>,
+}
+
+/// Opens a FIFO named on the command line, refusing anything else: read and
+/// written (so that it never reads as ended while no writer holds it, and an
+/// open never blocks), close-on-exec.
+fn open_fifo(path: &Path, what: &str) -> Result<File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            bad(format!(
+                "--control: cannot open the {what} FIFO {}: {e}",
+                path.display()
+            ))
+        })?;
+    let is_fifo = file
+        .metadata()
+        .map(|m| m.file_type().is_fifo())
+        .unwrap_or(false);
+    if !is_fifo {
+        return Err(bad(format!(
+            "--control: {} is not a FIFO (make one with mkfifo)",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
+/// Takes an inherited descriptor, checked to be open (and readable or writable,
+/// as its role needs); it stays open across exec, as the command uses it too.
+fn take_fd(fd: i32, write: bool) -> Result<File> {
+    // SAFETY: F_GETFL only asks the kernel about the descriptor.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(bad(format!("--control: descriptor {fd} is not open")));
+    }
+    let mode = flags & libc::O_ACCMODE;
+    let ok = match write {
+        true => mode == libc::O_WRONLY || mode == libc::O_RDWR,
+        false => mode == libc::O_RDONLY || mode == libc::O_RDWR,
+    };
+    if !ok {
+        let role = if write {
+            "written (ack)"
+        } else {
+            "read (control)"
+        };
+        return Err(bad(format!("--control: descriptor {fd} cannot be {role}")));
+    }
+    // A copy of our own, closed on exec: the caller's stays open for the command.
+    // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor or -1.
+    let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if copy < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(bad(format!("--control: cannot use descriptor {fd}: {e}")));
+    }
+    // SAFETY: `copy` is a descriptor we now own.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(copy) }))
+}
+
+impl Control {
+    /// Opens what `spec` names (checked before anything is written) with `delay`.
+    pub fn open(delay: Delay, spec: Option<&ControlSpec>) -> Result<Control> {
+        let (ctl, ack) = match spec {
+            None => (None, None),
+            Some(ControlSpec::Fifo(c, a)) => (
+                Some(open_fifo(c, "control")?),
+                a.as_deref().map(|a| open_fifo(a, "ack")).transpose()?,
+            ),
+            Some(ControlSpec::Fd(c, a)) => (
+                Some(take_fd(*c, false)?),
+                a.map(|a| take_fd(a, true)).transpose()?,
+            ),
+        };
+        if let Some(c) = &ctl {
+            // SAFETY: sets O_NONBLOCK on a descriptor we own.
+            unsafe {
+                let fd = std::os::fd::AsRawFd::as_raw_fd(c);
+                libc::fcntl(
+                    fd,
+                    libc::F_SETFL,
+                    libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK,
+                );
+            }
+        }
+        Ok(Control {
+            delay,
+            delay_done: false,
+            ctl,
+            ack,
+            word: Vec::new(),
+            overlong: false,
+            pending: Vec::new(),
+            unknown: Vec::new(),
+        })
+    }
+
+    /// Reads what has come, without waiting, into `pending`.
+    fn read_words(&mut self) {
+        let mut buf = [0u8; 256];
+        loop {
+            let Some(ctl) = self.ctl.as_mut() else {
+                return;
+            };
+            match ctl.read(&mut buf) {
+                Ok(0) => {
+                    // Every writer of an fd: pipe has gone: nothing more will come.
+                    self.ctl = None;
+                    break;
+                }
+                Ok(n) => {
+                    for &b in &buf[..n] {
+                        self.byte(b);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+    }
+
+    fn byte(&mut self, b: u8) {
+        if b == b'\n' || b == 0 {
+            let word = String::from_utf8_lossy(&self.word).trim().to_string();
+            if !self.overlong && !word.is_empty() {
+                match word.as_str() {
+                    "enable" => self.pending.push(Switch::Enable),
+                    "disable" => self.pending.push(Switch::Disable),
+                    "ping" => self.pending.push(Switch::Ping),
+                    other if !self.unknown.iter().any(|u| u == other) => {
+                        self.unknown.push(other.to_string())
+                    }
+                    _ => {}
+                }
+            }
+            self.word.clear();
+            self.overlong = false;
+        } else if self.word.len() < MAX_WORD {
+            self.word.push(b);
+        } else {
+            self.overlong = true;
+        }
+    }
+}
+
+impl Gate for Control {
+    fn starts_enabled(&self) -> bool {
+        self.delay == Delay::None
+    }
+
+    fn due(&mut self, elapsed: Duration) -> Vec<Switch> {
+        let mut out = Vec::new();
+        if let (Delay::For(d), false) = (self.delay, self.delay_done) {
+            if elapsed >= d {
+                self.delay_done = true;
+                out.push(Switch::Enable);
+            }
+        }
+        self.read_words();
+        out.append(&mut self.pending);
+        out
+    }
+
+    fn next_at(&self) -> Option<Duration> {
+        match (self.delay, self.delay_done) {
+            (Delay::For(d), false) => Some(d),
+            _ => None,
+        }
+    }
+
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.ctl.as_ref().map(|c| c.as_fd())
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.unknown
+            .iter()
+            .map(|w| format!("--control: '{w}' is no word bfperf knows (enable, disable, ping); it was ignored"))
+            .collect()
+    }
+
+    fn done(&mut self, _switch: Switch) {
+        if let Some(ack) = self.ack.as_mut() {
+            // perf's answer; a reader that went away costs nothing.
+            let _ = ack.write_all(b"ack\n");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perfs_forms_parse_and_others_are_refused() {
+        assert_eq!(
+            ControlSpec::parse("fifo:ctl,ack").unwrap(),
+            ControlSpec::Fifo("ctl".into(), Some("ack".into()))
+        );
+        assert_eq!(
+            ControlSpec::parse("fd:3").unwrap(),
+            ControlSpec::Fd(3, None)
+        );
+        assert_eq!(
+            ControlSpec::parse("fd:3,4").unwrap(),
+            ControlSpec::Fd(3, Some(4))
+        );
+        for bad in ["ctl", "fifo:", "fd:x", "fd:3,", "fifo:a,", "fd:-1"] {
+            assert!(ControlSpec::parse(bad).is_err(), "{bad}");
+        }
+        assert!(Delay::from_msecs(-2).is_err());
+        assert_eq!(Delay::from_msecs(-1).unwrap(), Delay::UntilEnabled);
+    }
+
+    #[test]
+    fn words_split_on_newlines_and_nul_and_a_delay_enables_once() {
+        let mut c = Control::open(Delay::For(Duration::from_millis(500)), None).unwrap();
+        assert!(!c.starts_enabled());
+        for b in b"enable\n\0disable\0ping\nbogus\n" {
+            c.byte(*b);
+        }
+        assert_eq!(
+            c.due(Duration::from_millis(100)),
+            [Switch::Enable, Switch::Disable, Switch::Ping]
+        );
+        assert_eq!(c.due(Duration::from_millis(600)), [Switch::Enable]);
+        assert!(c.due(Duration::from_millis(700)).is_empty());
+    }
+}

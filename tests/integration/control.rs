@@ -1,0 +1,307 @@
+//! perf's `--delay` and `--control`: a workload counts only its enabled phase. The
+//! simulated BlueField-3's DDR and LLC counts are its rates times the enabled time
+//! bfperf reports (1 %), and that time is the phase's (one second, not three); the
+//! same through inherited descriptors, after a delay, for perf's task-clock, and
+//! beside the exporter. Bad input is refused before anything is written.
+
+use std::path::Path;
+use std::process::Command as Process;
+
+use crate::common::*;
+
+/// The phases: 1 s, an enabled 1 s, 1 s. `$1` writes a word and waits for its ack.
+const PHASES: &str = "sleep 1; ctl enable; sleep 1; ctl disable; sleep 1";
+
+fn fifos(dir: &Path) -> (String, String) {
+    let (ctl, ack) = (dir.join("ctl"), dir.join("ack"));
+    for f in [&ctl, &ack] {
+        assert!(Process::new("mkfifo").arg(f).status().unwrap().success());
+    }
+    (ctl.display().to_string(), ack.display().to_string())
+}
+
+/// The NDJSON records of a stat run.
+fn records(out: &Path) -> Vec<serde_json::Value> {
+    ndjson(&std::fs::read_to_string(out).unwrap())
+}
+
+/// Each DDR and LLC count of block 0 of each kind against the simulator's rate
+/// times the enabled time; returns that time.
+fn check_counts(recs: &[serde_json::Value], what: &str) -> f64 {
+    let end = recs
+        .iter()
+        .find(|r| r["record"] == "end")
+        .expect("an end record");
+    let on = end["enabled_s"].as_f64().unwrap();
+    let mut checked = 0;
+    for r in recs.iter().filter(|r| r["record"] == "total") {
+        let block = r["block"].as_str().unwrap();
+        if !["mss0", "llt0", "llt_miss0"].contains(&block) {
+            continue;
+        }
+        let event = r["event"].as_str().unwrap();
+        let want = bf3_event_rate(block, event) * on;
+        let got = r["value"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{what}: {block} {event} has no value"));
+        assert!(
+            ((got - want) / want).abs() <= 0.01,
+            "{what}: {block} {event} counted {got}; the simulator's rate over the {on} s enabled gives {want}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 6, "{what}: {checked} counts checked");
+    on
+}
+
+#[test]
+fn control_through_fifos_counts_the_enabled_second_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctl, ack) = fifos(dir.path());
+    let out = dir.path().join("out.json");
+    let script = format!("ctl() {{ echo $1 > {ctl}; read a < {ack}; }}; {PHASES}");
+    bfperf()
+        .args([
+            "--sim", "bf3", "stat", "-A", "-M", "ddr,llc", "--json", "-o",
+        ])
+        .arg(&out)
+        .args([
+            "-D",
+            "-1",
+            "--control",
+            &format!("fifo:{ctl},{ack}"),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success();
+    let recs = records(&out);
+    let on = check_counts(&recs, "fifo");
+    // The phase between the two acks: a second, and bfperf's latency on top.
+    assert!(
+        (1.0..1.1).contains(&on),
+        "counted for {on} s of a 1 s phase"
+    );
+    let end = recs.iter().find(|r| r["record"] == "end").unwrap();
+    assert!(end["elapsed_s"].as_f64().unwrap() >= 3.0);
+}
+
+#[test]
+fn control_through_inherited_descriptors_as_perf_users_script_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctl, ack) = fifos(dir.path());
+    let out = dir.path().join("out.json");
+    let bin = assert_cmd::cargo::cargo_bin!("bfperf");
+    let script = format!(
+        "exec 3<>{ctl} 4<>{ack}; {bin} --sim bf3 stat -A -M ddr,llc --json -o {out} -D -1 --control fd:3,4 -- \
+         sh -c 'ctl() {{ echo $1 >&3; read a <&4; }}; {PHASES}'",
+        bin = bin.display(),
+        out = out.display()
+    );
+    let st = Process::new("bash").args(["-c", &script]).status().unwrap();
+    assert!(st.success());
+    let on = check_counts(&records(&out), "fd");
+    assert!(
+        (1.0..1.1).contains(&on),
+        "counted for {on} s of a 1 s phase"
+    );
+}
+
+#[test]
+fn a_delay_counts_what_follows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.json");
+    bfperf()
+        .args([
+            "--sim", "bf3", "stat", "-A", "-M", "ddr,llc", "--json", "-o",
+        ])
+        .arg(&out)
+        .args(["-D", "500", "--", "sleep", "1.5"])
+        .timeout(std::time::Duration::from_secs(30))
+        .assert()
+        .success();
+    let recs = records(&out);
+    let on = check_counts(&recs, "-D 500");
+    let elapsed = recs.iter().find(|r| r["record"] == "end").unwrap()["elapsed_s"]
+        .as_f64()
+        .unwrap();
+    // The delay ends 0.5 s after the start (to the millisecond, bar scheduling).
+    assert!(
+        (elapsed - on - 0.5).abs() < 0.02,
+        "{on} s counted of {elapsed} s"
+    );
+}
+
+#[test]
+fn task_clock_counts_the_enabled_phase_of_a_busy_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctl, ack) = fifos(dir.path());
+    let out = dir.path().join("out.json");
+    let cpu = dir.path().join("cpu");
+    // Busy throughout; the enabled phase's busy loop reports its own CPU time (ns,
+    // from its schedstat) before it is stopped.
+    let script = format!(
+        "busy() {{ sh -c 'while :; do :; done' & p=$!; sleep 1; [ -n \"$1\" ] && cut -d' ' -f1 /proc/$p/schedstat > $1; kill $p; wait $p; }}; \
+         ctl() {{ echo $1 > {ctl}; read a < {ack}; }}; busy; ctl enable; busy {cpu}; ctl disable; busy",
+        cpu = cpu.display()
+    );
+    let assert = bfperf()
+        .args([
+            "--sim",
+            "bf3",
+            "stat",
+            "--per-process",
+            "-e",
+            "task-clock",
+            "--json",
+            "-o",
+        ])
+        .arg(&out)
+        .args([
+            "-D",
+            "-1",
+            "--control",
+            &format!("fifo:{ctl},{ack}"),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert();
+    let recs = records(&out);
+    let Some(tc) = recs
+        .iter()
+        .find(|r| r["record"] == "total" && r["event"] == "task-clock")
+        .and_then(|r| r["value"].as_f64())
+    else {
+        // No perf events here (perf_event_paranoid, or emulation): marked, not wrong.
+        assert.success();
+        assert!(recs
+            .iter()
+            .any(|r| r["event"] == "task-clock" && r["value"].is_null()));
+        return;
+    };
+    let busy: f64 = std::fs::read_to_string(&cpu)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // task-clock also counts the shell, sleep and cut of the phase: a few ms.
+    assert!(
+        tc >= busy && tc <= busy + 30e6,
+        "task-clock {tc} ns while enabled; the phase's busy loop ran {busy} ns"
+    );
+}
+
+#[test]
+fn a_client_of_the_exporter_is_counted_for_its_enabled_time() {
+    let Some((m, dir, _e, _port)) = crate::exporter::default_exporter() else {
+        return;
+    };
+    let (ctl, ack) = fifos(dir.path());
+    let out = dir.path().join("out.json");
+    let script = format!("ctl() {{ echo $1 > {ctl}; read a < {ack}; }}; {PHASES}");
+    let st = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+        .arg("--sysfs-root")
+        .arg(m.root())
+        .arg("--lock-file")
+        .arg(dir.path().join("lock"))
+        .args(["stat", "-A", "-M", "ddr,llc", "--json", "-o"])
+        .arg(&out)
+        .args([
+            "-D",
+            "-1",
+            "--control",
+            &format!("fifo:{ctl},{ack}"),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let on = check_counts(&records(&out), "beside the exporter");
+    assert!(
+        (1.0..1.1).contains(&on),
+        "counted for {on} s of a 1 s phase"
+    );
+}
+
+#[test]
+fn bad_control_input_is_refused_before_anything_is_written() {
+    let c = Copy::of("bf3");
+    let before = c.contents();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, "").unwrap();
+    let missing = dir.path().join("missing");
+    for (args, says) in [
+        (
+            vec!["--control".to_string(), "pipe:x".into()],
+            "fifo:CTL-FIFO[,ACK-FIFO] or fd:CTL-FD[,ACK-FD]".to_string(),
+        ),
+        (
+            vec!["--control".into(), format!("fifo:{}", missing.display())],
+            format!("cannot open the control FIFO {}", missing.display()),
+        ),
+        (
+            vec!["--control".into(), format!("fifo:{}", plain.display())],
+            format!("{} is not a FIFO", plain.display()),
+        ),
+        (
+            vec!["--control".into(), "fd:97".into()],
+            "descriptor 97 is not open".into(),
+        ),
+        (vec!["-D".into(), "-2".into()], "not -2".into()),
+        (vec!["-D".into(), "-1".into()], "give --control".into()),
+    ] {
+        c.cmd()
+            .args(["stat", "-e", "llt0/GDC_BANK0_RD_REQ/"])
+            .args(&args)
+            .args(["--", "true"])
+            .assert()
+            .code(1)
+            .stderr(predicates::str::contains(says));
+        assert_eq!(before, c.contents(), "{args:?} changed the device");
+    }
+}
+
+#[test]
+fn the_control_examples_run_as_readme_shows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = assert_cmd::cargo::cargo_bin!("bfperf");
+    // README's lines (with -A and NDJSON to check them), in a scratch directory, on
+    // the simulated BlueField-3.
+    let script = format!(
+        "set -e; cd {dir}; mkfifo ctl ack && cc -O2 -o phase {root}/examples/control/phase.c\n\
+         {bin} --sim bf3 stat -M ddr,llc -A --json -o c.json -D -1 --control fifo:ctl,ack -- ./phase ctl ack\n\
+         exec 3<>ctl 4<>ack\n\
+         {bin} --sim bf3 stat -M ddr,llc -A --json -o sh.json -D -1 --control fd:3,4 -- sh {root}/examples/control/phase.sh\n",
+        dir = dir.path().display(),
+        root = root.display(),
+        bin = bin.display()
+    );
+    let st = Process::new("bash").args(["-c", &script]).status().unwrap();
+    assert!(st.success(), "README's control lines failed");
+    for (file, phase) in [("c.json", None), ("sh.json", Some(1.0))] {
+        let recs = records(&dir.path().join(file));
+        let on = check_counts(&recs, file);
+        let end = recs.iter().find(|r| r["record"] == "end").unwrap();
+        assert!(
+            on < end["elapsed_s"].as_f64().unwrap(),
+            "{file}: counted all of it"
+        );
+        if let Some(p) = phase {
+            assert!(
+                (p..p + 0.1).contains(&on),
+                "{file}: {on} s counted of a {p} s phase"
+            );
+        }
+    }
+}
