@@ -2,6 +2,7 @@
 //! `commands`), and hands its typed report to the output layer.
 
 mod args;
+pub(crate) mod child;
 mod commands;
 pub(crate) mod complete;
 pub(crate) mod exit;

@@ -1,5 +1,6 @@
-//! Every `bfperf` command in README.md's `sh` blocks runs, as written, on the
-//! simulated generation it names, so that no example can rot.
+//! Every `bfperf` command in the `sh` blocks of README.md and of every page under
+//! docs/ runs, as written, on the simulated generation it names, so that no example
+//! can rot.
 //!
 //! Which generation: the one a command names itself (`--sim`, `--sysfs-root`); else a
 //! `BF1`, `BF2` or `BF3` in its comment; else the `<!-- generation: bfN -->` marker
@@ -12,7 +13,8 @@
 //! scratch directory land inside it, as `/tmp/bf` and `/var/lib/` paths do, and port
 //! 9839 becomes any free port. Long-running
 //! commands (`exporter`, `top` in a pseudo-terminal, `sim mount … &`) must still be
-//! running after a second and a half; every other command must exit 0.
+//! running after a second and a half; every other command must exit 0, or with the
+//! status its comment gives (`# exits 1`: an example of a refusal).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
@@ -25,6 +27,9 @@ struct Example {
     line: String,
     generation: Option<String>,
     run_as: String,
+    /// The exit status it must end with: 0, or what its comment says (`# exits 1`,
+    /// an example of a refusal).
+    status: i32,
 }
 
 /// The `bfperf` lines of README's `sh` blocks, in order.
@@ -51,10 +56,15 @@ fn examples(readme: &str, scratch: &Path) -> Vec<Example> {
         if in_sh && t.starts_with("bfperf ") {
             let (command, comment) = split_comment(t);
             let generation = generation_of(command, comment, marked.as_deref());
+            let status = comment
+                .split_once("exits ")
+                .and_then(|(_, n)| n.split_whitespace().next()?.parse().ok())
+                .unwrap_or(0);
             out.push(Example {
                 line: t.to_string(),
                 generation,
                 run_as: run_as(command, scratch),
+                status,
             });
         }
     }
@@ -210,7 +220,7 @@ fn run(
         return None;
     }
     let out = child.wait_with_output().unwrap();
-    (!out.status.success()).then(|| {
+    (out.status.code() != Some(e.status)).then(|| {
         format!(
             "{}: {}",
             out.status,
@@ -219,12 +229,40 @@ fn run(
     })
 }
 
+/// README.md, then the pages under docs/ in name order: the text whose `sh` blocks
+/// are run.
+fn pages() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut names: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    names.sort();
+    std::iter::once(root.join("README.md"))
+        .chain(names)
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p.strip_prefix(root).unwrap().display().to_string(), text)
+        })
+        .collect()
+}
+
 #[test]
-fn every_readme_command_runs_on_the_generation_it_names() {
+fn every_readme_and_docs_command_runs_on_the_generation_it_names() {
     let (dir, path) = scratch();
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let all = examples(&readme, dir.path());
+    let mut all = Vec::new();
+    for (name, text) in pages() {
+        let found = examples(&text, dir.path());
+        if name == "README.md" {
+            assert!(
+                found.len() >= 15,
+                "README: only {} commands found",
+                found.len()
+            );
+        }
+        all.extend(found);
+    }
     assert!(all.len() > 50, "only {} commands found", all.len());
     let mut failed = Vec::new();
     let mut mounts = Vec::new();
@@ -238,23 +276,31 @@ fn every_readme_command_runs_on_the_generation_it_names() {
             ));
         }
     }
-    // The mounts end when their directory is unmounted.
-    for mut m in mounts {
-        let bf = dir.path().join("bf");
+    // The mounts end when their directories are unmounted: every one under the
+    // scratch directory.
+    let mounts_text = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let under: Vec<&str> = mounts_text
+        .lines()
+        .filter_map(|l| l.split(' ').nth(1))
+        .filter(|m| Path::new(m).starts_with(dir.path()))
+        .collect();
+    for at in under {
         if Process::new("fusermount3")
             .arg("-u")
-            .arg(&bf)
+            .arg(at)
             .status()
             .is_err()
         {
-            let _ = Process::new("umount").arg("-l").arg(&bf).status();
+            let _ = Process::new("umount").arg("-l").arg(at).status();
         }
+    }
+    for mut m in mounts {
         let _ = m.kill();
         let _ = m.wait();
     }
     assert!(
         failed.is_empty(),
-        "{} of {} README commands failed:\n{}",
+        "{} of {} README and docs commands failed:\n{}",
         failed.len(),
         all.len(),
         failed.join("\n")

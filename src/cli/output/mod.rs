@@ -134,6 +134,11 @@ pub(crate) trait Report {
     fn json(&self) -> serde_json::Value;
     /// The form for people.
     fn document(&self) -> Document;
+    /// The form for people on a terminal `width` columns wide (None: no limit), for
+    /// a report that lays itself out differently when narrow.
+    fn document_at(&self, _width: Option<u16>) -> Document {
+        self.document()
+    }
     /// The rows for machines (CSV): raw values in stable snake_case columns. None: the
     /// document's first table or field list.
     fn records(&self) -> Option<Table> {

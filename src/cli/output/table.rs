@@ -1,6 +1,6 @@
 //! Tables for people: columns separated by spaces, numbers grouped and right-aligned
-//! (never split), text escaped, long text wrapped inside its column to fit the
-//! terminal.
+//! (never split), names kept whole, text escaped, long prose wrapped inside its
+//! column to fit the terminal.
 
 use std::io::{self, Write};
 
@@ -8,6 +8,9 @@ use comfy_table::{presets, CellAlignment, ColumnConstraint, ContentArrangement};
 
 use crate::cli::output::text::{escape, group, group_f};
 use crate::cli::output::{Cell, Part, Renderer, Report, Table};
+
+/// The longest name a table keeps whole when the terminal is narrow.
+const MAX_NAME: usize = 40;
 
 pub(super) struct TableRenderer {
     pub width: Option<u16>,
@@ -24,6 +27,11 @@ fn shown(cell: &Cell) -> String {
     }
 }
 
+/// A name: no spaces, not very long.
+fn is_name(s: &str) -> bool {
+    !s.contains(char::is_whitespace) && s.chars().count() <= MAX_NAME
+}
+
 impl TableRenderer {
     fn table(&self, t: &Table, out: &mut dyn Write) -> io::Result<()> {
         let mut ct = comfy_table::Table::new();
@@ -35,10 +43,15 @@ impl TableRenderer {
         let columns = t.header.len();
         for i in 0..columns {
             let numeric = t.rows.iter().any(|r| r.get(i).is_some_and(Cell::numeric));
-            let fixed = t
-                .rows
-                .iter()
-                .all(|r| r.get(i).is_none_or(|c| !matches!(c, Cell::Text(_))));
+            // Numbers are never split, and neither are names (a column whose cells
+            // have no spaces: metrics, events, blocks) unless one is very long: only
+            // prose wraps.
+            let fixed = t.rows.iter().all(|r| {
+                r.get(i).is_none_or(|c| match c {
+                    Cell::Text(s) => is_name(s),
+                    _ => true,
+                })
+            });
             if let Some(c) = ct.column_mut(i) {
                 if numeric {
                     c.set_cell_alignment(CellAlignment::Right);
@@ -62,7 +75,7 @@ impl TableRenderer {
 
 impl Renderer for TableRenderer {
     fn render(&self, report: &dyn Report, out: &mut dyn Write) -> io::Result<()> {
-        for part in report.document().parts {
+        for part in report.document_at(self.width).parts {
             match part {
                 Part::Table(t) => self.table(&t, out)?,
                 Part::Fields(fields) => {

@@ -7,6 +7,9 @@ use crate::block::BlockKind;
 use crate::cli::output::{to_json, Cell, Document, Report, Table};
 use crate::metrics::MetricValue;
 
+/// The terminal width from which the list is a table.
+const WIDE: usize = 140;
+
 /// One metric in the list.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct MetricRow {
@@ -52,6 +55,37 @@ impl Report for MetricsReport {
         }
         let mut d = Document::default();
         d.table(t);
+        for b in &self.broken {
+            d.line(format!("not loaded: {b}"));
+        }
+        d
+    }
+
+    /// Narrower than the table needs, as perf list lays out its metrics: a line of
+    /// name, group, kind and unit, then the description and the formula indented.
+    fn document_at(&self, width: Option<u16>) -> Document {
+        let wide = width.is_none_or(|w| usize::from(w) >= WIDE);
+        if wide || self.metrics.is_empty() {
+            return self.document();
+        }
+        let mut d = Document::default();
+        let name_w = self
+            .metrics
+            .iter()
+            .map(|m| m.metric.len())
+            .max()
+            .unwrap_or(0);
+        for m in &self.metrics {
+            d.line(format!(
+                "{:<name_w$}  {} {} [{}]",
+                m.metric,
+                m.group,
+                m.kind.as_str(),
+                m.unit
+            ));
+            d.line(format!("    {}", m.description));
+            d.line(format!("    = {}", m.formula));
+        }
         for b in &self.broken {
             d.line(format!("not loaded: {b}"));
         }
