@@ -285,13 +285,9 @@ fn every_readme_and_docs_command_runs_on_the_generation_it_names() {
         .filter(|m| Path::new(m).starts_with(dir.path()))
         .collect();
     for at in under {
-        if Process::new("fusermount3")
-            .arg("-u")
-            .arg(at)
-            .status()
-            .is_err()
-        {
-            let _ = Process::new("umount").arg("-l").arg(at).status();
+        let unmounted = |p: &mut Process| p.status().is_ok_and(|s| s.success());
+        if !unmounted(Process::new("fusermount3").arg("-u").arg(at)) {
+            let _ = unmounted(Process::new("umount").arg("-l").arg(at));
         }
     }
     for mut m in mounts {
