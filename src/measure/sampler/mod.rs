@@ -76,6 +76,15 @@ pub enum Foreign {
         /// How long its counters take to wrap at their clock, ms.
         wrap_ms: u64,
     },
+    /// The writes that opened and closed its first window were delayed (the
+    /// machine busy): the window is kept, so that the item has a count, but its
+    /// rate is not known to 0.5 %.
+    Unbounded {
+        /// How far its bounds may be off, µs.
+        us: u64,
+        /// The window's length, µs.
+        window_us: u64,
+    },
 }
 
 impl Foreign {
@@ -111,12 +120,18 @@ impl Foreign {
             Foreign::Stalled { ms, wrap_ms } => format!(
                 "it went unread for {ms} ms, longer than its counters take to wrap ({wrap_ms} ms): what it counted is not known"
             ),
+            Foreign::Unbounded { us, window_us } => format!(
+                "a busy machine delayed the writes that bound its first window by up to {us} µs of its {window_us} µs: its rate is not known to 0.5 %"
+            ),
         }
     }
 
     /// Another program wrote (false: the device failed, or the sampling stalled).
     pub fn is_write(&self) -> bool {
-        !matches!(self, Foreign::Fault { .. } | Foreign::Stalled { .. })
+        !matches!(
+            self,
+            Foreign::Fault { .. } | Foreign::Stalled { .. } | Foreign::Unbounded { .. }
+        )
     }
 }
 
@@ -439,6 +454,14 @@ fn open_window(st: &mut BlockState<'_>, stamp: &Stamp<'_>) -> Result<(u64, u64)>
         }
     }
     Ok(opened)
+}
+
+/// Marks a count whose first window's bounds are `unknown` ns off in `counted` ns.
+fn unbounded(acc: &mut Acc, unknown: u64, counted: u64) {
+    acc.touched(Foreign::Unbounded {
+        us: unknown / 1000,
+        window_us: counted / 1000,
+    });
 }
 
 /// Why a counter went backwards: another event programmed over it (the events
@@ -969,15 +992,20 @@ impl<'d> Sampler<'d> {
             // program changed what it counts during it: then nothing of the
             // window is known, and it is left out.
             let v = st.counter(s.counter)?;
-            // Its first window is kept whatever: an item never counted would show
-            // nothing at all (the exporter's series, a short command's count).
-            if uncertain && st.accs[s.item].counted_ns > 0 && !foreign.contains(&s.item) {
+            // Its first window is kept whatever (an item never counted would show
+            // nothing at all: the exporter's series, a short command's count), and
+            // marked when its bounds are not known well enough.
+            let first = st.accs[s.item].counted_ns == 0;
+            if uncertain && !first && !foreign.contains(&s.item) {
                 continue;
             }
             let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
             if !foreign.contains(&s.item) {
                 if let Some(g) = Gain::of(0, v, st.width_mask, turn, counted, span) {
                     accumulate(&mut st.accs[s.item], g);
+                }
+                if uncertain && first {
+                    unbounded(&mut st.accs[s.item], unknown, counted);
                 }
             }
         }
