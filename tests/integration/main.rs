@@ -39,6 +39,7 @@ mod events;
 mod exporter;
 mod fixtures;
 mod fuse;
+mod golden;
 mod grammar;
 mod habits;
 mod kernels;
