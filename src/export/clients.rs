@@ -580,3 +580,23 @@ fn granted(
 fn refusal(reason: String) -> Error {
     Error::BadOption { problem: reason }
 }
+
+/// The exporter is the owner the sharing protocol's connections talk to.
+impl crate::measure::share::Owner for Exporter<'_> {
+    fn grant(
+        &mut self,
+        specs: &[String],
+        uid: Option<u32>,
+        now: u64,
+    ) -> Result<(u64, Vec<GrantedBlock>)> {
+        Exporter::grant(self, specs, uid, now)
+    }
+
+    fn totals(&mut self, id: u64, now: u64) -> Result<(u64, Vec<Vec<Acc>>)> {
+        self.client_totals(id, now)
+    }
+
+    fn release(&mut self, id: u64) -> Result<()> {
+        Exporter::release(self, id)
+    }
+}

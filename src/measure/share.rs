@@ -1,8 +1,11 @@
 //! One owner of the counters, many clients: while a long-running bfperf (the
 //! exporter) holds the device, `stat` asks it over a Unix socket beside the writer
 //! lock to count its events, instead of failing on the lock. The protocol is
-//! line-delimited JSON, versioned (docs/sharing.md); this module holds its messages
-//! and the client's side, which reads the owner's counts as a measurement's source.
+//! line-delimited JSON, versioned (docs/sharing.md); this module holds both ends of
+//! it: its messages, the owner's side of a connection (framing, version, the
+//! request state machine, behind the [`Owner`] the exporter implements) and the
+//! client's side, which reads the owner's counts as a measurement's source. The
+//! socket itself is the command line's.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -95,6 +98,115 @@ pub(crate) fn send<T: Serialize>(w: &mut impl Write, message: &T) -> std::io::Re
     let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
     line.push(b'\n');
     w.write_all(&line)
+}
+
+/// What the owner of the device does for its clients: the exporter.
+pub(crate) trait Owner {
+    /// Counts `specs` for a client of `uid` from `now`: its id and where each item
+    /// is counted; Err (nothing programmed) when it cannot.
+    fn grant(
+        &mut self,
+        specs: &[String],
+        uid: Option<u32>,
+        now: u64,
+    ) -> Result<(u64, Vec<GrantedBlock>)>;
+    /// Client `id`'s accumulators now, and when they were read.
+    fn totals(&mut self, id: u64, now: u64) -> Result<(u64, Vec<Vec<Acc>>)>;
+    /// Puts client `id`'s counters back.
+    fn release(&mut self, id: u64) -> Result<()>;
+}
+
+/// What the owner's log should say after a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Said {
+    /// A measurement was granted for the command the client says it runs.
+    Granted { command: String },
+    /// The client ended its measurement; its counters are back.
+    Ended,
+}
+
+/// The owner's side of one connection: the bytes not yet framed, and the
+/// measurement granted to it.
+#[derive(Debug, Default)]
+pub(crate) struct Session {
+    buf: Vec<u8>,
+    /// The measurement granted (None before the grant and after the end).
+    pub id: Option<u64>,
+    /// The client's uid, from the kernel.
+    pub uid: Option<u32>,
+}
+
+impl Session {
+    /// A connection of the client of `uid` (as the kernel says).
+    pub(crate) fn new(uid: Option<u32>) -> Session {
+        Session {
+            uid,
+            ..Session::default()
+        }
+    }
+
+    /// Takes bytes read from the connection; Err (the connection ends) when a line
+    /// grows past [`MAX_LINE`].
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> std::result::Result<(), String> {
+        self.buf.extend_from_slice(bytes);
+        match self.buf.len() > MAX_LINE {
+            true => Err(format!("a line over {MAX_LINE} bytes")),
+            false => Ok(()),
+        }
+    }
+
+    /// The next whole line received, if any.
+    pub(crate) fn next_line(&mut self) -> Option<Vec<u8>> {
+        let end = self.buf.iter().position(|&b| b == b'\n')?;
+        Some(self.buf.drain(..=end).collect())
+    }
+
+    /// The answer to one request line, and what the log should say of it.
+    pub(crate) fn answer(
+        &mut self,
+        line: &[u8],
+        owner: &mut dyn Owner,
+        now: u64,
+    ) -> (AnswerWhat, Option<Said>) {
+        let refuse = |reason: String| (AnswerWhat::Refused { reason }, None);
+        let ask: Ask = match serde_json::from_slice(line) {
+            Ok(a) => a,
+            Err(err) => return refuse(format!("not a request of this protocol: {err}")),
+        };
+        if ask.bfperf != VERSION {
+            return refuse(format!(
+                "version {} of the protocol asked; this exporter speaks {VERSION}",
+                ask.bfperf
+            ));
+        }
+        match (ask.what, self.id) {
+            (AskWhat::Count { specs, command }, None) => match owner.grant(&specs, self.uid, now) {
+                Ok((id, blocks)) => {
+                    self.id = Some(id);
+                    let command = crate::lock::one_line(&command);
+                    (
+                        AnswerWhat::Granted { blocks },
+                        Some(Said::Granted { command }),
+                    )
+                }
+                Err(err) => refuse(err.to_string()),
+            },
+            (AskWhat::Read, Some(id)) => match owner.totals(id, now) {
+                Ok((at_ns, blocks)) => (AnswerWhat::Totals { at_ns, blocks }, None),
+                Err(err) => refuse(err.to_string()),
+            },
+            (AskWhat::End, Some(id)) => {
+                self.id = None;
+                match owner.release(id) {
+                    Ok(()) => (AnswerWhat::Ended, Some(Said::Ended)),
+                    Err(err) => refuse(format!("putting the counters back failed: {err}")),
+                }
+            }
+            (AskWhat::End, None) => (AnswerWhat::Ended, None),
+            (AskWhat::Count { .. }, Some(_)) => refuse("one measurement per connection".into()),
+            (AskWhat::Read, None) => refuse("nothing is being counted for this connection".into()),
+        }
+    }
 }
 
 /// A measurement's counts, from the owner of the device.
@@ -352,5 +464,117 @@ fn file_error(what: &'static str, path: &Path, source: std::io::Error) -> Error 
         what,
         path: path.to_path_buf(),
         source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An owner that grants one block with one counter and counts nothing.
+    #[derive(Default)]
+    struct Fake {
+        granted: u64,
+        released: Vec<u64>,
+    }
+
+    impl Owner for Fake {
+        fn grant(
+            &mut self,
+            specs: &[String],
+            _: Option<u32>,
+            _: u64,
+        ) -> Result<(u64, Vec<GrantedBlock>)> {
+            if specs.iter().any(|s| s == "bad") {
+                return Err(Error::BadOption {
+                    problem: "no such event".into(),
+                });
+            }
+            self.granted += 1;
+            let blocks = vec![GrantedBlock {
+                block: "tile2".into(),
+                counters: vec![Some(3)],
+            }];
+            Ok((self.granted, blocks))
+        }
+        fn totals(&mut self, _: u64, now: u64) -> Result<(u64, Vec<Vec<Acc>>)> {
+            Ok((now, vec![vec![Acc::default()]]))
+        }
+        fn release(&mut self, id: u64) -> Result<()> {
+            self.released.push(id);
+            Ok(())
+        }
+    }
+
+    fn ask(what: &str) -> Vec<u8> {
+        format!("{{\"bfperf\":{VERSION},{what}}}\n").into_bytes()
+    }
+
+    fn refused(a: &AnswerWhat) -> &str {
+        match a {
+            AnswerWhat::Refused { reason } => reason,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    const COUNT: &str = "\"count\":{\"specs\":[\"tile2/HNF_REQUESTS/\"],\"command\":\"stat\\nx\"}";
+
+    #[test]
+    fn a_grant_reads_and_ends_in_order_and_is_logged_on_one_line() {
+        let (mut s, mut o) = (Session::new(Some(1000)), Fake::default());
+        let (a, said) = s.answer(&ask(COUNT), &mut o, 1);
+        assert!(matches!(a, AnswerWhat::Granted { .. }));
+        assert_eq!(
+            said,
+            Some(Said::Granted {
+                command: "stat x".into()
+            })
+        );
+        let (a, _) = s.answer(&ask("\"read\":null"), &mut o, 7);
+        assert!(matches!(a, AnswerWhat::Totals { at_ns: 7, .. }), "{a:?}");
+        let (a, said) = s.answer(&ask("\"end\":null"), &mut o, 9);
+        assert!(matches!(a, AnswerWhat::Ended) && said == Some(Said::Ended));
+        assert_eq!(o.released, [1]);
+    }
+
+    #[test]
+    fn the_wire_refuses_what_the_protocol_does_not_allow() {
+        let (mut s, mut o) = (Session::new(None), Fake::default());
+        // Another version.
+        let line = format!("{{\"bfperf\":{},\"read\":null}}\n", VERSION + 1);
+        assert!(refused(&s.answer(line.as_bytes(), &mut o, 0).0).contains("version"));
+        // Not JSON of the protocol.
+        assert!(refused(&s.answer(b"hello\n", &mut o, 0).0).contains("not a request"));
+        // A read before a count.
+        assert!(refused(&s.answer(&ask("\"read\":null"), &mut o, 0).0)
+            .contains("nothing is being counted"));
+        // An end without a grant: nothing to put back, said as ended.
+        assert!(matches!(
+            s.answer(&ask("\"end\":null"), &mut o, 0).0,
+            AnswerWhat::Ended
+        ));
+        assert!(o.released.is_empty());
+        // A refused count grants nothing.
+        let bad = "\"count\":{\"specs\":[\"bad\"],\"command\":\"x\"}";
+        assert!(refused(&s.answer(&ask(bad), &mut o, 0).0).contains("no such event"));
+        assert_eq!(s.id, None);
+        // A second count on one connection.
+        assert!(matches!(
+            s.answer(&ask(COUNT), &mut o, 0).0,
+            AnswerWhat::Granted { .. }
+        ));
+        assert!(refused(&s.answer(&ask(COUNT), &mut o, 0).0).contains("one measurement"));
+    }
+
+    #[test]
+    fn lines_are_framed_and_an_over_long_one_ends_the_connection() {
+        let mut s = Session::new(None);
+        s.feed(b"{\"a\":1}\n{\"b\"").unwrap();
+        assert_eq!(s.next_line().unwrap(), b"{\"a\":1}\n");
+        assert_eq!(s.next_line(), None);
+        s.feed(b":2}\n").unwrap();
+        assert_eq!(s.next_line().unwrap(), b"{\"b\":2}\n");
+        let long = vec![b'x'; MAX_LINE + 1];
+        assert!(s.feed(&long).unwrap_err().contains("over"));
     }
 }

@@ -14,7 +14,7 @@ use crate::cli::exit::diag;
 use crate::device::values::monotonic_ns;
 use crate::error::{Error, Result};
 use crate::export::Exporter;
-use crate::measure::share::{self, Answer, AnswerWhat, Ask, AskWhat, MAX_CLIENTS, MAX_LINE};
+use crate::measure::share::{self, Answer, AnswerWhat, Said, Session, MAX_CLIENTS};
 use crate::measure::MULTIPLEX_TICK;
 
 /// Connections beyond the clients being served that may wait for their request.
@@ -28,13 +28,11 @@ const ASK_WITHIN: Duration = Duration::from_secs(5);
 
 struct Conn {
     stream: UnixStream,
-    buf: Vec<u8>,
-    /// Its uid, from the kernel (None: it does not say).
-    uid: Option<u32>,
+    /// The protocol's state of this connection: its uid (from the kernel), the
+    /// bytes not yet framed, the measurement granted.
+    session: Session,
     /// When it was accepted.
     since: Instant,
-    /// The measurement granted to it.
-    id: Option<u64>,
     /// Its uid and pid, from the kernel (SO_PEERCRED).
     who: String,
     /// How the log names it: who it is, and the command it says it runs.
@@ -129,7 +127,7 @@ impl Clients {
         let mut i = 0;
         while i < self.conns.len() {
             let c = &self.conns[i];
-            if c.id.is_none() && c.since.elapsed() > ASK_WITHIN {
+            if c.session.id.is_none() && c.since.elapsed() > ASK_WITHIN {
                 self.close(i, e, "it asked nothing in time");
                 continue;
             }
@@ -139,7 +137,9 @@ impl Clients {
             }
         }
         // Their events take turns at stat's pace, however often the loop wakes.
-        if self.conns.iter().any(|c| c.id.is_some()) && self.last_turn.elapsed() >= MULTIPLEX_TICK {
+        if self.conns.iter().any(|c| c.session.id.is_some())
+            && self.last_turn.elapsed() >= MULTIPLEX_TICK
+        {
             e.tick_clients(monotonic_ns());
             self.last_turn = Instant::now();
         }
@@ -157,7 +157,7 @@ impl Clients {
             let waiting = self
                 .conns
                 .iter()
-                .filter(|c| c.id.is_none() && c.uid == uid)
+                .filter(|c| c.session.id.is_none() && c.session.uid == uid)
                 .count();
             let room = MAX_CLIENTS + MAX_WAITING + if root { ROOT_RESERVE } else { 0 };
             if self.conns.len() >= room
@@ -172,10 +172,8 @@ impl Clients {
             };
             self.conns.push(Conn {
                 stream,
-                buf: Vec::new(),
-                uid,
+                session: Session::new(uid),
                 since: Instant::now(),
-                id: None,
                 command: who.clone(),
                 who,
             });
@@ -188,18 +186,29 @@ impl Clients {
         loop {
             match self.conns[i].stream.read(&mut chunk) {
                 Ok(0) => return Err(CLOSED.into()),
-                Ok(n) => self.conns[i].buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => self.conns[i].session.feed(&chunk[..n])?,
                 Err(err) if err.kind() == ErrorKind::WouldBlock => break,
                 Err(err) if err.kind() == ErrorKind::Interrupted => continue,
                 Err(err) => return Err(ended_by(&err)),
             }
-            if self.conns[i].buf.len() > MAX_LINE {
-                return Err(format!("a line over {MAX_LINE} bytes"));
-            }
         }
-        while let Some(end) = self.conns[i].buf.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.conns[i].buf.drain(..=end).collect();
-            let answer = self.answer(i, &line, e);
+        while let Some(line) = self.conns[i].session.next_line() {
+            let conn = &mut self.conns[i];
+            let (answer, said) = conn.session.answer(&line, e, monotonic_ns());
+            match said {
+                Some(Said::Granted { command }) => {
+                    conn.command = format!("{} (says `{command}`)", conn.who);
+                    diag(&format!(
+                        "counting for {} beside the exporter's events",
+                        conn.command
+                    ));
+                }
+                Some(Said::Ended) => diag(&format!(
+                    "{} ended; its counters are as they were",
+                    conn.command
+                )),
+                None => {}
+            }
             let refused = matches!(answer, AnswerWhat::Refused { .. });
             let ended = matches!(answer, AnswerWhat::Ended);
             let read = matches!(answer, AnswerWhat::Totals { .. });
@@ -207,8 +216,8 @@ impl Clients {
                 bfperf: share::VERSION,
                 what: answer,
             };
-            share::send(&mut self.conns[i].stream, &message).map_err(|e| ended_by(&e))?;
-            if refused && self.conns[i].id.is_none() {
+            share::send(&mut conn.stream, &message).map_err(|e| ended_by(&e))?;
+            if refused && conn.session.id.is_none() {
                 return Err("refused".into());
             }
             if ended {
@@ -223,63 +232,9 @@ impl Clients {
         Ok(())
     }
 
-    fn answer(&mut self, i: usize, line: &[u8], e: &mut Exporter) -> AnswerWhat {
-        let refuse = |reason: String| AnswerWhat::Refused { reason };
-        let ask: Ask = match serde_json::from_slice(line) {
-            Ok(a) => a,
-            Err(err) => return refuse(format!("not a request of this protocol: {err}")),
-        };
-        if ask.bfperf != share::VERSION {
-            return refuse(format!(
-                "version {} of the protocol asked; this exporter speaks {}",
-                ask.bfperf,
-                share::VERSION
-            ));
-        }
-        let conn = &mut self.conns[i];
-        match (ask.what, conn.id) {
-            (AskWhat::Count { specs, command }, None) => {
-                match e.grant(&specs, conn.uid, monotonic_ns()) {
-                    Ok((id, blocks)) => {
-                        let conn = &mut self.conns[i];
-                        conn.id = Some(id);
-                        conn.command =
-                            format!("{} (says `{}`)", conn.who, crate::lock::one_line(&command));
-                        diag(&format!(
-                            "counting for {} beside the exporter's events",
-                            conn.command
-                        ));
-                        AnswerWhat::Granted { blocks }
-                    }
-                    Err(err) => refuse(err.to_string()),
-                }
-            }
-            (AskWhat::Read, Some(id)) => match e.client_totals(id, monotonic_ns()) {
-                Ok((at_ns, blocks)) => AnswerWhat::Totals { at_ns, blocks },
-                Err(err) => refuse(err.to_string()),
-            },
-            (AskWhat::End, Some(id)) => {
-                conn.id = None;
-                match e.release(id) {
-                    Ok(()) => {
-                        diag(&format!(
-                            "{} ended; its counters are as they were",
-                            conn.command
-                        ));
-                        AnswerWhat::Ended
-                    }
-                    Err(err) => refuse(format!("putting the counters back failed: {err}")),
-                }
-            }
-            (AskWhat::End, None) => AnswerWhat::Ended,
-            (AskWhat::Count { .. }, Some(_)) => refuse("one measurement per connection".into()),
-            (AskWhat::Read, None) => refuse("nothing is being counted for this connection".into()),
-        }
-    }
-
     fn close(&mut self, i: usize, e: &mut Exporter, why: &str) {
         let conn = self.conns.remove(i);
-        if let Some(id) = conn.id {
+        if let Some(id) = conn.session.id {
             match e.release(id) {
                 Ok(()) => diag(&format!(
                     "{} ended ({why}); its counters are as they were",
