@@ -220,15 +220,34 @@ fn fuse_unavailable_reason() -> Option<String> {
 }
 
 fn skip_or_fail(reason: &str) {
-    if std::env::var_os("BFPERF_REQUIRE_FUSE").is_some() {
-        panic!("FUSE-backed tests are required (BFPERF_REQUIRE_FUSE) but cannot run: {reason}");
+    required(
+        "fuse",
+        "FUSE-backed simulator tests",
+        Err(reason.to_string()),
+    );
+}
+
+/// The one way a test says a real component (`fuse`, `prometheus`, `tmux`) is
+/// missing: where `BFPERF_REQUIRE` names it (or says `all`: CI), that fails the
+/// test; elsewhere the test is skipped, said once on the real stderr (past the
+/// harness's capture), and reports ok. True when it is there.
+pub fn required(what: &str, tests: &str, available: Result<(), String>) -> bool {
+    let Err(why) = available else {
+        return true;
+    };
+    let wanted = std::env::var("BFPERF_REQUIRE").unwrap_or_default();
+    if wanted
+        .split(',')
+        .any(|w| w.trim() == what || w.trim() == "all")
+    {
+        panic!("{tests} need {what} (BFPERF_REQUIRE={wanted}), which is missing: {why}");
     }
     use std::io::Write;
-    // Written to the real stderr, past the test harness's capture: one clear line.
     let _ = writeln!(
         std::io::stderr(),
-        "note: skipping FUSE-backed simulator tests: {reason}"
+        "note: skipping {tests}: {why} (BFPERF_REQUIRE={what} makes this a failure)"
     );
+    false
 }
 
 impl Mount {

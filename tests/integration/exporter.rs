@@ -17,8 +17,8 @@ use bfperf::sim::{Kernel, Sim};
 use bfperf::{Device, Generation};
 use predicates::prelude::*;
 
-/// promtool and prometheus, or None (after saying why) where they are missing; with
-/// BFPERF_REQUIRE_PROMETHEUS set (CI), missing is a failure.
+/// promtool and prometheus, or None (after saying why) where they are missing and
+/// not required (`BFPERF_REQUIRE`, see `common::required`).
 pub(crate) fn prometheus_tools() -> Option<(PathBuf, PathBuf)> {
     let find = |name: &str| {
         ["/usr/bin", "/usr/local/bin", "/bin"]
@@ -29,15 +29,8 @@ pub(crate) fn prometheus_tools() -> Option<(PathBuf, PathBuf)> {
     match (find("promtool"), find("prometheus")) {
         (Some(a), Some(b)) => Some((a, b)),
         _ => {
-            if std::env::var_os("BFPERF_REQUIRE_PROMETHEUS").is_some() {
-                panic!(
-                    "promtool and prometheus are required (BFPERF_REQUIRE_PROMETHEUS) but missing"
-                );
-            }
-            let _ = writeln!(
-                std::io::stderr(),
-                "note: skipping Prometheus tests: promtool/prometheus not installed"
-            );
+            let why = Err("promtool or prometheus is not installed".to_string());
+            required("prometheus", "the Prometheus tests", why);
             None
         }
     }

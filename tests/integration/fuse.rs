@@ -1,6 +1,6 @@
 //! The CLI against a FUSE mount of the simulator: the driver's refusals are real here,
 //! unlike on plain-file fixtures. Skipped with one line where FUSE cannot be used;
-//! required when BFPERF_REQUIRE_FUSE is set (CI).
+//! required where `BFPERF_REQUIRE` names `fuse` (CI).
 
 use crate::common::*;
 use predicates::prelude::*;
