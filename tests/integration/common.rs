@@ -252,7 +252,7 @@ pub fn required(what: &str, tests: &str, available: Result<(), String>) -> bool 
 
 impl Mount {
     /// Mounts a simulated device, or returns None (after saying why) where FUSE cannot
-    /// be used. With BFPERF_REQUIRE_FUSE set, failing to mount fails the test.
+    /// be used. Where `BFPERF_REQUIRE` names `fuse`, failing to mount fails the test.
     pub fn start(gen: &str, flavor: &str) -> Option<Mount> {
         Mount::start_with(gen, flavor, &[])
     }
