@@ -20,6 +20,23 @@ fn fifos(dir: &Path) -> (String, String) {
     (ctl.display().to_string(), ack.display().to_string())
 }
 
+/// `bfperf --sim bf3 stat ARGS --json -o OUT -D -1 --control fifo:CTL,ACK -- sh -c
+/// SCRIPT`, which must succeed.
+fn gated(args: &[&str], out: &Path, fifos: &(String, String), script: &str) {
+    let (ctl, ack) = fifos;
+    bfperf()
+        .args(["--sim", "bf3", "stat"])
+        .args(args)
+        .arg("--json")
+        .arg("-o")
+        .arg(out)
+        .args(["-D", "-1", "--control", &format!("fifo:{ctl},{ack}")])
+        .args(["--", "sh", "-c", script])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success();
+}
+
 /// The NDJSON records of a stat run.
 fn records(out: &Path) -> Vec<serde_json::Value> {
     ndjson(&std::fs::read_to_string(out).unwrap())
@@ -57,27 +74,10 @@ fn check_counts(recs: &[serde_json::Value], what: &str) -> f64 {
 #[test]
 fn control_through_fifos_counts_the_enabled_second_only() {
     let dir = tempfile::tempdir().unwrap();
-    let (ctl, ack) = fifos(dir.path());
+    let f = fifos(dir.path());
     let out = dir.path().join("out.json");
-    let script = format!("ctl() {{ echo $1 > {ctl}; read a < {ack}; }}; {PHASES}");
-    bfperf()
-        .args([
-            "--sim", "bf3", "stat", "-A", "-M", "ddr,llc", "--json", "-o",
-        ])
-        .arg(&out)
-        .args([
-            "-D",
-            "-1",
-            "--control",
-            &format!("fifo:{ctl},{ack}"),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ])
-        .timeout(std::time::Duration::from_secs(60))
-        .assert()
-        .success();
+    let script = format!("ctl() {{ echo $1 > {}; read a < {}; }}; {PHASES}", f.0, f.1);
+    gated(&["-A", "-M", "ddr,llc"], &out, &f, &script);
     let recs = records(&out);
     let on = check_counts(&recs, "fifo");
     // The phase between the two acks: a second, and bfperf's latency on top.
@@ -138,7 +138,8 @@ fn a_delay_counts_what_follows_it() {
 #[test]
 fn task_clock_counts_the_enabled_phase_of_a_busy_command() {
     let dir = tempfile::tempdir().unwrap();
-    let (ctl, ack) = fifos(dir.path());
+    let f = fifos(dir.path());
+    let (ctl, ack) = (&f.0, &f.1);
     let out = dir.path().join("out.json");
     let cpu = dir.path().join("cpu");
     // Busy throughout; the enabled phase's busy loop reports its own CPU time (ns,
@@ -148,31 +149,7 @@ fn task_clock_counts_the_enabled_phase_of_a_busy_command() {
          ctl() {{ echo $1 > {ctl}; read a < {ack}; }}; busy; ctl enable; busy {cpu}; ctl disable; busy; true",
         cpu = cpu.display()
     );
-    bfperf()
-        .args([
-            "--sim",
-            "bf3",
-            "stat",
-            "--per-process",
-            "-e",
-            "task-clock",
-            "--json",
-            "-o",
-        ])
-        .arg(&out)
-        .args([
-            "-D",
-            "-1",
-            "--control",
-            &format!("fifo:{ctl},{ack}"),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ])
-        .timeout(std::time::Duration::from_secs(60))
-        .assert()
-        .success();
+    gated(&["--per-process", "-e", "task-clock"], &out, &f, &script);
     let recs = records(&out);
     let Some(tc) = recs
         .iter()

@@ -11,20 +11,24 @@ use crate::exporter::{
     config, free_port, get, prometheus_query, prometheus_tools, wait_port, Running,
 };
 
-/// Prometheus with its remote-write receiver, its data in `dir`, on `port`.
-fn receiver(prometheus: &Path, dir: &Path, port: u16) -> Running {
+/// Prometheus with its remote-write receiver, its data in `dir`, on `port`; with
+/// `web` (its web config: TLS, basic auth) when given.
+fn receiver(prometheus: &Path, dir: &Path, port: u16, web: Option<&Path>) -> Running {
     let cfg = dir.join("prometheus.yml");
     std::fs::write(&cfg, "global:\n  scrape_interval: 15s\n").unwrap();
+    let mut p = Process::new(prometheus);
+    p.arg(format!("--config.file={}", cfg.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--web.enable-remote-write-receiver");
+    if let Some(web) = web {
+        p.arg(format!("--web.config.file={}", web.display()));
+    }
     let p = Running(
-        Process::new(prometheus)
-            .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--web.enable-remote-write-receiver")
-            .stdout(Stdio::null())
+        p.stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
@@ -91,7 +95,7 @@ fn remote_write_gives_the_simulators_rates_and_a_receiver_outage_loses_only_what
     };
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut prom = Some(receiver(&prometheus, dir.path(), port));
+    let mut prom = Some(receiver(&prometheus, dir.path(), port, None));
     // Two DPUs: one queue holds the whole outage, one holds ten pushes (94 series
     // each) of it.
     let _big = pusher(dir.path(), "big", port, 100_000);
@@ -121,7 +125,7 @@ fn remote_write_gives_the_simulators_rates_and_a_receiver_outage_loses_only_what
     drop(prom.take());
     let down = Instant::now();
     std::thread::sleep(Duration::from_secs(30));
-    prom = Some(receiver(&prometheus, dir.path(), port));
+    prom = Some(receiver(&prometheus, dir.path(), port, None));
     let outage = down.elapsed().as_secs_f64();
     // Both queues delivered what they held.
     wait_until("the queues drained", Duration::from_secs(120), || {
@@ -227,28 +231,8 @@ fn remote_write_over_tls_with_basic_auth_and_a_refusal_counted() {
         format!("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\nbasic_auth_users:\n  dpu: {hash}\n"),
     )
     .unwrap();
-    std::fs::write(
-        d.join("prometheus.yml"),
-        "global:\n  scrape_interval: 15s\n",
-    )
-    .unwrap();
     let port = free_port();
-    let _prom = Running(
-        Process::new(prometheus)
-            .arg(format!(
-                "--config.file={}",
-                d.join("prometheus.yml").display()
-            ))
-            .arg(format!("--storage.tsdb.path={}", d.join("tsdb").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg(format!("--web.config.file={}", d.join("web.yml").display()))
-            .arg("--web.enable-remote-write-receiver")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_port(port);
+    let _prom = receiver(&prometheus, d, port, Some(&d.join("web.yml")));
     let start = |name: &str, password: &str| {
         let sub = d.join(name);
         std::fs::create_dir_all(&sub).unwrap();

@@ -69,6 +69,33 @@ pub(crate) struct App {
     pub refreshes: u64,
 }
 
+impl App {
+    /// A view of `device`, `generation`, its `event_list` format and its `owner`
+    /// (in that order), refreshed every `interval`, with these panels: the first
+    /// tab, nothing typed, paused or sorted, no colour until told.
+    pub(crate) fn new(names: [String; 4], interval: Duration, panels: Vec<PanelState>) -> App {
+        let [device, generation, format, owner] = names;
+        App {
+            device,
+            generation,
+            format,
+            owner,
+            interval,
+            tab: Tab::Overview,
+            paused: false,
+            by_name: false,
+            filter: String::new(),
+            typing: false,
+            help: false,
+            color: false,
+            panels,
+            raw: Vec::new(),
+            raw_order: HashMap::new(),
+            refreshes: 0,
+        }
+    }
+}
+
 /// The generation's panels, and the metrics asked for with -M in one of their own:
 /// each a title and its metrics' names.
 pub(crate) fn titled_panels(
@@ -242,24 +269,8 @@ mod tests {
     use super::*;
 
     fn app() -> App {
-        App {
-            device: "simulated".into(),
-            generation: "BlueField-3".into(),
-            format: "upstream".into(),
-            owner: String::new(),
-            interval: Duration::from_secs(1),
-            tab: Tab::Overview,
-            paused: false,
-            by_name: false,
-            filter: String::new(),
-            typing: false,
-            help: false,
-            color: false,
-            panels: Vec::new(),
-            raw: Vec::new(),
-            raw_order: HashMap::new(),
-            refreshes: 0,
-        }
+        let names = ["simulated", "BlueField-3", "upstream", ""].map(String::from);
+        App::new(names, Duration::from_secs(1), Vec::new())
     }
 
     #[test]

@@ -19,7 +19,6 @@ pub(super) use app::{App, MetricRow, PanelState, Tab};
 use screen::{event_loop, with_terminal};
 use source::{Restore, Sources};
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::cli::args::Global;
@@ -81,24 +80,17 @@ pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
     // The blocks the measurement owns are read through it (it restarts their windows).
     let skip: Vec<&str> = owned.iter().map(String::as_str).collect();
     let mut watch = Watch::open(&device, &skip)?;
-    let mut app = App {
-        device: device.location(),
-        generation: gen.label().to_string(),
-        format: export::event_list_format(&device).to_string(),
-        owner,
-        interval: args.interval.max(Duration::from_millis(100)),
-        tab: Tab::Overview,
-        paused: false,
-        by_name: false,
-        filter: String::new(),
-        typing: false,
-        help: false,
-        color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-        panels: panel_states(&titled, &set),
-        raw: Vec::new(),
-        raw_order: HashMap::new(),
-        refreshes: 0,
-    };
+    let mut app = App::new(
+        [
+            device.location(),
+            gen.label().to_string(),
+            export::event_list_format(&device).to_string(),
+            owner,
+        ],
+        args.interval.max(Duration::from_millis(100)),
+        panel_states(&titled, &set),
+    );
+    app.color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let cpus = crate::perf::online_cpus(&global.sysfs_root);
     let mut cores = cores::Cores::start(&perf, &cpus, cpu_metrics, monotonic_ns());
     let mut sources = Sources {
