@@ -1,0 +1,281 @@
+//! `bfperf stat`: its arguments, and running it: the command to measure, signals,
+//! the writer lock, and the output stream.
+
+mod plan;
+mod runs;
+
+use plan::{output_of, stat_format};
+use runs::{conclude, exit_code, flushed, status_despite, Concluded, Runs};
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use clap::Args as ClapArgs;
+
+use crate::cli::args::{parse_duration, FormatOpts, Global};
+use crate::cli::child::signals;
+use crate::cli::exit::{diag, Failure};
+use crate::cli::report::{StatFormat, StatWriter};
+use crate::cli::setup::{lock_device, open_device, owner_client};
+use crate::cli::Out;
+use crate::error::{Error, Result};
+use crate::measure::control::{Control, ControlSpec, Delay};
+use crate::measure::gate::{Always, Gate};
+use crate::measure::{self, RealPacer, StatRequest};
+
+/// Count events during a command or a period: `stat -e 'tile/MEMORY_READS/' -- CMD`
+#[derive(Debug, ClapArgs)]
+#[command(
+    after_help = "Examples:\n  bfperf stat -M l3 --duration 5s\n  bfperf stat -e 'tile/MEMORY_READS/' -e 'l3cache/HITS_BANK0,MISSES_BANK0/' -- make -j8\n  bfperf stat -e 'tile/HNF_REQUESTS/,tile/MEMORY_READS/' -I 1000 -- ./workload\n  bfperf stat -e '{llt/GDC_BANK0_RD_REQ,GDC_BANK1_RD_REQ/}' --duration 10s\n  bfperf stat -M ddr -I 1000 -x, -o ddr.csv --duration 1m\n  bfperf stat -M pcie --pcie-link gen4x16 -A --json --duration 10s\n  bfperf stat -- ./workload   (no -e or -M: the generation's default set)"
+)]
+pub(crate) struct Args {
+    /// BLOCKS/EVENT[,EVENT...]/ : blocks by name, kind, glob or list; events by name,
+    /// number, `cycles`, register name or glob; several per -e, comma-separated, and
+    /// `{...}` groups, always counted together (repeatable). Without -e and -M: the
+    /// generation's default set and its metrics
+    #[arg(short = 'e', long = "event", value_name = "SPEC")]
+    events: Vec<String>,
+    /// Metrics or metric groups to compute (comma list; repeatable): their events are
+    /// counted, shared ones once; see `bfperf metrics`
+    #[arg(short = 'M', long = "metric", value_name = "NAME|GROUP")]
+    metric: Vec<String>,
+    /// Count for this long (5s, 500ms, 2m); default: until COMMAND ends, or Ctrl-C
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, conflicts_with = "command")]
+    duration: Option<std::time::Duration>,
+    /// Print counts every MS milliseconds
+    #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = clap::value_parser!(u64).range(10..))]
+    interval: Option<u64>,
+    /// Repeat the measurement N times and show the mean and its spread
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+    /// One row per block instead of sums per kind
+    #[arg(short = 'A', long = "no-aggr")]
+    no_aggr: bool,
+    /// Stop after N intervals of -I (as perf stat --interval-count)
+    #[arg(long = "interval-count", value_name = "N", requires = "interval", conflicts_with_all = ["duration", "command"], value_parser = clap::value_parser!(u64).range(1..))]
+    interval_count: Option<u64>,
+    /// Print the metrics only, not the counts (as perf stat --metric-only)
+    #[arg(long = "metric-only")]
+    metric_only: bool,
+    /// Print counts without thousands' separators (as perf stat --no-big-num)
+    #[arg(long = "no-big-num")]
+    no_big_num: bool,
+    /// Count perf events on these CPUs only (as perf stat -C: 0,2-3); the DPU's
+    /// blocks are counted as always
+    #[arg(
+        short = 'C',
+        long = "cpu",
+        value_name = "CPUS",
+        conflicts_with = "per_process"
+    )]
+    cpu: Option<String>,
+    /// NDJSON, one record per line (as perf stat -j; same as --json)
+    #[arg(short = 'j', long = "json-lines")]
+    json_lines: bool,
+    /// Accepted for perf's habit: the DPU's counters and perf events are counted
+    /// system-wide already
+    #[arg(short = 'a', long = "all-cpus")]
+    all_cpus: bool,
+    /// Count perf events (cycles, task-clock...) for COMMAND and the processes it
+    /// starts only, from its exec, instead of system-wide; the DPU's blocks are
+    /// counted as always
+    #[arg(
+        long = "per-process",
+        requires = "command",
+        conflicts_with = "all_cpus"
+    )]
+    per_process: bool,
+    /// Count perf events of this running process (its threads, and what they start)
+    /// until it ends, --duration passes or Ctrl-C (as perf stat -p); the DPU's blocks
+    /// are counted as always
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID",
+        conflicts_with_all = ["command", "per_process", "cpu"],
+        value_parser = clap::value_parser!(i32).range(1..)
+    )]
+    pid: Option<i32>,
+    #[command(flatten)]
+    format: FormatOpts,
+    /// CSV with this field separator (one character), as perf stat -x
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    separator: Option<String>,
+    /// Write the counts to FILE instead of standard error (`-o -`: standard output)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Append to -o's FILE instead of replacing it (as perf stat --append)
+    #[arg(long, requires = "output")]
+    append: bool,
+    /// Start counting MSECS after COMMAND starts (as perf stat -D); -1: start with
+    /// counting disabled until --control enables it
+    #[arg(
+        short = 'D',
+        long = "delay",
+        value_name = "MSECS",
+        allow_hyphen_values = true
+    )]
+    delay: Option<i64>,
+    /// Let the workload enable and disable counting, perf's protocol:
+    /// fifo:CTL-FIFO[,ACK-FIFO] or fd:CTL-FD[,ACK-FD]; the words `enable`, `disable`
+    /// and `ping`, each answered `ack` on ACK. Counts, rates and metrics then cover
+    /// the enabled time only
+    #[arg(long = "control", value_name = "SPEC")]
+    control: Option<String>,
+    /// Leave the counters programmed as the measurement left them
+    #[arg(long)]
+    no_restore: bool,
+    /// Refuse more events than a block has counters instead of taking turns
+    #[arg(long)]
+    no_multiplex: bool,
+    /// The command to measure and its arguments (everything from the first argument
+    /// that is not an option; `--` before it as ever)
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+/// The writer lock, or — when a long-running bfperf (the exporter) owns the device
+/// and listens beside the lock — a measurement it counts for this one. Only the
+/// device's blocks need either; perf events alone need neither.
+fn writer_or_client<'d>(
+    global: &Global,
+    device: &'d crate::device::Device,
+    req: &StatRequest,
+) -> Result<(
+    Option<crate::lock::WriterLock>,
+    Option<crate::measure::share::Shared<'d>>,
+)> {
+    if req.specs.is_empty() {
+        return Ok((None, None));
+    }
+    if let Some((shared, socket)) = owner_client(global, device, &req.specs)? {
+        diag(&format!(
+            "the device is owned by the exporter listening on {}: it counts these events beside its own",
+            socket.display()
+        ));
+        return Ok((None, Some(shared)));
+    }
+    Ok((lock_device(global, device)?, None))
+}
+
+/// stat's exit code, or why it failed.
+type ExitOr = std::result::Result<i32, Failure>;
+
+/// Runs `bfperf stat`; returns the exit code (the command's, or 128 + the signal
+/// that interrupted the measurement).
+/// The gate of -D and --control, opened and checked before anything is written
+/// (counting enabled throughout without them).
+fn control_of(a: &Args) -> Result<Box<dyn Gate>> {
+    if a.delay.is_none() && a.control.is_none() {
+        return Ok(Box::new(Always));
+    }
+    let delay = Delay::from_msecs(a.delay.unwrap_or(0))?;
+    if a.repeat > 1 {
+        return Err(Error::BadOption {
+            problem: "-D/--delay and --control count one run; not with -r".into(),
+        });
+    }
+    if delay == Delay::UntilEnabled && a.control.is_none() {
+        return Err(Error::BadOption {
+            problem: "-D -1 starts with counting disabled: give --control to enable it".into(),
+        });
+    }
+    let spec = a.control.as_deref().map(ControlSpec::parse).transpose()?;
+    Ok(Box::new(Control::open(delay, spec.as_ref())?))
+}
+
+/// The stream of records, as the flags ask.
+fn writer_of<'w>(
+    out: &'w mut dyn Write,
+    format: StatFormat,
+    a: &Args,
+    width: Option<u16>,
+    to_terminal: bool,
+) -> StatWriter<'w> {
+    StatWriter::new(out, format, !a.no_aggr, width)
+        .escaping(to_terminal)
+        .metric_only(a.metric_only)
+        .repeated(a.repeat > 1)
+        .big_num(!a.no_big_num)
+}
+
+pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
+    let (stdout, stdout_is) = (&mut *out.w, (out.terminal, out.width));
+    let format = stat_format(&a)?;
+    let device = open_device(global)?;
+    let planned = plan::plan(global, &device, &mut a)?;
+    let chosen = planned.set.select(&planned.metrics)?;
+    let mut gate = control_of(&a)?;
+    let evaluate =
+        |counts: &[measure::Count], span_s: f64| planned.values(&chosen, counts, span_s, a.no_aggr);
+    let (_lock, shared) = writer_or_client(global, &device, &planned.req)?;
+    let mut dest = output_of(&a)?;
+    let (to_terminal, width) = dest.terminal(stdout_is);
+    let mut stderr = std::io::stderr();
+    let mut out = std::io::BufWriter::new(dest.writer(stdout, &mut stderr));
+    let (sig, req) = (signals()?, &planned.req);
+    let runs = Runs::new(&a, req, &sig);
+    let mut until = |_run: u32| runs.until();
+    let mut writer = writer_of(&mut out, format, &a, width, to_terminal);
+    let mut output_error: Option<std::io::Error> = None;
+    let measuring_a_command = !a.command.is_empty();
+    // A last remainder under half an interval is no line (as perf); totals hold it.
+    let sliver_s = a.interval.map_or(0.0, |ms| ms as f64 / 2000.0);
+    let mut on_interval = |i: &measure::Interval| {
+        let printed = match output_error {
+            None if i.span_s < sliver_s => Ok(()),
+            None => writer.interval(i, &evaluate(&i.counts, i.enabled_s)),
+            Some(_) => Ok(()),
+        };
+        // Nobody reads on (`| head`) or the disk is full: stop printing. A command
+        // is never the victim: it runs to its end, the device stays owned until
+        // then; a period ends now.
+        if let Err(e) = printed {
+            output_error = Some(e);
+            if !measuring_a_command {
+                sig.stop.store(true, Ordering::SeqCst);
+            }
+        }
+        Ok(())
+    };
+    let (stop, pacer) = (&sig.stop, &RealPacer);
+    let result = measure::measure_via(
+        &device,
+        shared,
+        req,
+        pacer,
+        stop,
+        gate.as_mut(),
+        &mut until,
+        &mut on_interval,
+    );
+    gate.notes().iter().for_each(|n| diag(n));
+    let signal = sig.which.load(Ordering::SeqCst);
+    let (outcome, ending) = match conclude(&a, &runs, signal, result, &planned) {
+        Ok(Concluded::Measured(o, e)) => (o, *e),
+        Ok(Concluded::Exit(code)) => return Ok(code),
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(code) = output_error
+        .as_ref()
+        .and_then(|e| status_despite(e, &ending, signal))
+    {
+        return Ok(code);
+    }
+    let written = output_error.map_or_else(
+        || {
+            let runs = &outcome.runs;
+            let values: Vec<_> = runs
+                .iter()
+                .map(|r| evaluate(&r.counts, r.enabled_s))
+                .collect();
+            writer.summary(runs, &values, &ending)
+        },
+        Err,
+    );
+    flushed(written, &mut out)?;
+    drop(out);
+    dest.finish()?;
+    Ok(exit_code(signal, &ending))
+}
