@@ -4,20 +4,21 @@
 //! restores the device on SIGTERM and SIGINT.
 
 mod clients;
+mod config;
 mod http;
 mod remote_write;
 mod web;
+
+use config::{read_config, Serving};
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
-
 use crate::cli::args::Global;
 use crate::cli::exit::diag;
-use crate::cli::setup::{load_metrics, lock_device, lock_path, metric_params, open_device};
+use crate::cli::setup::{load_metrics, lock_device, lock_path, open_device};
 use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -29,93 +30,6 @@ pub(super) const DEFAULT_CONFIG: &str = "/etc/bfperf/exporter.toml";
 pub(super) const DEFAULT_LISTEN: &str = "127.0.0.1:9839";
 /// The longest time between two sweeps (windows must not wrap).
 const SWEEP: Duration = Duration::from_secs(1);
-
-/// The config file, as TOML.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigFile {
-    /// `stat -e` specs, or `default`.
-    #[serde(default)]
-    events: Vec<String>,
-    /// `stat -M` metric names or groups: their events are programmed.
-    #[serde(default)]
-    metrics: Vec<String>,
-    /// Export the metrics' values as gauges too.
-    #[serde(default)]
-    metric_gauges: bool,
-    /// Refuse entries this device lacks instead of skipping them.
-    #[serde(default)]
-    strict: bool,
-    /// The PCIe link for utilisation metrics (`gen4x16`).
-    pcie_link: Option<String>,
-    /// Where to serve /metrics (`--listen` overrides it).
-    listen: Option<String>,
-    /// TLS and basic auth, relative to this file's directory (`--web.config.file`
-    /// overrides it).
-    web_config_file: Option<PathBuf>,
-    /// A group whose members may ask the exporter to count (`--socket-group`
-    /// overrides it); otherwise only its user.
-    socket_group: Option<String>,
-    /// Push the series to a Prometheus remote-write receiver too.
-    remote_write: Option<remote_write::RemoteWriteFile>,
-}
-
-/// Where and how the config file says to serve; the command line's flags win.
-#[derive(Debug, Clone, Default, PartialEq)]
-struct Serving {
-    listen: Option<String>,
-    web_config: Option<PathBuf>,
-    socket_group: Option<String>,
-    /// `[remote_write]`, its file names relative to the config's directory.
-    remote_write: Option<remote_write::RemoteWriteFile>,
-}
-
-fn read_config(path: Option<&Path>, global: &Global) -> Result<(ExportConfig, Serving)> {
-    let (path, explicit) = match path {
-        Some(p) => (p.to_path_buf(), true),
-        None => (PathBuf::from(DEFAULT_CONFIG), false),
-    };
-    // Non-blocking, a regular file only, bounded: a FIFO cannot hang a reload.
-    let text = match crate::sysfs::read_config(&path) {
-        Ok(t) => t,
-        Err(Error::File { source, .. })
-            if source.kind() == std::io::ErrorKind::NotFound && !explicit =>
-        {
-            diag(&format!(
-                "no {DEFAULT_CONFIG}: exporting the default set of this generation"
-            ));
-            format!("events = [\"{}\"]", crate::measure::defaults::DEFAULT)
-        }
-        Err(e) => return Err(e),
-    };
-    let file: ConfigFile = toml::from_str(&text).map_err(|e| Error::BadConfig {
-        path: path.clone(),
-        problem: format!(
-            "not an exporter config: {}",
-            crate::error::toml_problem(&text, &e)
-        ),
-    })?;
-    let mut g = global.clone();
-    if g.pcie_link.is_none() {
-        g.pcie_link = file.pcie_link.clone();
-    }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let serving = Serving {
-        listen: file.listen,
-        web_config: file.web_config_file.map(|w| dir.join(w)),
-        socket_group: file.socket_group,
-        remote_write: file.remote_write.map(|r| r.relative_to(dir)),
-    };
-    let config = ExportConfig {
-        events: file.events,
-        metrics: file.metrics,
-        params: metric_params(&g)?,
-        journal: g.sim.is_none(),
-        metric_gauges: file.metric_gauges,
-        strict: file.strict,
-    };
-    Ok((config, serving))
-}
 
 struct Signals {
     stop: Arc<AtomicBool>,
