@@ -106,6 +106,11 @@ pub struct Diff {
     pub interval_s: f64,
     /// Which clock measured the interval.
     pub interval_source: IntervalSource,
+    /// How far every rate may be off, as a share of it: each snapshot's time is the
+    /// middle of its read pass, so a pass a busy machine stretched leaves its values'
+    /// moment known to half its length. A warning says so above 0.5 %.
+    #[serde(default)]
+    pub rate_uncertainty: f64,
     /// Differences between the snapshots' host, device or generation.
     pub warnings: Vec<String>,
     /// Each value present in both.
@@ -245,6 +250,9 @@ fn unread(snap: &Snapshot, which: &str) -> Vec<String> {
         .collect()
 }
 
+/// The share of a rate above which its uncertainty is said.
+const UNCERTAIN: f64 = 0.005;
+
 /// Compares two snapshots, in time linear in their size.
 pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
     let (secs, source) = interval(old, new);
@@ -273,14 +281,27 @@ pub fn diff(old: &Snapshot, new: &Snapshot) -> Diff {
         .map(|b| b.block.clone())
         .collect();
     let (pcie, incomplete) = pcie_summaries(new, &values);
+    let uncertainty = match secs > 0.0 {
+        true => (old.read_window_ns + new.read_window_ns) as f64 / 2.0 / (secs * 1e9),
+        false => 0.0,
+    };
+    let uncertain = (uncertainty > UNCERTAIN).then(|| {
+        format!(
+            "the snapshots' reads took up to {:.1} ms: every rate is known to ±{:.2} % only (a busy machine; take them further apart)",
+            old.read_window_ns.max(new.read_window_ns) as f64 / 1e6,
+            uncertainty * 100.0
+        )
+    });
     Diff {
         interval_s: secs,
         interval_source: source,
+        rate_uncertainty: uncertainty,
         warnings: origin_differences(old, new)
             .into_iter()
             .chain(unread(old, "older"))
             .chain(unread(new, "newer"))
             .chain(incomplete)
+            .chain(uncertain)
             .collect(),
         values,
         only_in_old,

@@ -623,11 +623,24 @@ fn snapshots_from_two_processes_give_the_simulators_rates() {
         .iter()
         .map(|r| sim.register_rate("pcie0", r).unwrap() as f64)
         .sum();
-    assert_rate(
-        pcie["in_bytes_per_s"].as_f64().unwrap(),
-        truth,
-        "pcie0 inbound bytes/s",
-    );
+    // Right within 1 %, or marked: a busy machine that stretched a snapshot's reads
+    // says how far its rates may be off, and they are right to that.
+    let got = pcie["in_bytes_per_s"].as_f64().unwrap();
+    let within = v["rate_uncertainty"].as_f64().unwrap();
+    if within > 0.005 {
+        let said = v["warnings"].as_array().unwrap().iter();
+        assert!(
+            said.filter_map(|w| w.as_str())
+                .any(|w| w.contains("known to ±")),
+            "{out}"
+        );
+        assert!(
+            ((got - truth) / truth).abs() <= within,
+            "pcie0 inbound {got} against {truth}, said to be within {within}"
+        );
+    } else {
+        assert_rate(got, truth, "pcie0 inbound bytes/s");
+    }
 }
 
 /// A value that could not be read is a CSV row with no value and the problem (read,
