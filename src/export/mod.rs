@@ -335,7 +335,7 @@ impl<'d> Exporter<'d> {
     /// The exposition in `format`, written directly: families sorted by name,
     /// series by their labels (blocks in natural order), the same every scrape.
     pub fn exposition(&self, up: bool, scrape_s: f64, format: TextFormat) -> String {
-        text::render(self.families(up, scrape_s), format)
+        text::render(&self.families(up, scrape_s), format)
     }
 
     /// Every family of the exposition and its samples, as a scrape sees them (and

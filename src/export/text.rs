@@ -14,12 +14,13 @@ pub enum TextFormat {
 
 /// The exposition of `fams` in `format`: families sorted by name, series by their
 /// labels (blocks in natural order), the same every scrape; empty families left out.
-pub fn render(mut fams: Vec<Family>, format: TextFormat) -> String {
-    fams.retain(|f| !f.samples.is_empty());
+pub fn render(fams: &[Family], format: TextFormat) -> String {
+    let mut fams: Vec<&Family> = fams.iter().filter(|f| !f.samples.is_empty()).collect();
     fams.sort_by(|a, b| a.name.cmp(&b.name));
     let mut t = Text::new(format);
-    for mut f in fams {
-        f.samples.sort_by_cached_key(|(labels, _)| {
+    for f in fams {
+        let mut samples: Vec<&(super::Labels, f64)> = f.samples.iter().collect();
+        samples.sort_by_cached_key(|(labels, _)| {
             labels
                 .iter()
                 .map(|(_, v)| crate::device::natural_key(v))
@@ -31,7 +32,7 @@ pub fn render(mut fams: Vec<Family>, format: TextFormat) -> String {
             t.gauge(&f.name, &f.help);
         }
         let suffix = if f.counter { "_total" } else { "" };
-        for (labels, v) in &f.samples {
+        for (labels, v) in samples {
             let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
             t.sample(&f.name, suffix, &l, *v);
         }

@@ -188,7 +188,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
 /// writer's own series among the rest.
 fn exposition<const N: usize>(r: &mut Running, formats: [TextFormat; N]) -> [String; N] {
     let fams = swept_families(r);
-    formats.map(|f| export::render(fams.clone(), f))
+    formats.map(|f| export::render(&fams, f))
 }
 
 /// A sweep, then every family a scrape sees.
