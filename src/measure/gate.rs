@@ -84,13 +84,13 @@ impl Excluded {
             return;
         };
         let stretch = Acc::all_since(totals, &then);
-        self.totals = match self.totals.is_empty() {
-            true => stretch
+        if self.totals.is_empty() {
+            self.totals = stretch
                 .iter()
-                .map(|b| b.iter().map(Acc::excluded).collect())
-                .collect(),
-            false => add(&self.totals, &stretch),
-        };
+                .map(|b| vec![Acc::default(); b.len()])
+                .collect();
+        }
+        self.totals = add(&self.totals, &stretch);
         self.ns += now.saturating_sub(at);
     }
 
@@ -149,5 +149,22 @@ mod tests {
             (200, 2_000, 4_000)
         );
         assert!(x.is_paused());
+    }
+
+    #[test]
+    fn a_level_keeps_its_latest_value_and_another_programs_write_stays() {
+        let level = |total: u64, foreign: u32| {
+            vec![vec![Acc {
+                total,
+                level: true,
+                foreign,
+                ..Acc::default()
+            }]]
+        };
+        let mut x = Excluded::default();
+        x.pause(1_000, level(7, 0));
+        x.resume(2_000, &level(9, 1));
+        let (counted, _) = x.enabled(3_000, &level(11, 1));
+        assert_eq!((counted[0][0].total, counted[0][0].foreign), (11, 1));
     }
 }

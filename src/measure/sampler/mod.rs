@@ -185,37 +185,17 @@ impl Acc {
         }
     }
 
-    /// The sum of two stretches' accumulators (a level keeps the later value). What
-    /// another program did is not summed: it is never left out of a count.
+    /// What two stretches left out of a count add up to: their counts and times.
+    /// What another program did is not carried (it is never left out of a count), and
+    /// neither is a level's flag: [`Acc::since`] keeps a level's own value whatever
+    /// is taken from it.
     pub(crate) fn plus(&self, other: &Acc) -> Acc {
         Acc {
-            total: if self.level {
-                other.total
-            } else {
-                self.total.saturating_add(other.total)
-            },
+            total: self.total.saturating_add(other.total),
             active_ns: self.active_ns.saturating_add(other.active_ns),
             counted_ns: self.counted_ns.saturating_add(other.counted_ns),
-            estimate: if self.level {
-                other.estimate
-            } else {
-                self.estimate.saturating_add(other.estimate)
-            },
-            foreign: 0,
-            why: None,
-            level: self.level,
-        }
-    }
-
-    /// This stretch as one to leave out of a count: what another program did stays
-    /// in the count (a level's value too: it is no count).
-    pub(crate) fn excluded(&self) -> Acc {
-        Acc {
-            foreign: 0,
-            why: None,
-            total: if self.level { 0 } else { self.total },
-            estimate: if self.level { 0 } else { self.estimate },
-            ..*self
+            estimate: self.estimate.saturating_add(other.estimate),
+            ..Acc::default()
         }
     }
 

@@ -404,9 +404,10 @@ impl Pusher {
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = wire::metadata(fams);
         let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-        st_in(&self.shared.stats, batch.len());
-        let dropped = q.push(batch);
         let st = &self.shared.stats;
+        st.queued_in
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        let dropped = q.push(batch);
         st.dropped_full.fetch_add(dropped as u64, Ordering::Relaxed);
         st.queued.store(q.samples as u64, Ordering::Relaxed);
         drop(q);
@@ -461,10 +462,6 @@ impl Drop for Pusher {
             }
         }
     }
-}
-
-fn st_in(st: &Stats, n: usize) {
-    st.queued_in.fetch_add(n as u64, Ordering::Relaxed);
 }
 
 /// The sending thread: takes the oldest batches, sends them, and on failure waits
