@@ -177,17 +177,6 @@ impl Control {
                 a.map(|a| take_fd(a, true)).transpose()?,
             ),
         };
-        if let Some(c) = &ctl {
-            // SAFETY: sets O_NONBLOCK on a descriptor we own.
-            unsafe {
-                let fd = std::os::fd::AsRawFd::as_raw_fd(c);
-                libc::fcntl(
-                    fd,
-                    libc::F_SETFL,
-                    libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK,
-                );
-            }
-        }
         Ok(Control {
             delay,
             delay_done: false,
@@ -200,13 +189,18 @@ impl Control {
         })
     }
 
-    /// Reads what has come, without waiting, into `pending`.
+    /// Reads what has come, without waiting, into `pending`: a read only when poll
+    /// says one will not block, so that an inherited descriptor's flags, which the
+    /// command shares, are left as they are.
     fn read_words(&mut self) {
         let mut buf = [0u8; 256];
         loop {
             let Some(ctl) = self.ctl.as_mut() else {
                 return;
             };
+            if !crate::measure::poll_readable(ctl.as_fd(), Duration::ZERO) {
+                return;
+            }
             match ctl.read(&mut buf) {
                 Ok(0) => {
                     // Every writer of an fd: pipe has gone: nothing more will come.

@@ -75,7 +75,9 @@ pub trait Until {
     fn wait(&mut self, pacer: &dyn Pacer, timeout: Duration, also: Option<BorrowedFd<'_>>) {
         match also {
             None => pacer.sleep(timeout),
-            Some(fd) => poll_readable(fd, timeout),
+            Some(fd) => {
+                poll_readable(fd, timeout);
+            }
         }
     }
 
@@ -86,8 +88,9 @@ pub trait Until {
     }
 }
 
-/// Waits `timeout` at most for `fd` to become readable.
-pub(crate) fn poll_readable(fd: BorrowedFd<'_>, timeout: Duration) {
+/// Waits `timeout` at most for `fd` to become readable (0: looks only); whether a
+/// read of it now returns at once (data, or its end).
+pub(crate) fn poll_readable(fd: BorrowedFd<'_>, timeout: Duration) -> bool {
     let mut p = libc::pollfd {
         fd: std::os::fd::AsRawFd::as_raw_fd(&fd),
         events: libc::POLLIN,
@@ -95,7 +98,8 @@ pub(crate) fn poll_readable(fd: BorrowedFd<'_>, timeout: Duration) {
     };
     let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
     // SAFETY: one pollfd that lives across the call.
-    unsafe { libc::poll(&mut p, 1, ms) };
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    n > 0 && p.revents & (libc::POLLIN | libc::POLLHUP) != 0
 }
 
 /// A fixed duration.
