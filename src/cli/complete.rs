@@ -64,9 +64,10 @@ struct Line {
     pending_option: Option<String>,
 }
 
+/// The commands under `cmd`, without clap's own `help` (added when the tree is built).
 fn subcommand_names(cmd: &clap::Command) -> Vec<Candidate> {
     cmd.get_subcommands()
-        .filter(|c| !c.is_hide_set())
+        .filter(|c| !c.is_hide_set() && c.get_name() != "help")
         .map(|c| {
             Candidate::new(
                 c.get_name(),

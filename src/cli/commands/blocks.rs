@@ -11,7 +11,6 @@ use crate::cli::Out;
 use crate::device::Device;
 use crate::error::Result;
 
-/// List the blocks: kind, mechanism, counters, enable state, events known
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "Examples:\n  bfperf blocks\n  bfperf blocks --csv")]
 pub(crate) struct Args {

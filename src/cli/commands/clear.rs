@@ -8,7 +8,6 @@ use crate::cli::exit::Failure;
 use crate::cli::Out;
 use crate::ops::control;
 
-/// Reset counters or statistics registers to 0
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  bfperf clear tile2\n  bfperf clear tile2 3\n  bfperf clear pcie0 IN_P_PKT_CNT"

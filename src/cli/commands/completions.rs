@@ -8,7 +8,6 @@ use crate::cli::complete;
 use crate::cli::exit::Failure;
 use crate::cli::Out;
 
-/// Print a shell completion script
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  bfperf completions bash > /etc/bash_completion.d/bfperf\n  bfperf completions zsh > \"${fpath[1]}/_bfperf\"\n  bfperf completions fish > ~/.config/fish/completions/bfperf.fish"
@@ -23,7 +22,6 @@ pub(super) fn exec(a: Args, out: &mut Out) -> Result<(), Failure> {
     out.raw(&complete::script(a.shell))
 }
 
-/// Completion candidates for the words of a command line (used by the scripts)
 #[derive(Debug, ClapArgs)]
 pub(crate) struct CompleteArgs {
     /// Index of the word being completed
@@ -40,7 +38,9 @@ pub(crate) struct CompleteArgs {
 /// Prints the candidates, one per line.
 pub(super) fn exec_complete(a: CompleteArgs, out: &mut Out) -> Result<(), Failure> {
     let mut text = String::new();
-    let root = <crate::cli::commands::Cli as clap::CommandFactory>::command();
+    let mut root = <crate::cli::commands::Cli as clap::CommandFactory>::command();
+    // Every command's arguments, which are otherwise built only for the one parsed.
+    root.build();
     for c in complete::described(&root, &a.words, a.index) {
         text.push_str(&c.line(a.descriptions));
         text.push('\n');

@@ -13,7 +13,6 @@ use crate::cli::setup::{load_metrics, metric_params};
 use crate::cli::{plot, Out};
 use crate::ops::{diff, snapshot};
 
-/// Compare two snapshots: deltas, rates, wraps and resets, PCIe throughput
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  bfperf diff before.json after.json\n  bfperf diff before.json after.json --plot rates.svg\n  bfperf diff a.json b.json --strict --json"

@@ -12,7 +12,6 @@ use crate::device::Device;
 use crate::error::Result;
 use crate::metrics::MetricSet;
 
-/// List the events of a block, or of the kinds of several (a kind, a glob, a list, all)
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  bfperf events tile2\n  bfperf events tile2 read\n  bfperf events 'llt*' GDC_BANK0\n  bfperf events all --json"

@@ -9,7 +9,6 @@ use crate::cli::exit::Failure;
 #[cfg(feature = "exporter")]
 use crate::cli::exporter::{self, ExporterOptions};
 
-/// Export the counters to Prometheus: serve /metrics, or write a node_exporter textfile
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  systemctl enable --now bfperf-exporter\n  bfperf exporter --listen 0.0.0.0:9839 --web.config.file /etc/bfperf/web.yml\n  bfperf exporter --textfile /var/lib/node_exporter/textfile/bfperf.prom"

@@ -12,7 +12,6 @@ use crate::cli::setup::open_device;
 use crate::cli::Out;
 use crate::device::Device;
 
-/// Show the device: where it is, its generation, its blocks by kind
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "Examples:\n  bfperf info\n  bfperf --sim bf3 info --json")]
 pub(crate) struct Args {

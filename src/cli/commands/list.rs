@@ -10,7 +10,6 @@ use crate::cli::report::ListReport;
 use crate::cli::setup::{device_here, load_metrics, open_device};
 use crate::cli::Out;
 
-/// List events, registers, perf events and PMUs, metrics and groups, as perf list
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  bfperf list\n  bfperf list memory\n  bfperf list 'GDC_*_RD_REQ' --details\n  bfperf list ddr --json\n  bfperf list perf   (the Arm cores' and the kernel's perf events, and the PMUs)"

@@ -12,7 +12,6 @@ use crate::cli::setup::{device_here, load_metrics};
 use crate::cli::Out;
 use crate::metrics;
 
-/// List the metrics available on this device: name, group, unit, formula, events
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  bfperf metrics ddr\n  bfperf metrics l3 --json\n  bfperf metrics --all --format prometheus-rules > /etc/prometheus/rules/bfperf.yml\n  bfperf metrics --format prometheus-rules -M ddr,llc --window 2m"

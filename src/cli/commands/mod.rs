@@ -2,7 +2,7 @@
 //! `exec` (the shape of cargo's `src/bin/cargo/commands/`). This module lists them and
 //! dispatches; commands that write the device share one sequence (`writer`).
 
-use clap::{Parser, Subcommand};
+use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
 use crate::cli::args::Global;
 use crate::cli::exit::ExitCode;
@@ -54,59 +54,145 @@ pub(crate) struct Cli {
     pub command: Command,
 }
 
-/// The commands, in the order `bfperf --help` lists them. Each one's help is the doc
-/// comment of its `Args`.
+/// The commands, in the order `bfperf --help` lists them, each with its one-line help.
+/// Each command's arguments are built only when that command is parsed (`Lazy`): a
+/// command line pays for its own command, not for all twenty.
 #[derive(Debug, Subcommand)]
 #[allow(missing_docs)]
 pub(crate) enum Command {
-    Info(info::Args),
-    Blocks(blocks::Args),
-    List(list::Args),
-    Events(events::Args),
-    Program(program::Args),
-    Start(start::Args),
-    Stop(stop::Args),
-    Clear(clear::Args),
-    Read(read::Args),
-    Snapshot(snapshot::Args),
-    Diff(diff::Args),
-    Stat(stat::Args),
-    Exporter(exporter::Args),
-    Top(top::Args),
-    Plot(plot::Args),
-    Restore(restore::Args),
-    Metrics(metrics::Args),
-    Completions(completions::Args),
+    /// Show the device: where it is, its generation, its blocks by kind
+    Info(Lazy<info::Args>),
+    /// List the blocks: kind, mechanism, counters, enable state, events known
+    Blocks(Lazy<blocks::Args>),
+    /// List events, registers, perf events and PMUs, metrics and groups, as perf list
+    List(Lazy<list::Args>),
+    /// List the events of a block, or of the kinds of several (a kind, a glob, a list, all)
+    Events(Lazy<events::Args>),
+    /// Program counters: `program tile2 3 HNF_REQUESTS` or `program l3cachehalf0 0=HITS_BANK0 1=MISSES_BANK0 --start`
+    Program(Lazy<program::Args>),
+    /// Start the counters of an L3-cache or BF3 crspace block together (resets them to 0)
+    Start(Lazy<start::Args>),
+    /// Stop an all-at-once block, or un-program one or all counters of a block
+    Stop(Lazy<stop::Args>),
+    /// Reset counters or statistics registers to 0
+    Clear(Lazy<clear::Args>),
+    /// Read counters and registers: blocks, kinds (tile, pcie, l3cache...) or all
+    Read(Lazy<read::Args>),
+    /// Read selected values once into a JSON snapshot (default: the pcie blocks)
+    Snapshot(Lazy<snapshot::Args>),
+    /// Compare two snapshots: deltas, rates, wraps and resets, PCIe throughput
+    Diff(Lazy<diff::Args>),
+    /// Count events during a command or a period: `stat -e 'tile/MEMORY_READS/' -- CMD`
+    Stat(Lazy<stat::Args>),
+    /// Export the counters to Prometheus: serve /metrics, or write a node_exporter textfile
+    Exporter(Lazy<exporter::Args>),
+    /// Watch the device live: bandwidths, ratios and every block's activity, refreshed in place
+    Top(Lazy<top::Args>),
+    /// Draw a `stat -I --json` run (or several) as charts: SVG or PNG
+    Plot(Lazy<plot::Args>),
+    /// Put the device back as it was before a `stat` or exporter that was killed
+    /// (SIGKILL, OOM, power loss), from the journal it left
+    Restore(Lazy<restore::Args>),
+    /// List the metrics available on this device: name, group, unit, formula, events
+    Metrics(Lazy<metrics::Args>),
+    /// Print a shell completion script
+    Completions(Lazy<completions::Args>),
+    /// A simulated BlueField device, for trying bfperf without a DPU
     #[command(subcommand)]
-    Sim(sim::SimCommand),
+    Sim(LazySub<sim::SimCommand>),
+    /// Completion candidates for the words of a command line (used by the scripts)
     #[command(name = "__complete", hide = true)]
-    Complete(completions::CompleteArgs),
+    Complete(Lazy<completions::CompleteArgs>),
 }
 
 /// Runs a parsed command line, writing its report to `out`. Returns the exit code.
 pub(super) fn exec(cli: Cli, out: &mut Out) -> Result<i32, Failure> {
     let g = &cli.global;
     match cli.command {
-        Command::Stat(a) => return stat::exec(g, a, out),
-        Command::Info(a) => info::exec(g, a, out),
-        Command::Blocks(a) => blocks::exec(g, a, out),
-        Command::List(a) => list::exec(g, a, out),
-        Command::Events(a) => events::exec(g, a, out),
-        Command::Program(a) => program::exec(g, a, out),
-        Command::Start(a) => start::exec(g, a, out),
-        Command::Stop(a) => stop::exec(g, a, out),
-        Command::Clear(a) => clear::exec(g, a, out),
-        Command::Read(a) => read::exec(g, a, out),
-        Command::Snapshot(a) => snapshot::exec(g, a, out),
-        Command::Diff(a) => diff::exec(g, a, out),
-        Command::Exporter(a) => exporter::exec(g, a),
-        Command::Top(a) => top::exec(g, a),
-        Command::Plot(a) => plot::exec(a),
-        Command::Restore(a) => restore::exec(g, a, out),
-        Command::Metrics(a) => metrics::exec(g, a, out),
-        Command::Completions(a) => completions::exec(a, out),
-        Command::Sim(cmd) => sim::exec(g, cmd).map_err(Failure::from),
-        Command::Complete(a) => completions::exec_complete(a, out),
+        Command::Stat(a) => return stat::exec(g, a.0, out),
+        Command::Info(a) => info::exec(g, a.0, out),
+        Command::Blocks(a) => blocks::exec(g, a.0, out),
+        Command::List(a) => list::exec(g, a.0, out),
+        Command::Events(a) => events::exec(g, a.0, out),
+        Command::Program(a) => program::exec(g, a.0, out),
+        Command::Start(a) => start::exec(g, a.0, out),
+        Command::Stop(a) => stop::exec(g, a.0, out),
+        Command::Clear(a) => clear::exec(g, a.0, out),
+        Command::Read(a) => read::exec(g, a.0, out),
+        Command::Snapshot(a) => snapshot::exec(g, a.0, out),
+        Command::Diff(a) => diff::exec(g, a.0, out),
+        Command::Exporter(a) => exporter::exec(g, a.0),
+        Command::Top(a) => top::exec(g, a.0),
+        Command::Plot(a) => plot::exec(a.0),
+        Command::Restore(a) => restore::exec(g, a.0, out),
+        Command::Metrics(a) => metrics::exec(g, a.0, out),
+        Command::Completions(a) => completions::exec(a.0, out),
+        Command::Sim(cmd) => sim::exec(g, cmd.0).map_err(Failure::from),
+        Command::Complete(a) => completions::exec_complete(a.0, out),
     }
     .map(|()| ExitCode::Success as i32)
+}
+
+/// A command's arguments, added to its `clap::Command` only when that command is
+/// parsed, shown or completed (clap's `Command::defer`).
+#[derive(Debug)]
+pub(crate) struct Lazy<T>(pub T);
+
+impl<T: FromArgMatches> FromArgMatches for Lazy<T> {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(m).map(Lazy)
+    }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(m)
+    }
+}
+
+impl<T: Args> Args for Lazy<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|cmd| keeping_help(cmd, T::augment_args))
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|cmd| keeping_help(cmd, T::augment_args_for_update))
+    }
+}
+
+/// Adds a command's arguments with `augment`, keeping the command's own help (its
+/// variant's doc comment, set when the command was declared) over the one a flattened
+/// group of options brings: clap's derive sets the variant's help after the arguments.
+fn keeping_help(cmd: clap::Command, augment: fn(clap::Command) -> clap::Command) -> clap::Command {
+    let about = cmd.get_about().cloned();
+    let long_about = cmd.get_long_about().cloned();
+    let mut cmd = augment(cmd);
+    if let Some(a) = about {
+        cmd = cmd.about(a);
+    }
+    if let Some(a) = long_about {
+        cmd = cmd.long_about(a);
+    }
+    cmd
+}
+
+/// A command's subcommands, added only when that command is parsed (as [`Lazy`]).
+#[derive(Debug)]
+pub(crate) struct LazySub<T>(pub T);
+
+impl<T: FromArgMatches> FromArgMatches for LazySub<T> {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(m).map(LazySub)
+    }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(m)
+    }
+}
+
+impl<T: Subcommand> Subcommand for LazySub<T> {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        cmd.defer(T::augment_subcommands)
+    }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(T::augment_subcommands_for_update)
+    }
+    fn has_subcommand(name: &str) -> bool {
+        T::has_subcommand(name)
+    }
 }

@@ -5,7 +5,6 @@ use clap::Args as ClapArgs;
 use crate::cli::exit::Failure;
 use crate::cli::plot::{self, PlotOptions};
 
-/// Draw a `stat -I --json` run (or several) as charts: SVG or PNG
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  bfperf stat -M ddr,llc -A -I 250 --json --duration 1m > run.ndjson\n  bfperf plot run.ndjson --per-block -o run.svg\n  bfperf plot before.ndjson after.ndjson -o compare.png"

@@ -8,7 +8,6 @@ use crate::cli::exit::Failure;
 use crate::cli::Out;
 use crate::ops::program;
 
-/// Program counters: `program tile2 3 HNF_REQUESTS` or `program l3cachehalf0 0=HITS_BANK0 1=MISSES_BANK0 --start`
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  bfperf program tile2 3 HNF_REQUESTS\n  bfperf program 'tile*' 0=MEMORY_READS 1=MEMORY_WRITES\n  bfperf program l3cachehalf0 0=HITS_BANK0 1=MISSES_BANK0 --start\n  bfperf program llt0 0=GDC_BANK0_RD_REQ --dry-run"

@@ -10,7 +10,6 @@ use crate::cli::setup::open_device;
 use crate::cli::Out;
 use crate::ops::{read, snapshot};
 
-/// Read counters and registers: blocks, kinds (tile, pcie, l3cache...) or all
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  bfperf read tile2\n  bfperf read pcie --json\n  bfperf read all"

@@ -7,8 +7,6 @@ use crate::cli::exit::Failure;
 use crate::cli::setup::{lock_device, open_device};
 use crate::cli::Out;
 
-/// Put the device back as it was before a `stat` or exporter that was killed
-/// (SIGKILL, OOM, power loss), from the journal it left
 #[derive(Debug, ClapArgs)]
 #[command(
     long_about = "Put the device back as it was before a `stat` or exporter that was killed \

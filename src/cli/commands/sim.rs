@@ -10,7 +10,6 @@ use crate::cli::setup::parse_sim_opts;
 use crate::error::{Error, Result};
 use crate::sim;
 
-/// A simulated BlueField device, for trying bfperf without a DPU
 #[derive(Debug, Subcommand)]
 #[command(
     after_help = "Examples:\n  bfperf sim mount --gen 3 /tmp/dpu &\n  bfperf --sysfs-root /tmp/dpu stat -M ddr --duration 2s\n  bfperf sim export --gen 2 --fixture fixtures/bf2"

@@ -12,7 +12,6 @@ use crate::cli::setup::{open_device, write_file};
 use crate::cli::Out;
 use crate::ops::snapshot;
 
-/// Read selected values once into a JSON snapshot (default: the pcie blocks)
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  bfperf snapshot -o before.json && sleep 10 && bfperf snapshot -o after.json\n  bfperf diff before.json after.json\n  bfperf snapshot all -o >(gzip > all.json.gz)"

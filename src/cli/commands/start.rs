@@ -8,7 +8,6 @@ use crate::cli::exit::Failure;
 use crate::cli::Out;
 use crate::ops::control;
 
-/// Start the counters of an L3-cache or BF3 crspace block together (resets them to 0)
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "Examples:\n  bfperf start l3cachehalf0\n  bfperf start llt --dry-run")]
 pub(crate) struct Args {

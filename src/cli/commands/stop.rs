@@ -8,7 +8,6 @@ use crate::cli::exit::Failure;
 use crate::cli::Out;
 use crate::ops::control;
 
-/// Stop an all-at-once block, or un-program one or all counters of a block
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  bfperf stop l3cachehalf0\n  bfperf stop tile2 3\n  bfperf stop 'llt*'"

@@ -6,7 +6,6 @@ use crate::cli::args::{parse_duration, Global};
 use crate::cli::exit::Failure;
 use crate::cli::top::{self, TopOptions};
 
-/// Watch the device live: bandwidths, ratios and every block's activity, refreshed in place
 #[derive(Debug, ClapArgs)]
 #[command(
     long_about = "Watch the device live, full screen, refreshed in place: the headline \

@@ -24,7 +24,6 @@ use crate::measure::control::{Control, ControlSpec, Delay};
 use crate::measure::gate::{Always, Gate};
 use crate::measure::{self, RealPacer, StatRequest};
 
-/// Count events during a command or a period: `stat -e 'tile/MEMORY_READS/' -- CMD`
 #[derive(Debug, ClapArgs)]
 #[command(
     after_help = "Examples:\n  bfperf stat -M l3 --duration 5s\n  bfperf stat -e 'tile/MEMORY_READS/' -e 'l3cache/HITS_BANK0,MISSES_BANK0/' -- make -j8\n  bfperf stat -e 'tile/HNF_REQUESTS/,tile/MEMORY_READS/' -I 1000 -- ./workload\n  bfperf stat -e '{llt/GDC_BANK0_RD_REQ,GDC_BANK1_RD_REQ/}' --duration 10s\n  bfperf stat -M ddr -I 1000 -x, -o ddr.csv --duration 1m\n  bfperf stat -M pcie --pcie-link gen4x16 -A --json --duration 10s\n  bfperf stat -- ./workload   (no -e or -M: the generation's default set)"
