@@ -328,6 +328,7 @@ pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Ve
                 Some((acc.total as f64 / coverage).round() as u64)
             };
             let counter = p.counter_of(ii);
+            let unbounded = acc.unbounded();
             out.push(Count {
                 block: p.block.name.clone(),
                 kind: p.block.kind,
@@ -340,8 +341,8 @@ pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Ve
                 raw: acc.total,
                 unit: unit(item),
                 coverage,
-                valid: acc.foreign == 0,
-                invalid: acc.why.map(|w| w.describe()),
+                valid: acc.foreign == 0 && unbounded.is_none(),
+                invalid: acc.why.map(|w| w.describe()).or(unbounded),
                 supported: true,
             });
         }

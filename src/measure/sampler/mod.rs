@@ -77,8 +77,9 @@ pub enum Foreign {
         wrap_ms: u64,
     },
     /// The writes that opened and closed its first window were delayed (the
-    /// machine busy): the window is kept, so that the item has a count, but its
-    /// rate is not known to 0.5 %.
+    /// machine busy) and its rate is not known to 0.5 %. Read from an owner of an
+    /// earlier release only: this one carries the delay in [`Acc::uncertain_ns`],
+    /// so that it marks the spans it matters to, not the whole run.
     Unbounded {
         /// How far its bounds may be off, µs.
         us: u64,
@@ -158,6 +159,12 @@ pub struct Acc {
     pub why: Option<Foreign>,
     /// A level: `total` is its latest value, not a count.
     pub level: bool,
+    /// How far the bounds of its counting may be off, ns: a first window kept
+    /// although a busy machine delayed the writes that opened and closed it. A span
+    /// whose `counted_ns` this is more than 0.5 % of has no rate known to 0.5 %
+    /// ([`Acc::unbounded`]); a longer span that holds it has.
+    #[serde(default)]
+    pub uncertain_ns: u64,
 }
 
 impl Acc {
@@ -182,7 +189,22 @@ impl Acc {
             foreign: self.foreign.saturating_sub(earlier.foreign),
             why: if touched { self.why } else { None },
             level: self.level,
+            uncertain_ns: self.uncertain_ns.saturating_sub(earlier.uncertain_ns),
         }
+    }
+
+    /// Why its rate is not known to 0.5 % over this span, if it is not: the bounds
+    /// of a window it holds were delayed by more than that share of its counting.
+    pub fn unbounded(&self) -> Option<String> {
+        (self.uncertain_ns > TIGHT_NS
+            && self.uncertain_ns.saturating_mul(UNCERTAIN_PER) > self.counted_ns)
+            .then(|| {
+                format!(
+                    "a busy machine delayed the writes that bound its first window by up to {} µs of the {} µs it counted: its rate is not known to 0.5 %",
+                    self.uncertain_ns / 1000,
+                    self.counted_ns / 1000
+                )
+            })
     }
 
     /// What two stretches left out of a count add up to: their counts and times.
@@ -434,14 +456,6 @@ fn open_window(st: &mut BlockState<'_>, stamp: &Stamp<'_>) -> Result<(u64, u64)>
         }
     }
     Ok(opened)
-}
-
-/// Marks a count whose first window's bounds are `unknown` ns off in `counted` ns.
-fn unbounded(acc: &mut Acc, unknown: u64, counted: u64) {
-    acc.touched(Foreign::Unbounded {
-        us: unknown / 1000,
-        window_us: counted / 1000,
-    });
 }
 
 /// Why a counter went backwards: another event programmed over it (the events
@@ -985,7 +999,7 @@ impl<'d> Sampler<'d> {
                     accumulate(&mut st.accs[s.item], g);
                 }
                 if uncertain && first {
-                    unbounded(&mut st.accs[s.item], unknown, counted);
+                    st.accs[s.item].uncertain_ns += unknown;
                 }
             }
         }
@@ -1031,5 +1045,50 @@ impl<'d> Sampler<'d> {
     /// The device measured.
     pub fn device(&self) -> &'d Device {
         self.device
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Acc;
+
+    /// An item whose first window (100 ms) a busy machine bounded to within 2 ms only.
+    fn first_window() -> Acc {
+        Acc {
+            total: 1_000,
+            active_ns: 100_000_000,
+            counted_ns: 100_000_000,
+            estimate: 1_000,
+            uncertain_ns: 2_000_000,
+            ..Acc::default()
+        }
+    }
+
+    #[test]
+    fn a_delayed_first_window_marks_the_spans_it_is_more_than_half_a_percent_of() {
+        let first = first_window();
+        // Its own interval: 2 ms of 100 ms, not known to 0.5 %.
+        let why = first.since(&Acc::default()).unbounded().expect("marked");
+        assert!(why.contains("2000 µs of the 100000 µs"), "{why}");
+        // Later intervals do not hold it.
+        let mut later = first;
+        later.total += 1_000;
+        later.counted_ns += 100_000_000;
+        later.active_ns += 100_000_000;
+        assert_eq!(later.since(&first).unbounded(), None);
+        // A whole run of 0.3 s holds it at 0.67 %: marked; of 0.4 s at 0.5 %: known.
+        let mut run = later;
+        run.counted_ns += 100_000_000;
+        assert!(run.since(&Acc::default()).unbounded().is_some());
+        run.counted_ns += 100_000_000;
+        assert_eq!(run.since(&Acc::default()).unbounded(), None);
+    }
+
+    #[test]
+    fn a_small_delay_never_marks() {
+        let mut acc = first_window();
+        acc.uncertain_ns = 50_000;
+        acc.counted_ns = 1_000_000;
+        assert_eq!(acc.unbounded(), None);
     }
 }
