@@ -99,7 +99,7 @@ pub(crate) enum Command {
     Completions(Lazy<completions::Args>),
     /// A simulated BlueField device, for trying bfperf without a DPU
     #[command(subcommand)]
-    Sim(LazySub<sim::SimCommand>),
+    Sim(Lazy<sim::SimCommand>),
     /// Completion candidates for the words of a command line (used by the scripts)
     #[command(name = "__complete", hide = true)]
     Complete(Lazy<completions::CompleteArgs>),
@@ -133,8 +133,8 @@ pub(super) fn exec(cli: Cli, out: &mut Out) -> Result<i32, Failure> {
     .map(|()| ExitCode::Success as i32)
 }
 
-/// A command's arguments, added to its `clap::Command` only when that command is
-/// parsed, shown or completed (clap's `Command::defer`).
+/// A command's arguments (or subcommands), added to its `clap::Command` only when
+/// that command is parsed, shown or completed (clap's `Command::defer`).
 #[derive(Debug)]
 pub(crate) struct Lazy<T>(pub T);
 
@@ -172,20 +172,8 @@ fn keeping_help(cmd: clap::Command, augment: fn(clap::Command) -> clap::Command)
     cmd
 }
 
-/// A command's subcommands, added only when that command is parsed (as [`Lazy`]).
-#[derive(Debug)]
-pub(crate) struct LazySub<T>(pub T);
-
-impl<T: FromArgMatches> FromArgMatches for LazySub<T> {
-    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        T::from_arg_matches(m).map(LazySub)
-    }
-    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
-        self.0.update_from_arg_matches(m)
-    }
-}
-
-impl<T: Subcommand> Subcommand for LazySub<T> {
+/// A command's subcommands (`sim`'s), added as [`Lazy`] adds arguments.
+impl<T: Subcommand> Subcommand for Lazy<T> {
     fn augment_subcommands(cmd: clap::Command) -> clap::Command {
         cmd.defer(T::augment_subcommands)
     }
