@@ -602,7 +602,7 @@ impl<'d> Measurement<'d> {
                     on_interval(&self.interval(number, start, &previous, &mark))?;
                     previous = mark;
                     if now >= at {
-                        next_interval = Some(at + every * ((now - at) / every + 1));
+                        next_interval = Some(next_deadline(at, every, now));
                     }
                 }
             }
@@ -747,6 +747,19 @@ impl<'d> Measurement<'d> {
             Source::Own(s) => s.take_log(),
             Source::Shared(_) => Vec::new(),
         }
+    }
+}
+
+/// The interval deadline after one due at `at` and served at `now`: the next of
+/// the run's `every` grid that is at least half an interval away, so that a late
+/// tick (a busy machine) makes that interval longer, never leaves a sliver after it.
+/// Only a run's last interval can be short.
+fn next_deadline(at: u64, every: u64, now: u64) -> u64 {
+    let next = at + every * ((now - at) / every + 1);
+    if next - now < every / 2 {
+        next + every
+    } else {
+        next
     }
 }
 
@@ -1124,4 +1137,21 @@ pub(crate) fn measure_via<'d>(
         stop,
     };
     run_all(m, &ctx, gate, until, on_interval, Vec::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_deadline;
+
+    #[test]
+    fn a_late_tick_lengthens_the_next_interval_and_never_leaves_a_sliver() {
+        let ms = 1_000_000;
+        // On time: the next of the grid.
+        assert_eq!(next_deadline(200 * ms, 100 * ms, 201 * ms), 300 * ms);
+        // 74 ms late: 300 would leave a 26 ms sliver; 400 instead.
+        assert_eq!(next_deadline(200 * ms, 100 * ms, 274 * ms), 400 * ms);
+        // More than an interval late: the grid point after, half an interval away.
+        assert_eq!(next_deadline(200 * ms, 100 * ms, 340 * ms), 400 * ms);
+        assert_eq!(next_deadline(200 * ms, 100 * ms, 360 * ms), 500 * ms);
+    }
 }

@@ -162,6 +162,14 @@ pub fn assert_coverage(percent: &str, what: &str) {
     assert!(c > 0.0 && c <= 100.0, "{what}: coverage {c} %");
 }
 
+/// Whether a value's reason says a busy machine delayed the writes that bound its
+/// counting (its rate not known to 0.5 %): a mark a loaded machine may earn.
+pub fn busy_marked(reason: &serde_json::Value) -> bool {
+    reason
+        .as_str()
+        .is_some_and(|r| r.contains("a busy machine delayed the writes"))
+}
+
 /// Whether the tests run under user-mode emulation (.ci/aarch64 sets
 /// BFPERF_TEST_EMULATED), where starting a process takes longer.
 pub fn emulated() -> bool {

@@ -481,7 +481,11 @@ fn a_metric_mixing_kinds_without_a_pairing_is_for_the_kind_only() {
         .filter(|r: &serde_json::Value| r["record"] == "metric")
         .collect();
     let of = |block: &str| records.iter().find(|r| r["block"] == block).unwrap();
-    assert!(of("llt").get("value").unwrap().is_number(), "{out}");
+    let llt = of("llt");
+    assert!(
+        llt["value"].is_number() || busy_marked(&llt["reason"]),
+        "{out}"
+    );
     for i in 0..8 {
         let r = of(&format!("llt{i}"));
         assert!(r["value"].is_null(), "{r}");
@@ -493,9 +497,12 @@ fn a_metric_mixing_kinds_without_a_pairing_is_for_the_kind_only() {
             "{r}"
         );
     }
-    // The same with "PairBlocks": "index": each block has its value.
+    // The same with "PairBlocks": "index": each block has its value, or is marked
+    // because a busy machine left its first window's bounds unknown.
     let out = stdout_of(&mut run(r#", "PairBlocks": "index""#));
-    assert_eq!(out.matches(r#""value":null"#).count(), 0, "{out}");
+    for r in ndjson(&out).iter().filter(|r| r["record"] == "metric") {
+        assert!(r["value"].is_number() || busy_marked(&r["reason"]), "{r}");
+    }
     // An unknown pairing is refused with what is known.
     run(r#", "PairBlocks": "name""#)
         .assert()

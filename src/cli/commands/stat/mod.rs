@@ -220,6 +220,7 @@ pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
     let mut output_error: Option<std::io::Error> = None;
     let measuring_a_command = !a.command.is_empty();
     // A last remainder under half an interval is no line (as perf); totals hold it.
+    // Only the last can be that short: a late tick lengthens the interval after it.
     let sliver_s = a.interval.map_or(0.0, |ms| ms as f64 / 2000.0);
     let mut on_interval = |i: &measure::Interval| {
         let printed = match output_error {
