@@ -152,6 +152,24 @@ mod tests {
     }
 
     #[test]
+    fn a_delayed_first_window_counted_while_disabled_is_left_out_with_it() {
+        // Disabled from the start (-D -1); the first window (0-100 ms) had bounds
+        // 2 ms off; enabled from 1 s to 1.2 s, in two on-time windows.
+        let at = |total: u64, ns: u64| {
+            let mut a = acc(total, ns);
+            a[0][0].uncertain_ns = 2_000_000;
+            a
+        };
+        let ms = 1_000_000;
+        let mut x = Excluded::default();
+        x.pause(0, acc(0, 0));
+        x.resume(1_000 * ms, &at(1_000, 1_000 * ms));
+        let (counted, _) = x.enabled(1_200 * ms, &at(1_200, 1_200 * ms));
+        assert_eq!(counted[0][0].uncertain_ns, 0);
+        assert_eq!(counted[0][0].unbounded(), None);
+    }
+
+    #[test]
     fn a_level_keeps_its_latest_value_and_another_programs_write_stays() {
         let level = |total: u64, foreign: u32| {
             vec![vec![Acc {

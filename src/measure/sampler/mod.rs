@@ -207,16 +207,18 @@ impl Acc {
             })
     }
 
-    /// What two stretches left out of a count add up to: their counts and times.
-    /// What another program did is not carried (it is never left out of a count), and
-    /// neither is a level's flag: [`Acc::since`] keeps a level's own value whatever
-    /// is taken from it.
+    /// What two stretches left out of a count add up to: their counts and times, and
+    /// the uncertainty of those times (a first window counted while disabled is
+    /// left out with it). What another program did is not carried (it is never left
+    /// out of a count), and neither is a level's flag: [`Acc::since`] keeps a level's
+    /// own value whatever is taken from it.
     pub(crate) fn plus(&self, other: &Acc) -> Acc {
         Acc {
             total: self.total.saturating_add(other.total),
             active_ns: self.active_ns.saturating_add(other.active_ns),
             counted_ns: self.counted_ns.saturating_add(other.counted_ns),
             estimate: self.estimate.saturating_add(other.estimate),
+            uncertain_ns: self.uncertain_ns.saturating_add(other.uncertain_ns),
             ..Acc::default()
         }
     }
