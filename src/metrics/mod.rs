@@ -967,6 +967,17 @@ fn value_of<'a>(
         coverage: 1.0,
     };
     let compiled = m.compiled().as_ref().map_err(Clone::clone)?;
+    // Whether the metric has a value for this block at all comes before what its
+    // inputs hold: a metric of the kind as a whole says so, whatever its events.
+    if let Some(b) = block {
+        for v in &compiled.vars {
+            if let Var::Other(k, _) | Var::Metric(_, k) = v {
+                if *k != m.kind {
+                    paired(m, inputs, b, *k)?;
+                }
+            }
+        }
+    }
     let mut values = Vec::with_capacity(compiled.vars.len());
     let mut coverage: f64 = 1.0;
     for v in &compiled.vars {
@@ -1168,6 +1179,48 @@ mod tests {
             v.sort();
             v
         })
+    }
+
+    #[test]
+    fn a_metric_of_the_kind_as_a_whole_says_so_per_block_whatever_its_inputs() {
+        let def = MetricDef {
+            name: "mix".into(),
+            expr: "llt_miss@GDC_MISS_MACHINE_RD_REQ@ / GDC_BANK0_RD_REQ".into(),
+            group: String::new(),
+            description: String::new(),
+            scale_unit: String::new(),
+            kind: "llt".into(),
+            compat: String::new(),
+            pair_blocks: None,
+        };
+        let mut set = MetricSet::load(&[Generation::Bf3], &[]);
+        let context = std::sync::Arc::new(Context {
+            gens: vec![Generation::Bf3],
+            kinds: HashMap::new(),
+        });
+        set.metrics.push(load_one(def, "test", &context).unwrap());
+        let mut inputs = Inputs::default();
+        // llt0's own event is invalid; llt1's counted.
+        inputs.missing("llt0", BlockKind::Llt, "GDC_BANK0_RD_REQ", "invalid".into());
+        inputs.add("llt1", BlockKind::Llt, "GDC_BANK0_RD_REQ", 10.0, 1.0);
+        inputs.add(
+            "llt_miss0",
+            BlockKind::LltMiss,
+            "GDC_MISS_MACHINE_RD_REQ",
+            5.0,
+            1.0,
+        );
+        let m = set.metrics.last().unwrap();
+        for v in evaluate(&set, &[m], &inputs, true) {
+            let reason = v.reason.unwrap_or_default();
+            match v.block.as_str() {
+                "llt" => assert_eq!(reason, "invalid"),
+                _ => assert!(
+                    reason.starts_with("defined for the kind as a whole"),
+                    "{reason}"
+                ),
+            }
+        }
     }
 
     #[test]
