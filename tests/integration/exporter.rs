@@ -1707,13 +1707,18 @@ fn free_counters_of_an_all_at_once_block_are_lent_beside_the_exporter() {
         .into_iter()
         .find(|r| r["record"] == "total" && r["event"] == "GDC_BANK0_HIT")
         .unwrap_or_else(|| panic!("no GDC_BANK0_HIT in\n{stdout}"));
-    assert_eq!(total["valid"], true, "{total}");
-    let rate = total["value"].as_f64().unwrap() / total["time_s"].as_f64().unwrap();
-    assert_rate(
-        rate,
-        bf3_event_rate("llt0", "GDC_BANK0_HIT"),
-        "llt0 GDC_BANK0_HIT",
-    );
+    // Right within 1 %, or marked: a busy machine that delayed the first window's
+    // bounds by more than 0.5 % of the second.
+    if total["valid"] == true {
+        let rate = total["value"].as_f64().unwrap() / total["time_s"].as_f64().unwrap();
+        assert_rate(
+            rate,
+            bf3_event_rate("llt0", "GDC_BANK0_HIT"),
+            "llt0 GDC_BANK0_HIT",
+        );
+    } else {
+        assert!(busy_marked(&total["invalid"]), "{total}");
+    }
     assert_eq!(llt0(&m), programmed, "the lent counter is not put back");
 
     // Two clients of the same event share the counter lent to the first; it is
