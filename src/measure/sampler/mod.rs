@@ -196,15 +196,13 @@ impl Acc {
     /// Why its rate is not known to 0.5 % over this span, if it is not: the bounds
     /// of a window it holds were delayed by more than that share of its counting.
     pub fn unbounded(&self) -> Option<String> {
-        (self.uncertain_ns > TIGHT_NS
-            && self.uncertain_ns.saturating_mul(UNCERTAIN_PER) > self.counted_ns)
-            .then(|| {
-                format!(
-                    "a busy machine delayed the writes that bound its first window by up to {} µs of the {} µs it counted: its rate is not known to 0.5 %",
-                    self.uncertain_ns / 1000,
-                    self.counted_ns / 1000
-                )
-            })
+        unknown_beyond_bound(self.uncertain_ns, self.counted_ns).then(|| {
+            format!(
+                "a busy machine delayed the writes that bound its first window by up to {} µs of the {} µs it counted: its rate is not known to 0.5 %",
+                self.uncertain_ns / 1000,
+                self.counted_ns / 1000
+            )
+        })
     }
 
     /// What two stretches left out of a count add up to: their counts and times, and
@@ -440,6 +438,13 @@ const TIGHT_NS: u64 = 50_000;
 /// process preempted) is left out, its time not counted, so that no rate rests on a
 /// bound that is not known — unless it is its items' first, which is kept.
 const UNCERTAIN_PER: u64 = 200;
+
+/// Whether bounds `unknown` ns off leave a rate over `counted` ns not known well
+/// enough: beyond [`TIGHT_NS`] and beyond 1/[`UNCERTAIN_PER`] of it. One rule for a
+/// window (left out) and for a span holding a kept first window (marked).
+fn unknown_beyond_bound(unknown: u64, counted: u64) -> bool {
+    unknown > TIGHT_NS && unknown.saturating_mul(UNCERTAIN_PER) > counted
+}
 
 /// Opens an all-at-once block's window (`enable` 1), timed; where the write took
 /// long, the window is opened again (`enable` 0 and 1: it restarts from 0), twice at
@@ -970,7 +975,7 @@ impl<'d> Sampler<'d> {
         // window is left out, its time not counted (the next turn of its items
         // stands for it).
         let unknown = st.open_half + close_half;
-        let uncertain = unknown > TIGHT_NS && unknown.saturating_mul(UNCERTAIN_PER) > counted;
+        let uncertain = unknown_beyond_bound(unknown, counted);
         let turn = dt.saturating_sub(std::mem::take(&mut st.gap_ns));
         if let Some(wrap) = st.wrap_ns.filter(|w| counted > *w) {
             // Stalled past a wrap: the window's counts are not known.
