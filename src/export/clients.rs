@@ -14,7 +14,7 @@ use crate::measure::journal;
 use crate::measure::plan::{place_on_free, BlockPlan};
 use crate::measure::sampler::{Acc, Sampler};
 use crate::measure::session::{self, Saved};
-use crate::measure::share::{GrantedBlock, MAX_CLIENTS, MAX_ITEMS};
+use crate::measure::share::{GrantedBlock, MAX_CLIENTS, MAX_ITEMS, READ_EVERY_NS};
 use crate::spec::BlockRequest;
 
 use super::Exporter;
@@ -43,11 +43,6 @@ pub(crate) struct Client<'d> {
     /// Its last answer to a read: the time of its values and the values.
     last_read: Option<(u64, Vec<Vec<Acc>>)>,
 }
-
-/// Reads of one client closer together than this are answered with the values of
-/// the first (and their time): a flood of reads never makes the device be read more
-/// often than this, nor stalls the exporter's loop.
-const READ_EVERY_NS: u64 = 10_000_000;
 
 /// A counter of one of the exporter's all-at-once blocks lent to clients: the item
 /// its sampler counts there for them.

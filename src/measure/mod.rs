@@ -476,14 +476,24 @@ impl<'d> Source<'d> {
         }
     }
 
-    /// Counts from 0 with new baselines at `now`; returns when they were read.
-    fn restart(&mut self, now: u64) -> Result<u64> {
+    /// Samples now, as [`Source::tick`], where the values must be read after the
+    /// call (a shared source's owner may answer with an earlier reading otherwise).
+    fn tick_fresh(&mut self, pacer: &dyn Pacer) -> Result<u64> {
+        match self {
+            Source::Own(_) => self.tick(pacer.now_ns()),
+            Source::Shared(s) => s.tick_fresh(pacer).map(|()| s.at_ns),
+        }
+    }
+
+    /// Counts from 0 with new baselines now; returns when they were read.
+    fn restart(&mut self, pacer: &dyn Pacer) -> Result<u64> {
         match self {
             Source::Own(s) => {
+                let now = pacer.now_ns();
                 s.reset_counts();
                 s.rebase(now).map(|()| now)
             }
-            Source::Shared(s) => s.rebase().map(|()| s.at_ns),
+            Source::Shared(s) => s.rebase(pacer).map(|()| s.at_ns),
         }
     }
 }
@@ -541,7 +551,7 @@ impl<'d> Measurement<'d> {
 
     /// Starts a run's window now: counts from 0, new baselines. Returns its start.
     pub fn begin(&mut self, pacer: &dyn Pacer) -> Result<u64> {
-        let start = self.source.restart(pacer.now_ns())?;
+        let start = self.source.restart(pacer)?;
         if let Some(p) = &mut self.perf {
             p.start();
         }
@@ -580,7 +590,7 @@ impl<'d> Measurement<'d> {
             let elapsed = Duration::from_nanos(now.saturating_sub(start));
             let switches = gate.due(elapsed);
             if !switches.is_empty() {
-                now = self.switch(&switches, now, &mut off, gate)?;
+                now = self.switch(&switches, pacer, &mut off, gate)?;
                 next_tick = now + tick.as_nanos() as u64;
             }
             let finished = until.done(elapsed) || stop.load(Ordering::SeqCst);
@@ -639,16 +649,16 @@ impl<'d> Measurement<'d> {
         }
     }
 
-    /// Carries out `switches` at `now`: one read of every counter is the boundary
+    /// Carries out `switches` now: one read of every counter is the boundary
     /// between what is counted and what is left out. Returns when it was read.
     fn switch(
         &mut self,
         switches: &[Switch],
-        now: u64,
+        pacer: &dyn Pacer,
         off: &mut Excluded,
         gate: &mut dyn Gate,
     ) -> Result<u64> {
-        let now = self.source.tick(now)?;
+        let now = self.source.tick_fresh(pacer)?;
         let totals = self.source.totals();
         for s in switches {
             match s {

@@ -28,6 +28,9 @@ pub(crate) const MAX_CLIENTS: usize = 8;
 pub(crate) const MAX_ITEMS: usize = 256;
 /// How long a client waits for an answer before giving up on the owner.
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+/// A client's reads closer than this to its previous one are answered with that
+/// one's values and time: a flood of reads never reads the device more often.
+pub(crate) const READ_EVERY_NS: u64 = 10_000_000;
 
 /// The socket of the owner of the device whose writer lock is `lock`.
 pub(crate) fn socket_path(lock: &Path) -> PathBuf {
@@ -383,9 +386,22 @@ impl<'d> Shared<'d> {
                 .all(|(b, p)| b.len() == p.items.len())
     }
 
-    /// Counts from 0 from now.
-    pub(crate) fn rebase(&mut self) -> Result<()> {
-        self.tick()?;
+    /// Reads the owner's accumulators at or after the time `pacer` gives now, not an
+    /// earlier reading: waits out the rest of [`READ_EVERY_NS`] since the previous
+    /// one first. For a boundary that must lie after what it marks (a control word
+    /// came, a run starts).
+    pub(crate) fn tick_fresh(&mut self, pacer: &dyn crate::measure::Pacer) -> Result<()> {
+        let ready = self.at_ns.saturating_add(READ_EVERY_NS);
+        let now = pacer.now_ns();
+        if self.at_ns != 0 && now < ready {
+            pacer.sleep(Duration::from_nanos(ready - now));
+        }
+        self.tick()
+    }
+
+    /// Counts from 0 from now (a fresh reading, [`Shared::tick_fresh`]).
+    pub(crate) fn rebase(&mut self, pacer: &dyn crate::measure::Pacer) -> Result<()> {
+        self.tick_fresh(pacer)?;
         self.base = self.last.clone();
         Ok(())
     }

@@ -9,26 +9,27 @@ use std::process::Command as Process;
 
 use crate::common::*;
 
-/// The phases: 1 s, an enabled 1 s, 1 s. `ctl` writes a word and waits for its ack.
-/// The script writes to `times` the clock (ns) before each word is written and after
-/// its ack is read: bfperf enabled between the first two and disabled between the
-/// last two, so the time it counted lies between the inner and the outer pair's
-/// distance, however late a busy machine ran the shell ([`enabled_bounds`]).
+/// The phases: 1 s, an enabled 1 s, 1 s, in bash. `ctl` writes a word and waits for
+/// its ack. The script writes to `times` the clock (bash's, no process started)
+/// before each word is written and after its ack is read: bfperf enabled between
+/// the first two and disabled between the last two, so the time it counted lies
+/// between the inner and the outer pair's distance, however late a busy machine ran
+/// the shell ([`enabled_bounds`]).
 fn phases(times: &Path) -> String {
     format!(
-        "sleep 1; t0=$(date +%s%N); ctl enable; t1=$(date +%s%N); sleep 1; \
-         t2=$(date +%s%N); ctl disable; t3=$(date +%s%N); echo $t0 $t1 $t2 $t3 > {}; sleep 1",
+        "sleep 1; t0=$EPOCHREALTIME; ctl enable; t1=$EPOCHREALTIME; sleep 1; \
+         t2=$EPOCHREALTIME; ctl disable; t3=$EPOCHREALTIME; echo $t0 $t1 $t2 $t3 > {}; sleep 1",
         times.display()
     )
 }
 
 /// The least and most time counting can have been enabled, s, by the script's
-/// clock readings ([`phases`]).
+/// clock readings ([`phases`]; a locale may write them with a decimal comma).
 fn enabled_bounds(times: &Path) -> (f64, f64) {
     let text = std::fs::read_to_string(times).unwrap();
     let t: Vec<f64> = text
         .split_whitespace()
-        .map(|w| w.parse::<f64>().unwrap() / 1e9)
+        .map(|w| w.replace(',', ".").parse::<f64>().unwrap())
         .collect();
     assert_eq!(t.len(), 4, "{text}");
     (t[2] - t[1], t[3] - t[0])
@@ -53,7 +54,7 @@ fn fifos(dir: &Path) -> (String, String) {
     (ctl.display().to_string(), ack.display().to_string())
 }
 
-/// `bfperf --sim bf3 stat ARGS --json -o OUT -D -1 --control fifo:CTL,ACK -- sh -c
+/// `bfperf --sim bf3 stat ARGS --json -o OUT -D -1 --control fifo:CTL,ACK -- bash -c
 /// SCRIPT`, which must succeed.
 fn gated(args: &[&str], out: &Path, fifos: &(String, String), script: &str) {
     let (ctl, ack) = fifos;
@@ -64,7 +65,7 @@ fn gated(args: &[&str], out: &Path, fifos: &(String, String), script: &str) {
         .arg("-o")
         .arg(out)
         .args(["-D", "-1", "--control", &format!("fifo:{ctl},{ack}")])
-        .args(["--", "sh", "-c", script])
+        .args(["--", "bash", "-c", script])
         .timeout(std::time::Duration::from_secs(60))
         .assert()
         .success();
@@ -133,7 +134,7 @@ fn control_through_inherited_descriptors_as_perf_users_script_it() {
     let bin = assert_cmd::cargo::cargo_bin!("bfperf");
     let script = format!(
         "exec 3<>{ctl} 4<>{ack}; {bin} --sim bf3 stat -A -M ddr,llc --json -o {out} -D -1 --control fd:3,4 -- \
-         sh -c 'ctl() {{ echo $1 >&3; read a <&4; }}; {phases}'",
+         bash -c 'ctl() {{ echo $1 >&3; read a <&4; }}; {phases}'",
         bin = bin.display(),
         out = out.display(),
         phases = phases(&times)
@@ -226,7 +227,9 @@ fn a_client_of_the_exporter_is_counted_for_its_enabled_time() {
         .arg(m.root())
         .arg("--lock-file")
         .arg(dir.path().join("lock"))
-        .args(["stat", "-A", "-M", "ddr,llc", "--json", "-o"])
+        // Reads every 10 ms: the owner answers a read closer than that to the
+        // previous one with the previous values, never at a control word's boundary.
+        .args(["stat", "-A", "-M", "ddr,llc", "-I", "10", "--json", "-o"])
         .arg(&out)
         .args([
             "-D",
@@ -234,7 +237,7 @@ fn a_client_of_the_exporter_is_counted_for_its_enabled_time() {
             "--control",
             &format!("fifo:{ctl},{ack}"),
             "--",
-            "sh",
+            "bash",
             "-c",
             &script,
         ])

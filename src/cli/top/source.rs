@@ -195,7 +195,7 @@ pub(crate) fn client<'d>(
         return Ok(None);
     };
     // The first refresh counts from here.
-    shared.rebase()?;
+    shared.rebase(&crate::measure::RealPacer)?;
     let client = Client {
         shared,
         set: set.clone(),
