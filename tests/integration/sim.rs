@@ -416,3 +416,66 @@ fn the_simulated_bluefield_2_has_the_blocks_nvidia_lists() {
         }
     }
 }
+
+/// The simulated BlueField-3 has the kinds of block NVIDIA names for it, and no
+/// other but those written down as the model's own, in the numbers NVIDIA's driver
+/// allows (tests/inventory/bf3.txt, written from NVIDIA's patches, not from the
+/// model).
+#[test]
+fn the_simulated_bluefield_3_has_the_kinds_nvidia_names() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inventory/bf3.txt");
+    let inventory = std::fs::read_to_string(&path).unwrap();
+    let out = crate::common::stdout_of(
+        crate::common::bfperf().args(["--sim", "bf3", "blocks", "--json"]),
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // Each kind's block numbers (a block without a number is 0).
+    let mut modelled: std::collections::BTreeMap<String, Vec<u32>> = Default::default();
+    for b in v["blocks"].as_array().unwrap() {
+        let (name, kind) = (b["block"].as_str().unwrap(), b["kind"].as_str().unwrap());
+        let n = name[kind.len()..].parse().unwrap_or(0);
+        modelled.entry(kind.to_string()).or_default().push(n);
+    }
+    let mut listed = Vec::new();
+    for line in inventory
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let kind = words[1];
+        listed.push(kind.to_string());
+        let ours = modelled.get(kind).cloned().unwrap_or_default();
+        if words[0] == "model" {
+            continue;
+        }
+        assert!(
+            !ours.is_empty(),
+            "NVIDIA names {kind}; the simulator has none"
+        );
+        match words.get(2..) {
+            Some(["max", n]) => {
+                let n: usize = n.parse().unwrap();
+                assert!(
+                    ours.len() <= n && ours.iter().all(|&i| (i as usize) < n),
+                    "{kind}: {ours:?}, at most {n}"
+                );
+            }
+            Some(["with", other]) => assert_eq!(ours, modelled[*other], "{kind} beside {other}"),
+            Some(["per", other, n]) => {
+                let n: u32 = n.parse().unwrap();
+                let want: Vec<u32> = modelled[*other]
+                    .iter()
+                    .flat_map(|m| (0..n).map(move |i| m * n + i))
+                    .collect();
+                assert_eq!(ours, want, "{kind}: {n} per {other}");
+            }
+            Some([]) => {}
+            other => panic!("{}: cannot read {other:?}", path.display()),
+        }
+    }
+    let unlisted: Vec<&String> = modelled.keys().filter(|k| !listed.contains(k)).collect();
+    assert!(
+        unlisted.is_empty(),
+        "kinds neither NVIDIA's nor written down as the model's: {unlisted:?}"
+    );
+}
