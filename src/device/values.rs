@@ -41,19 +41,22 @@ pub(crate) fn read_event(
 ) -> Result<Option<(u32, Option<String>)>> {
     let rel = layout::event(block, index);
     match fs.read(&rel) {
-        Ok(text) => {
-            let t = text.trim();
-            Ok(match parse_event_line(t) {
-                // The out-of-tree driver prints a number it cannot name as `(null)`.
-                Some((n, name)) if name == UNNAMED => Some((n, None)),
-                Some((n, name)) => Some((n, Some(name))),
-                None => parse_value(t)
-                    .and_then(|n| u32::try_from(n).ok())
-                    .map(|n| (n, None)),
-            })
-        }
+        Ok(text) => Ok(parse_event(&text)),
         Err(e) if e.raw_os_error() == Some(errno::EINVAL) => Ok(None),
         Err(e) => Err(io_error("reading", &rel, None, e)),
+    }
+}
+
+/// What an `event<N>` file's text says: the number and, when it says it, the name.
+pub(crate) fn parse_event(text: &str) -> Option<(u32, Option<String>)> {
+    let t = text.trim();
+    match parse_event_line(t) {
+        // The out-of-tree driver prints a number it cannot name as `(null)`.
+        Some((n, name)) if name == UNNAMED => Some((n, None)),
+        Some((n, name)) => Some((n, Some(name))),
+        None => parse_value(t)
+            .and_then(|n| u32::try_from(n).ok())
+            .map(|n| (n, None)),
     }
 }
 

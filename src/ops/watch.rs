@@ -1,11 +1,12 @@
 //! Watching without writing: every counter and statistics register of the device,
 //! each value file opened once and read with one `pread` per sample, turned into
 //! rates per second between samples (a counter that went backwards is a reset, not a
-//! rate). Nothing is programmed: counters count whatever they already count, so an
+//! rate). A counter's `event<N>` is read the same way at each sample: an interval in
+//! which another program changed it has no rate, and says so. Nothing is programmed: counters count whatever they already count, so an
 //! unprivileged user can watch the PCIe registers, and `top` shows the device as it is.
 
 use crate::block::{BlockKind, Mechanism};
-use crate::device::values::parse_value;
+use crate::device::values::{parse_event, parse_value};
 use crate::device::Device;
 use crate::error::Result;
 use crate::kinds::Role;
@@ -27,6 +28,12 @@ struct Watched<'d> {
     level: bool,
     width_bits: u32,
     file: Box<dyn ValueFile + 'd>,
+    /// A counter's `event<N>`, read again at every sample: another program may
+    /// program or stop the counter while it is watched. With the event's number as
+    /// last read (None: nothing nameable programmed).
+    event: Option<(Box<dyn ValueFile + 'd>, Option<Event>)>,
+    /// The block, for naming a counter's new event.
+    at: usize,
     last: Option<u64>,
     /// When it was last read, ns (the middle of the read).
     read_ns: u64,
@@ -52,10 +59,54 @@ pub struct Rate {
     pub idle: bool,
     /// A level (a reading, not a count).
     pub level: bool,
+    /// Another program changed the counter's event during the interval: it has no
+    /// rate for it (`per_s` is None), and `name` is the new event.
+    pub reprogrammed: bool,
+}
+
+/// An `event<N>`'s number and the name it says.
+type Event = (u32, Option<String>);
+
+/// A counter's name and whether it is idle, by what its `event<N>` holds (the name
+/// it says, else the catalog's).
+fn describe(
+    device: &Device,
+    b: &crate::block::Block,
+    c: u32,
+    event: Option<Event>,
+) -> (String, bool) {
+    let named = event.and_then(|(n, name)| {
+        name.or_else(|| {
+            device
+                .catalog(b)
+                .ok()
+                .and_then(|cat| cat.by_number(n).map(|e| e.name.clone()))
+        })
+    });
+    let idle = named.as_deref().is_none_or(|n| n == "DISABLE");
+    (named.unwrap_or_else(|| format!("counter {c}")), idle)
+}
+
+/// Reads a counter's event again; true (and the new name) when another program
+/// changed it since the last read.
+fn reread_event(device: &Device, w: &mut Watched<'_>) -> bool {
+    let (Some((file, last)), Some(c)) = (&mut w.event, w.counter) else {
+        return false;
+    };
+    let now = file.read_now().ok().and_then(parse_event);
+    if now == *last {
+        return false;
+    }
+    last.clone_from(&now);
+    if let Some(b) = device.blocks().get(w.at) {
+        (w.name, w.idle) = describe(device, b, c, now);
+    }
+    true
 }
 
 /// Every counter and register of a device, opened for sampling.
 pub struct Watch<'d> {
+    device: &'d Device,
     values: Vec<Watched<'d>>,
     last_ns: Option<u64>,
     rates: Vec<Rate>,
@@ -66,10 +117,11 @@ impl<'d> Watch<'d> {
     pub fn open(device: &'d Device, skip: &[&str]) -> Result<Watch<'d>> {
         let fs = device.fs();
         let mut values = Vec::new();
-        for b in device
+        for (at, b) in device
             .blocks()
             .iter()
-            .filter(|b| !skip.contains(&b.name.as_str()))
+            .enumerate()
+            .filter(|(_, b)| !skip.contains(&b.name.as_str()))
         {
             let def = b.kind.def();
             let open = |rel: &str| {
@@ -88,6 +140,8 @@ impl<'d> Watch<'d> {
                         level: def.role(r) != Role::Count,
                         width_bits: b.width_bits,
                         file: open(&layout::register(&b.name, r))?,
+                        event: None,
+                        at,
                         last: None,
                         read_ns: 0,
                     });
@@ -95,35 +149,28 @@ impl<'d> Watch<'d> {
                 continue;
             }
             for &c in &b.counters {
-                let event = crate::device::values::read_event(fs, &b.name, c).unwrap_or(None);
-                let named = event.as_ref().and_then(|(n, name)| {
-                    name.clone().or_else(|| {
-                        device
-                            .catalog(b)
-                            .ok()
-                            .and_then(|cat| cat.by_number(*n).map(|e| e.name.clone()))
-                    })
-                });
-                let idle = match &named {
-                    None => true,
-                    Some(n) => n == "DISABLE",
-                };
+                let mut event = open(&layout::event(&b.name, c))?;
+                let number = event.read_now().ok().and_then(parse_event);
+                let (name, idle) = describe(device, b, c, number.clone());
                 values.push(Watched {
                     block: b.name.clone(),
                     kind: b.kind,
-                    name: named.unwrap_or_else(|| format!("counter {c}")),
+                    name,
                     counter: Some(c),
                     unit: "events",
                     idle,
                     level: false,
                     width_bits: b.width_bits,
                     file: open(&layout::counter(&b.name, c))?,
+                    event: Some((event, number)),
+                    at,
                     last: None,
                     read_ns: 0,
                 });
             }
         }
         Ok(Watch {
+            device,
             values,
             last_ns: None,
             rates: Vec::new(),
@@ -139,12 +186,14 @@ impl<'d> Watch<'d> {
         let since = || started.elapsed().as_nanos() as u64;
         self.rates.clear();
         for w in &mut self.values {
+            let reprogrammed = reread_event(self.device, w);
             let before = since();
             let value = w.file.read_now().ok().and_then(|t| parse_value(t.trim()));
             let at = now_ns + before + (since() - before) / 2;
             let span_s =
                 Some(at.saturating_sub(w.read_ns) as f64 / 1e9).filter(|s| *s > 0.0 && !first);
             let per_s = match (value, w.last, span_s) {
+                _ if reprogrammed => None,
                 (Some(v), _, _) if w.level => Some(v as f64),
                 (Some(v), Some(l), Some(s)) if v >= l => Some((v - l) as f64 / s),
                 // 32-bit counters wrap; wider ones going backwards were reset.
@@ -163,6 +212,7 @@ impl<'d> Watch<'d> {
                 per_s,
                 idle: w.idle,
                 level: w.level,
+                reprogrammed,
             });
         }
         self.last_ns = Some(now_ns);

@@ -853,3 +853,57 @@ fn top_at_80_columns_numbers_counters_shows_bytes_in_gb_per_s_and_keeps_its_orde
         "{screen}"
     );
 }
+
+/// Watching without writing, a counter another program programs or stops is seen
+/// at the next sample: that interval has no rate and says why, and the row takes
+/// the new event's name, counting at its rate from then on.
+#[test]
+fn a_watched_counter_that_another_program_changes_is_marked_and_renamed() {
+    use bfperf::sysfs::Sysfs;
+    let (sim, clock) = Sim::with_manual_clock(Generation::Bf2, bfperf::sim::Kernel::V6_16);
+    let sim = Arc::new(sim);
+    let device = bfperf::Device::open(Box::new(sim.clone())).unwrap();
+    sim.write("tile2/event0", b"0x4c").unwrap();
+    let mut watch = bfperf::ops::watch::Watch::open(&device, &[]).unwrap();
+    let row = |w: &bfperf::ops::watch::Watch| {
+        w.rates()
+            .iter()
+            .find(|r| r.block == "tile2" && r.counter == Some(0))
+            .cloned()
+            .unwrap()
+    };
+    watch.sample(sim.now_ns());
+    clock.advance_secs(1);
+    watch.sample(sim.now_ns());
+    let r = row(&watch);
+    assert_eq!(r.name, "MEMORY_READS");
+    assert!(!r.reprogrammed && !r.idle, "{r:?}");
+    // Exact but for the few µs of real time its reads take within the manual second.
+    let want = sim.event_rate("tile2", 0x4c).unwrap() as f64;
+    assert!(
+        r.per_s.is_some_and(|v| (v - want).abs() <= want * 1e-4),
+        "{r:?} against {want}"
+    );
+    // Another program stops it: the interval is not the old event's.
+    sim.write("tile2/event0", b"0x0").unwrap();
+    clock.advance_secs(1);
+    watch.sample(sim.now_ns());
+    let r = row(&watch);
+    assert!(r.reprogrammed && r.per_s.is_none(), "{r:?}");
+    assert!(r.idle, "{r:?}");
+    // Programmed again, to another event: its name and, an interval on, its rate.
+    sim.write("tile2/event0", b"0x45").unwrap();
+    clock.advance_secs(1);
+    watch.sample(sim.now_ns());
+    let r = row(&watch);
+    assert!(r.reprogrammed && r.per_s.is_none() && !r.idle, "{r:?}");
+    assert_eq!(r.name, "HNF_REQUESTS");
+    clock.advance_secs(1);
+    watch.sample(sim.now_ns());
+    let r = row(&watch);
+    let want = sim.event_rate("tile2", 0x45).unwrap() as f64;
+    assert!(
+        !r.reprogrammed && r.per_s.is_some_and(|v| (v - want).abs() <= want * 1e-4),
+        "{r:?} against {want}"
+    );
+}

@@ -222,6 +222,7 @@ pub(crate) fn refresh(app: &mut App, sources: &mut Sources) {
                 per_s: c.value.filter(|_| span > 0.0).map(|v| v as f64 / span),
                 idle: false,
                 level: false,
+                reprogrammed: false,
             }));
     }
     keep_raw_order(app);

@@ -58,6 +58,7 @@ impl Cores {
                 // Refused by the kernel: the raw view says <not supported>.
                 idle: !c.supported,
                 level: false,
+                reprogrammed: false,
             })
             .collect();
         self.last = (counts, now);

@@ -316,12 +316,14 @@ fn heat(share: f64) -> Color {
 }
 
 /// What the raw view shows of a rate: per second in its unit (`GB/s` for bytes), a
-/// level as it is, or why there is none.
+/// level as it is, or why there is none (another program changed the counter's
+/// event during the interval: no rate is its).
 fn raw_value(r: &crate::ops::watch::Rate) -> String {
     match (r.per_s, r.level, r.idle) {
         // A perf event is idle when the kernel refused it.
         (_, _, true) if r.kind == crate::block::BlockKind::Perf => "<not supported>".to_string(),
         (_, _, true) => "not programmed".to_string(),
+        _ if r.reprogrammed => "re-programmed".to_string(),
         (Some(v), true, _) => format!("{v:.0}"),
         (Some(v), false, _) => {
             let (n, u) = match r.unit {
