@@ -873,17 +873,15 @@ fn a_watched_counter_that_another_program_changes_is_marked_and_renamed() {
             .unwrap()
     };
     watch.sample(sim.now_ns());
-    clock.advance_secs(1);
+    clock.advance_secs(10);
     watch.sample(sim.now_ns());
     let r = row(&watch);
     assert_eq!(r.name, "MEMORY_READS");
     assert!(!r.reprogrammed && !r.idle, "{r:?}");
-    // Exact but for the few µs of real time its reads take within the manual second.
+    // The count is exact over the manual 10 s; the watch also adds the real time its
+    // reads take within a sample (ms under emulation), so the rate is held to 1 %.
     let want = sim.event_rate("tile2", 0x4c).unwrap() as f64;
-    assert!(
-        r.per_s.is_some_and(|v| (v - want).abs() <= want * 1e-4),
-        "{r:?} against {want}"
-    );
+    assert_rate(r.per_s.expect("a rate"), want, "tile2 MEMORY_READS");
     // Another program stops it: the interval is not the old event's.
     sim.write("tile2/event0", b"0x0").unwrap();
     clock.advance_secs(1);
@@ -898,12 +896,10 @@ fn a_watched_counter_that_another_program_changes_is_marked_and_renamed() {
     let r = row(&watch);
     assert!(r.reprogrammed && r.per_s.is_none() && !r.idle, "{r:?}");
     assert_eq!(r.name, "HNF_REQUESTS");
-    clock.advance_secs(1);
+    clock.advance_secs(10);
     watch.sample(sim.now_ns());
     let r = row(&watch);
     let want = sim.event_rate("tile2", 0x45).unwrap() as f64;
-    assert!(
-        !r.reprogrammed && r.per_s.is_some_and(|v| (v - want).abs() <= want * 1e-4),
-        "{r:?} against {want}"
-    );
+    assert!(!r.reprogrammed, "{r:?}");
+    assert_rate(r.per_s.expect("a rate"), want, "tile2 HNF_REQUESTS");
 }
