@@ -2,8 +2,9 @@
 //! each value file opened once and read with one `pread` per sample, turned into
 //! rates per second between samples (a counter that went backwards is a reset, not a
 //! rate). A counter's `event<N>` is read the same way at each sample: an interval in
-//! which another program changed it has no rate, and says so. Nothing is programmed: counters count whatever they already count, so an
-//! unprivileged user can watch the PCIe registers, and `top` shows the device as it is.
+//! which another program changed it has no rate, and says so. Nothing is programmed:
+//! counters count whatever they already count, so an unprivileged user can watch the
+//! PCIe registers, and `top` shows the device as it is.
 
 use crate::block::{BlockKind, Mechanism};
 use crate::device::values::{parse_event, parse_value};
@@ -29,11 +30,11 @@ struct Watched<'d> {
     width_bits: u32,
     file: Box<dyn ValueFile + 'd>,
     /// A counter's `event<N>`, read again at every sample: another program may
-    /// program or stop the counter while it is watched. With the event's number as
+    /// program or stop the counter while it is watched. With what it held at the
     /// last read (None: nothing nameable programmed).
     event: Option<(Box<dyn ValueFile + 'd>, Option<Event>)>,
     /// The block, for naming a counter's new event.
-    at: usize,
+    of: &'d crate::block::Block,
     last: Option<u64>,
     /// When it was last read, ns (the middle of the read).
     read_ns: u64,
@@ -87,8 +88,9 @@ fn describe(
     (named.unwrap_or_else(|| format!("counter {c}")), idle)
 }
 
-/// Reads a counter's event again; true (and the new name) when another program
-/// changed it since the last read.
+/// Reads a counter's event again (after its value: a change before the value's read
+/// is seen in the same sample); true (and the new name) when another program changed
+/// it since the last read.
 fn reread_event(device: &Device, w: &mut Watched<'_>) -> bool {
     let (Some((file, last)), Some(c)) = (&mut w.event, w.counter) else {
         return false;
@@ -98,9 +100,7 @@ fn reread_event(device: &Device, w: &mut Watched<'_>) -> bool {
         return false;
     }
     last.clone_from(&now);
-    if let Some(b) = device.blocks().get(w.at) {
-        (w.name, w.idle) = describe(device, b, c, now);
-    }
+    (w.name, w.idle) = describe(device, w.of, c, now);
     true
 }
 
@@ -117,11 +117,10 @@ impl<'d> Watch<'d> {
     pub fn open(device: &'d Device, skip: &[&str]) -> Result<Watch<'d>> {
         let fs = device.fs();
         let mut values = Vec::new();
-        for (at, b) in device
+        for b in device
             .blocks()
             .iter()
-            .enumerate()
-            .filter(|(_, b)| !skip.contains(&b.name.as_str()))
+            .filter(|b| !skip.contains(&b.name.as_str()))
         {
             let def = b.kind.def();
             let open = |rel: &str| {
@@ -141,7 +140,7 @@ impl<'d> Watch<'d> {
                         width_bits: b.width_bits,
                         file: open(&layout::register(&b.name, r))?,
                         event: None,
-                        at,
+                        of: b,
                         last: None,
                         read_ns: 0,
                     });
@@ -163,7 +162,7 @@ impl<'d> Watch<'d> {
                     width_bits: b.width_bits,
                     file: open(&layout::counter(&b.name, c))?,
                     event: Some((event, number)),
-                    at,
+                    of: b,
                     last: None,
                     read_ns: 0,
                 });
@@ -186,10 +185,10 @@ impl<'d> Watch<'d> {
         let since = || started.elapsed().as_nanos() as u64;
         self.rates.clear();
         for w in &mut self.values {
-            let reprogrammed = reread_event(self.device, w);
             let before = since();
             let value = w.file.read_now().ok().and_then(|t| parse_value(t.trim()));
             let at = now_ns + before + (since() - before) / 2;
+            let reprogrammed = reread_event(self.device, w);
             let span_s =
                 Some(at.saturating_sub(w.read_ns) as f64 / 1e9).filter(|s| *s > 0.0 && !first);
             let per_s = match (value, w.last, span_s) {
