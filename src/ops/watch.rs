@@ -7,7 +7,7 @@
 //! PCIe registers, and `top` shows the device as it is.
 
 use crate::block::{BlockKind, Mechanism};
-use crate::device::values::{parse_event, parse_value};
+use crate::device::values::{event_number, parse_event, parse_value};
 use crate::device::Device;
 use crate::error::Result;
 use crate::kinds::Role;
@@ -30,9 +30,9 @@ struct Watched<'d> {
     width_bits: u32,
     file: Box<dyn ValueFile + 'd>,
     /// A counter's `event<N>`, read again at every sample: another program may
-    /// program or stop the counter while it is watched. With what it held at the
-    /// last read (None: nothing nameable programmed).
-    event: Option<(Box<dyn ValueFile + 'd>, Option<Event>)>,
+    /// program or stop the counter while it is watched. With the event number it
+    /// held at the last read (None: nothing programmed).
+    event: Option<(Box<dyn ValueFile + 'd>, Option<u32>)>,
     /// The block, for naming a counter's new event.
     of: &'d crate::block::Block,
     last: Option<u64>,
@@ -90,17 +90,19 @@ fn describe(
 
 /// Reads a counter's event again (after its value: a change before the value's read
 /// is seen in the same sample); true (and the new name) when another program changed
-/// it since the last read.
+/// it since the last read. Only the number is compared, without allocating (the
+/// driver names a number the same way each time); the name is read on a change.
 fn reread_event(device: &Device, w: &mut Watched<'_>) -> bool {
     let (Some((file, last)), Some(c)) = (&mut w.event, w.counter) else {
         return false;
     };
-    let now = file.read_now().ok().and_then(parse_event);
-    if now == *last {
+    let text = file.read_now().ok();
+    let number = text.and_then(event_number);
+    if number == *last {
         return false;
     }
-    last.clone_from(&now);
-    (w.name, w.idle) = describe(device, w.of, c, now);
+    *last = number;
+    (w.name, w.idle) = describe(device, w.of, c, text.and_then(parse_event));
     true
 }
 
@@ -149,8 +151,9 @@ impl<'d> Watch<'d> {
             }
             for &c in &b.counters {
                 let mut event = open(&layout::event(&b.name, c))?;
-                let number = event.read_now().ok().and_then(parse_event);
-                let (name, idle) = describe(device, b, c, number.clone());
+                let now = event.read_now().ok().and_then(parse_event);
+                let number = now.as_ref().map(|(n, _)| *n);
+                let (name, idle) = describe(device, b, c, now);
                 values.push(Watched {
                     block: b.name.clone(),
                     kind: b.kind,
