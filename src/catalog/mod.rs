@@ -371,6 +371,82 @@ fn aliases(input: &str) -> Vec<String> {
 
 /// Edit distance counting an exchange of two neighbours as one edit (optimal string
 /// alignment), for suggestions.
+/// The longest name, number or pattern one part of an event spec or block selector
+/// may be: longer than every block and event name the driver gives (the longest has
+/// 51 characters) with room for wildcards, so that nothing a user or a client sends
+/// makes matching costly.
+pub const MAX_PART: usize = 128;
+
+/// A glob over names (`*`, `?`, `[...]`, `[!...]`), matched in time linear in the
+/// name: it is compiled to a regular expression, which never backtracks.
+#[derive(Debug, Clone)]
+pub(crate) struct Glob(regex::Regex);
+
+impl Glob {
+    /// The glob `text`; refused when longer than [`MAX_PART`] characters (so that
+    /// compiling it costs little) or malformed. The error says why.
+    pub(crate) fn new(text: &str) -> std::result::Result<Glob, String> {
+        if text.chars().count() > MAX_PART {
+            return Err(format!(
+                "longer than {MAX_PART} characters; no block or event name is, with its wildcards"
+            ));
+        }
+        let mut re = String::from("^(?s:");
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '*' => {
+                    while chars.peek() == Some(&'*') {
+                        chars.next();
+                    }
+                    re.push_str(".*");
+                }
+                '?' => re.push('.'),
+                '[' => class(&mut chars, &mut re)?,
+                c => re.push_str(&regex::escape(c.encode_utf8(&mut [0; 4]))),
+            }
+        }
+        re.push_str(")$");
+        regex::Regex::new(&re)
+            .map(Glob)
+            .map_err(|e| format!("not a usable pattern ({e})"))
+    }
+
+    /// Whether `name` matches.
+    pub(crate) fn matches(&self, name: &str) -> bool {
+        self.0.is_match(name)
+    }
+}
+
+/// A glob's `[...]` after its `[`, as a class of the regular expression: `!` first
+/// negates, a `]` first is literal, `a-z` is a range, anything else is itself.
+fn class(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    re: &mut String,
+) -> std::result::Result<(), String> {
+    re.push('[');
+    if chars.peek() == Some(&'!') {
+        chars.next();
+        re.push('^');
+    }
+    let mut first = true;
+    loop {
+        match chars.next() {
+            None => return Err("not a usable pattern (a '[' is never closed)".into()),
+            Some(']') if !first => break,
+            Some('-') if !first && chars.peek() != Some(&']') => re.push('-'),
+            Some(c) if !c.is_ascii_punctuation() => re.push(c),
+            Some(c) => {
+                re.push('\\');
+                re.push(c);
+            }
+        }
+        first = false;
+    }
+    re.push(']');
+    Ok(())
+}
+
 pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
@@ -460,6 +536,24 @@ pub(crate) fn did_you_mean(suggestions: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn globs_match_as_the_shell_does_and_long_ones_are_refused() {
+        let g = |p: &str| Glob::new(p).unwrap();
+        assert!(g("HNF*MISS").matches("HNF0_DIR_MISS"));
+        assert!(g("l?t[0-9]").matches("llt7"));
+        assert!(!g("l?t[!0-9]").matches("llt7"));
+        assert!(g("[]a]*").matches("]x"));
+        assert!(g("a.b+c(d)").matches("a.b+c(d)"));
+        assert!(!g("a.b").matches("axb"));
+        assert!(g("***x").matches("abcx"));
+        assert!(g("[a-]").matches("-"));
+        assert!(Glob::new("[abc").is_err());
+        assert!(Glob::new(&"*".repeat(MAX_PART + 1)).is_err());
+        // The costliest pattern let through matches in linear time.
+        let worst = "*Q".repeat(MAX_PART / 2 - 1) + "*";
+        assert!(!g(&worst).matches(&"Q".repeat(50)));
+    }
 
     #[test]
     fn parses_both_list_formats() {

@@ -313,9 +313,9 @@ impl Device {
             return Ok(of_kind);
         }
         if sel.contains(['*', '?', '[']) {
-            let pattern = glob::Pattern::new(sel).map_err(|e| Error::UnknownBlock {
-                name: sel.to_string(),
-                hint: format!(": not a usable pattern ({e})"),
+            let pattern = crate::catalog::Glob::new(sel).map_err(|e| Error::UnknownBlock {
+                name: sel.chars().take(crate::catalog::MAX_PART).collect(),
+                hint: format!(": {e}"),
             })?;
             let matched: Vec<&Block> = self
                 .blocks

@@ -8,6 +8,17 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+
+/// The most read from the control descriptor at one look, so that a workload that
+/// writes without end never keeps the measurement from its signals and ticks.
+const MAX_READ: usize = 64 * 1024;
+
+/// The most read at the run's end, when what the command wrote before it exited is
+/// taken in (a pipe holds 64 KiB; more comes only from a writer still running).
+const MAX_LAST: usize = 4 << 20;
+
+/// How many unknown words are named after the run; the rest are counted.
+const EXAMPLES: usize = 3;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -99,34 +110,70 @@ pub struct Control {
     overlong: bool,
     /// Words read but not yet handed out.
     pending: Vec<Switch>,
-    /// Words it does not know, to be told.
-    unknown: Vec<String>,
+    /// Words it does not know: how many, and the first few (each once).
+    unknown: usize,
+    examples: Vec<String>,
+    /// Acks not written because nobody read the ack descriptor while it was full.
+    dropped: usize,
 }
 
-/// Opens a FIFO named on the command line, refusing anything else: read and
-/// written (so that it never reads as ended while no writer holds it, and an
+/// Opens a FIFO named on the command line, refusing anything else, and checks what
+/// was opened, not what a name pointed to when looked at: the name itself, never a
+/// link's target (`O_PATH | O_NOFOLLOW`, nothing opened through it yet), a FIFO by
+/// `fstat` on that descriptor, owned by the caller or root (so that root never reads
+/// or answers another user's FIFO); only then opened for reading and writing through
+/// the descriptor (so that it never reads as ended while no writer holds it, and an
 /// open never blocks), close-on-exec.
 fn open_fifo(path: &Path, what: &str) -> Result<File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+    let fail = |e: std::io::Error| {
+        bad(format!(
+            "--control: cannot open the {what} FIFO {}: {e}",
+            path.display()
+        ))
+    };
+    let refuse = |why: String| {
+        bad(format!(
+            "--control: the {what} FIFO {} {why}; nothing was opened",
+            path.display()
+        ))
+    };
+    let name = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(fail)?;
+    let md = name.metadata().map_err(fail)?;
+    let kind = md.file_type();
+    if kind.is_symlink() {
+        return Err(refuse(
+            "is a symbolic link: name the FIFO itself (bfperf follows no link here)".into(),
+        ));
+    }
+    if !kind.is_fifo() {
+        return Err(refuse("is not a FIFO (make one with mkfifo)".into()));
+    }
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if md.uid() != me && md.uid() != 0 {
+        return Err(refuse(format!(
+            "belongs to user {}, not to you (uid {me}) or root: make the FIFOs yourself",
+            md.uid()
+        )));
+    }
+    let again = Path::new("/proc/self/fd").join(name.as_raw_fd().to_string());
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| {
-            bad(format!(
-                "--control: cannot open the {what} FIFO {}: {e}",
-                path.display()
-            ))
-        })?;
-    let is_fifo = file
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(&again)
+        .map_err(fail)?;
+    let same = file
         .metadata()
-        .map(|m| m.file_type().is_fifo())
-        .unwrap_or(false);
-    if !is_fifo {
-        return Err(bad(format!(
-            "--control: {} is not a FIFO (make one with mkfifo)",
-            path.display()
-        )));
+        .is_ok_and(|m| (m.dev(), m.ino()) == (md.dev(), md.ino()) && m.file_type().is_fifo());
+    if !same {
+        return Err(refuse("changed while bfperf opened it".into()));
     }
     Ok(file)
 }
@@ -185,16 +232,19 @@ impl Control {
             word: Vec::new(),
             overlong: false,
             pending: Vec::new(),
-            unknown: Vec::new(),
+            unknown: 0,
+            examples: Vec::new(),
+            dropped: 0,
         })
     }
 
     /// Reads what has come, without waiting, into `pending`: a read only when poll
     /// says one will not block, so that an inherited descriptor's flags, which the
     /// command shares, are left as they are.
-    fn read_words(&mut self) {
-        let mut buf = [0u8; 256];
-        loop {
+    fn read_words(&mut self, most: usize) {
+        let mut buf = [0u8; 4096];
+        let mut read = 0;
+        while read < most {
             let Some(ctl) = self.ctl.as_mut() else {
                 return;
             };
@@ -208,6 +258,7 @@ impl Control {
                     break;
                 }
                 Ok(n) => {
+                    read += n;
                     for &b in &buf[..n] {
                         self.byte(b);
                     }
@@ -226,10 +277,14 @@ impl Control {
                     "enable" => self.pending.push(Switch::Enable),
                     "disable" => self.pending.push(Switch::Disable),
                     "ping" => self.pending.push(Switch::Ping),
-                    other if !self.unknown.iter().any(|u| u == other) => {
-                        self.unknown.push(other.to_string())
+                    other => {
+                        self.unknown += 1;
+                        if self.examples.len() < EXAMPLES
+                            && !self.examples.iter().any(|u| u == other)
+                        {
+                            self.examples.push(other.to_string());
+                        }
                     }
-                    _ => {}
                 }
             }
             self.word.clear();
@@ -255,7 +310,14 @@ impl Gate for Control {
                 out.push(Switch::Enable);
             }
         }
-        self.read_words();
+        self.read_words(MAX_READ);
+        out.append(&mut self.pending);
+        out
+    }
+
+    fn last(&mut self, elapsed: Duration) -> Vec<Switch> {
+        let mut out = self.due(elapsed);
+        self.read_words(MAX_LAST);
         out.append(&mut self.pending);
         out
     }
@@ -272,16 +334,42 @@ impl Gate for Control {
     }
 
     fn notes(&self) -> Vec<String> {
-        self.unknown
-            .iter()
-            .map(|w| format!("--control: '{w}' is no word bfperf knows (enable, disable, ping); it was ignored"))
-            .collect()
+        let mut notes = Vec::new();
+        if self.unknown > 0 {
+            let quoted: Vec<String> = self.examples.iter().map(|w| format!("'{w}'")).collect();
+            let what = match self.unknown {
+                1 => format!("{} is no word bfperf knows", quoted.join("")),
+                n => format!(
+                    "{n} words were none bfperf knows, e.g. {}",
+                    quoted.join(", ")
+                ),
+            };
+            notes.push(format!(
+                "--control: {what} (enable, disable, ping); ignored"
+            ));
+        }
+        if self.dropped > 0 {
+            notes.push(format!(
+                "--control: {} ack(s) were dropped: nobody read the ack descriptor while it was full (perf's protocol allows it)",
+                self.dropped
+            ));
+        }
+        notes
     }
 
     fn done(&mut self, _switch: Switch) {
-        if let Some(ack) = self.ack.as_mut() {
-            // perf's answer; a reader that went away costs nothing.
-            let _ = ack.write_all(b"ack\n");
+        let Some(ack) = self.ack.as_mut() else {
+            return;
+        };
+        // perf's answer, written only when it cannot block: an ack pipe nobody reads
+        // never holds the measurement (nor its signals) up. A reader that went away
+        // costs nothing.
+        match crate::measure::poll_writable(ack.as_fd()) {
+            Some(true) => {
+                let _ = ack.write(b"ack\n");
+            }
+            Some(false) => self.dropped += 1,
+            None => {}
         }
     }
 }

@@ -34,6 +34,13 @@ pub trait Gate {
         Vec::new()
     }
 
+    /// What is due at the run's end, when the command has exited or a signal came:
+    /// as [`Gate::due`], with every word written before then (a `disable` just
+    /// before the command exits counts).
+    fn last(&mut self, elapsed: Duration) -> Vec<Switch> {
+        self.due(elapsed)
+    }
+
     /// When the next timed change is due, from the run's start (a delay's end).
     fn next_at(&self) -> Option<Duration> {
         None

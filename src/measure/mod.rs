@@ -102,6 +102,34 @@ pub(crate) fn poll_readable(fd: BorrowedFd<'_>, timeout: Duration) -> bool {
     n > 0 && p.revents & (libc::POLLIN | libc::POLLHUP) != 0
 }
 
+/// Whether a write of a few bytes (less than `PIPE_BUF`) to `fd` would not block now:
+/// `Some(true)`; `None` when no reader is left.
+pub(crate) fn poll_writable(fd: BorrowedFd<'_>) -> Option<bool> {
+    let mut p = libc::pollfd {
+        fd: std::os::fd::AsRawFd::as_raw_fd(&fd),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one pollfd that lives across the call.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    match (n > 0, p.revents) {
+        (true, r) if r & libc::POLLOUT != 0 => Some(true),
+        (true, r) if r & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 => None,
+        _ => Some(false),
+    }
+}
+
+/// A duration in nanoseconds, saturated: a delay or a duration too long for 64 bits
+/// of them (584 years) waits as long as any can.
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The clock's reading `d` after `at`, saturated as [`ns`] is.
+fn after(at: u64, d: Duration) -> u64 {
+    at.saturating_add(ns(d))
+}
+
 /// A fixed duration.
 pub struct For(pub Duration);
 
@@ -574,11 +602,11 @@ impl<'d> Measurement<'d> {
         on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
     ) -> Result<Run> {
         let tick = timing.interval.map_or(timing.tick, |i| i.min(timing.tick));
-        let mut next_tick = start + tick.as_nanos() as u64;
-        let probe = (timing.probe < tick).then_some(timing.probe.as_nanos() as u64);
-        let mut next_probe = probe.map(|p| start + p);
-        let interval_ns = timing.interval.map(|i| i.as_nanos() as u64);
-        let mut next_interval = interval_ns.map(|i| start + i);
+        let mut next_tick = after(start, tick);
+        let probe = (timing.probe < tick).then_some(ns(timing.probe));
+        let mut next_probe = probe.map(|p| start.saturating_add(p));
+        let interval_ns = timing.interval.map(ns);
+        let mut next_interval = interval_ns.map(|i| start.saturating_add(i));
         let mut off = Excluded::default();
         if !gate.starts_enabled() {
             off.pause(start, self.source.totals());
@@ -588,22 +616,27 @@ impl<'d> Measurement<'d> {
         loop {
             let mut now = pacer.now_ns();
             let elapsed = Duration::from_nanos(now.saturating_sub(start));
-            let switches = gate.due(elapsed);
+            // Whether the run ends is known first, so that every word written
+            // before the command exited is carried out within the run.
+            let finished = until.done(elapsed) || stop.load(Ordering::SeqCst);
+            let switches = match finished {
+                true => gate.last(elapsed),
+                false => gate.due(elapsed),
+            };
             if !switches.is_empty() {
                 now = self.switch(&switches, pacer, &mut off, gate)?;
-                next_tick = now + tick.as_nanos() as u64;
+                next_tick = after(now, tick);
             }
-            let finished = until.done(elapsed) || stop.load(Ordering::SeqCst);
             let interval_due = next_interval.is_some_and(|at| now >= at);
             if finished || interval_due || now >= next_tick {
                 // A shared source's values were read at the owner's time.
                 now = self.source.tick(now)?;
-                next_tick = now + tick.as_nanos() as u64;
-                next_probe = probe.map(|p| now + p);
+                next_tick = after(now, tick);
+                next_probe = probe.map(|p| now.saturating_add(p));
             } else if let (Some(at), Some(p)) = (next_probe, probe) {
                 if now >= at {
                     self.source.probe(now);
-                    next_probe = Some(now + p);
+                    next_probe = Some(now.saturating_add(p));
                 }
             }
             if let (Some(at), Some(every)) = (next_interval, interval_ns) {
@@ -624,7 +657,7 @@ impl<'d> Measurement<'d> {
                 wake = wake.min(p);
             }
             for at in [until.deadline(), gate.next_at()].into_iter().flatten() {
-                wake = wake.min(start + at.as_nanos() as u64);
+                wake = wake.min(after(start, at));
             }
             let nap = Duration::from_nanos(wake.saturating_sub(pacer.now_ns()));
             if !nap.is_zero() {

@@ -115,7 +115,7 @@ fn matches(patterns: &[String], kind: BlockKind, texts: &[&str]) -> bool {
 /// `text` matches `pattern`: as a glob where it has one, else as a substring (any case).
 fn like(pattern: &str, text: &str) -> bool {
     let t = text.to_ascii_lowercase();
-    match glob::Pattern::new(pattern) {
+    match crate::catalog::Glob::new(pattern) {
         Ok(g) if pattern.contains(['*', '?', '[']) => g.matches(&t),
         _ => t.contains(pattern),
     }

@@ -7,7 +7,7 @@
 pub(crate) mod perf_terms;
 
 use crate::block::{Block, Mechanism};
-use crate::catalog::{Catalog, DISABLE};
+use crate::catalog::{Catalog, Glob, DISABLE};
 use crate::device::resolve::resolve_event;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -180,21 +180,74 @@ fn is_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
-/// The names of a block's catalog a glob matches (DISABLE never).
-fn glob_names<'c>(spec: &str, catalog: &'c Catalog, pattern: &str) -> Result<Vec<&'c str>> {
-    let p = glob::Pattern::new(&pattern.to_ascii_uppercase())
-        .map_err(|e| bad(spec, format!("'{pattern}' is not a usable pattern ({e})")))?;
-    Ok(catalog
-        .events
-        .iter()
-        .filter(|e| e.name != DISABLE && p.matches(&e.name.to_ascii_uppercase()))
-        .map(|e| e.name.as_str())
-        .collect())
+/// Refuses, before anything is matched, a spec with a part (a block, kind, event,
+/// number or pattern between `/`, `,`, `{` and `}`) longer than [`MAX_PART`](crate::catalog::MAX_PART): the
+/// cost of resolving a spec is then linear in its length with a small bound.
+fn check_parts(spec: &str) -> Result<()> {
+    let mut run = 0;
+    for (i, c) in spec.char_indices() {
+        if matches!(c, '/' | ',' | '{' | '}') || c.is_whitespace() {
+            run = 0;
+            continue;
+        }
+        run += 1;
+        if run > crate::catalog::MAX_PART {
+            let start = spec[..i].rfind(['/', ',', '{', '}']).map_or(0, |s| s + 1);
+            let shown: String = spec[start..].chars().take(24).collect();
+            return Err(bad(
+                &spec.chars().take(64).collect::<String>(),
+                format!(
+                    "'{shown}...' is longer than {} characters; no block or event name is, with its wildcards",
+                    crate::catalog::MAX_PART
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
-fn register_items(spec: &str, block: &Block, catalog: &Catalog, typed: &str) -> Result<Vec<Item>> {
-    if is_glob(typed) {
-        let names = glob_names(spec, catalog, typed)?;
+/// One event of a spec as typed, its glob compiled once for every block it is
+/// matched on.
+struct Typed<'s> {
+    text: &'s str,
+    glob: Option<Glob>,
+}
+
+/// A spec's events, each glob compiled (any case: names are matched upper-cased).
+fn typed_events<'s>(spec: &str, events: &[&'s str]) -> Result<Vec<Typed<'s>>> {
+    events
+        .iter()
+        .map(|&text| {
+            let glob = is_glob(text)
+                .then(|| {
+                    Glob::new(&text.to_ascii_uppercase())
+                        .map_err(|e| bad(spec, format!("'{text}' is {e}")))
+                })
+                .transpose()?;
+            Ok(Typed { text, glob })
+        })
+        .collect()
+}
+
+/// The names of a block's catalog a glob matches (DISABLE never).
+fn glob_names<'c>(catalog: &'c Catalog, glob: &Glob) -> Vec<&'c str> {
+    catalog
+        .events
+        .iter()
+        .filter(|e| e.name != DISABLE && glob.matches(&e.name.to_ascii_uppercase()))
+        .map(|e| e.name.as_str())
+        .collect()
+}
+
+fn register_items(
+    spec: &str,
+    block: &Block,
+    catalog: &Catalog,
+    typed: &Typed,
+) -> Result<Vec<Item>> {
+    let (typed, glob) = (typed.text, typed.glob.as_ref());
+    if let Some(glob) = glob {
+        let names = glob_names(catalog, glob);
         if names.is_empty() {
             return Err(bad(
                 spec,
@@ -223,13 +276,15 @@ fn counter_items(
     spec: &str,
     block: &Block,
     catalog: &Catalog,
-    typed: &str,
+    typed: &Typed,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Item>> {
+    let (typed, glob) = (typed.text, typed.glob.as_ref());
     // `cycles` is count_clock mode where the block has it; elsewhere it may be an
     // event's name (L3's CYCLES).
-    let named = catalog.resolve(typed).is_ok();
-    if typed.eq_ignore_ascii_case("cycles") && (block.has_count_clock || !named) {
+    if typed.eq_ignore_ascii_case("cycles")
+        && (block.has_count_clock || catalog.resolve(typed).is_err())
+    {
         if !block.has_count_clock {
             return Err(bad(
                 spec,
@@ -241,8 +296,8 @@ fn counter_items(
         }
         return Ok(vec![Item::Cycles]);
     }
-    if is_glob(typed) {
-        let names = glob_names(spec, catalog, typed)?;
+    if let Some(glob) = glob {
+        let names = glob_names(catalog, glob);
         if names.is_empty() {
             return Err(bad(
                 spec,
@@ -429,6 +484,9 @@ pub fn resolve<'d>(device: &'d Device, specs: &[String]) -> Result<Resolved<'d>>
             problem: "nothing to count: give -e BLOCKS/EVENT/ (e.g. -e 'tile/MEMORY_READS,MEMORY_WRITES/')".into(),
         });
     }
+    for spec in specs {
+        check_parts(spec)?;
+    }
     let mut out: Vec<BlockRequest<'d>> = Vec::new();
     let mut warnings = Vec::new();
     for (spec, group) in expand_all(device, specs)? {
@@ -478,6 +536,7 @@ fn resolve_one<'d>(
     warnings: &mut Vec<String>,
 ) -> Result<()> {
     let (blocks, events) = split(spec)?;
+    let events = typed_events(spec, &events)?;
     let chosen = device
         .select(&[blocks.to_string()])
         .map_err(|e| bad(spec, e))?;
@@ -513,7 +572,7 @@ fn block_items(
     device: &Device,
     spec: &str,
     block: &Block,
-    events: &[&str],
+    events: &[Typed],
     warnings: &mut Vec<String>,
 ) -> Result<std::result::Result<Vec<Item>, (String, Error)>> {
     if block.is_empty() {
@@ -535,7 +594,7 @@ fn block_items(
         };
         match new {
             Ok(mut new) => items.append(&mut new),
-            Err(e) => return Ok(Err((typed.to_string(), e))),
+            Err(e) => return Ok(Err((typed.text.to_string(), e))),
         }
     }
     Ok(Ok(items))

@@ -321,3 +321,213 @@ fn the_control_examples_run_as_readme_shows_them() {
         }
     }
 }
+
+/// `bash -c SCRIPT` with `BIN` set to bfperf and `ROOT` to the copy's sysfs root.
+fn bash_with(c: &dyn Tree, script: &str) -> Process {
+    let mut cmd = Process::new("bash");
+    cmd.env("BIN", assert_cmd::cargo::cargo_bin!("bfperf"))
+        .env("ROOT", c.root())
+        .env("BFPERF_PAGE_SIZE", "4096")
+        .args(["-c", script]);
+    cmd
+}
+
+/// Waits for `child` at most `limit`; kills it (and fails) if it is still running.
+fn ended_within(child: &mut std::process::Child, limit: std::time::Duration, what: &str) -> i32 {
+    let began = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st.code().unwrap_or(-1);
+        }
+        if began.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A workload that writes 20,000 `ping`s and never reads its acks: stat drops the
+/// acks it cannot write (once said), ends with the command, and restores the device;
+/// while such a workload runs on, SIGTERM ends stat at once, the device restored.
+#[test]
+fn an_ack_pipe_nobody_reads_never_holds_stat() {
+    use std::io::Read;
+    let Some(c) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let before = c.config("llt0");
+    let dir = tempfile::tempdir().unwrap();
+    let (ctl, ack) = fifos(dir.path());
+    let stat = format!(
+        "exec 3<>{ctl} 4<>{ack}; exec \"$BIN\" --sysfs-root \"$ROOT\" stat -e llt0/GDC_BANK0_RD_REQ/ \
+         --control fd:3,4 -o /dev/null -- bash -c 'for i in $(seq 20000); do echo ping; done >&3; exec 3>&-; %s'"
+    );
+    let mut child = bash_with(&c, &stat.replace("%s", "true"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let code = ended_within(&mut child, std::time::Duration::from_secs(60), "stat");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        err.matches("dropped").count(),
+        1,
+        "the dropped acks are said once: {err}"
+    );
+    assert_eq!(c.config("llt0"), before, "stat left llt0 programmed");
+
+    let mut child = bash_with(&c, &stat.replace("%s", "sleep 60"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The pings take a moment to write; the ack pipe (64 KiB) is full after 16,384.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: signals our own child (bash exec'd into stat).
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let code = ended_within(
+        &mut child,
+        std::time::Duration::from_secs(10),
+        "stat after SIGTERM",
+    );
+    assert_eq!(code, 128 + libc::SIGTERM, "stat's exit after SIGTERM");
+    assert_eq!(c.config("llt0"), before, "SIGTERM left llt0 programmed");
+}
+
+/// 100,000 words bfperf does not know are one note, with a few of them, not 100,000.
+#[test]
+fn unknown_control_words_are_counted_in_one_note() {
+    let c = Copy::of("bf3");
+    let dir = tempfile::tempdir().unwrap();
+    let (ctl, _) = fifos(dir.path());
+    let script = format!(
+        "exec 3<>{ctl}; exec \"$BIN\" --sysfs-root \"$ROOT\" stat -e llt0/GDC_BANK0_RD_REQ/ \
+         --control fd:3 -o /dev/null -- bash -c 'seq -f w%g 100000 >&3'"
+    );
+    let mut child = bash_with(&c, &script)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let code = ended_within(&mut child, std::time::Duration::from_secs(120), "stat");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(code, 0, "{err}");
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("--control")).collect();
+    assert_eq!(
+        notes,
+        ["bfperf: --control: 100000 words were none bfperf knows, e.g. 'w1', 'w2', 'w3' (enable, disable, ping); ignored"],
+        "{err}"
+    );
+}
+
+/// `-D` longer than 64 bits of nanoseconds waits, it does not spin: a 2 s run uses
+/// a few ms of CPU (it took 1.3-1.9 s when the deadline overflowed).
+#[test]
+fn a_huge_delay_sleeps() {
+    let c = Copy::of("bf3");
+    let out = bash_with(
+        &c,
+        "\"$BIN\" --sysfs-root \"$ROOT\" stat -e llt0/GDC_BANK0_RD_REQ/ -D 18446744073709 \
+         --duration 2s -o /dev/null && times",
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // `times`: the shell's own user and system time, then its children's.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let children = text.lines().nth(1).expect("times' second line");
+    let secs: f64 = children
+        .split_whitespace()
+        .map(|t| {
+            let (m, s) = t.trim_end_matches('s').split_once('m').unwrap();
+            m.parse::<f64>().unwrap() * 60.0 + s.replace(',', ".").parse::<f64>().unwrap()
+        })
+        .sum();
+    assert!(secs < 0.5, "stat used {secs} s of CPU in a 2 s run: {text}");
+}
+
+/// `fifo:` in another user's directory: a link to root's own FIFO is refused (never
+/// written or drained), as is that user's FIFO, a regular file and a device; nothing
+/// is opened for reading or writing through them and the device is unchanged.
+#[test]
+fn control_fifos_are_never_reached_through_another_users_links() {
+    use std::io::Read;
+    use std::os::unix::fs::{symlink, OpenOptionsExt};
+    if not_root("chown to another user") {
+        return;
+    }
+    let c = Copy::of("bf3");
+    let before = c.contents();
+    let rootonly = tempfile::tempdir().unwrap();
+    let daemon = rootonly.path().join("daemon.cmd");
+    assert!(Process::new("mkfifo")
+        .arg(&daemon)
+        .status()
+        .unwrap()
+        .success());
+    // The daemon's FIFO holds a word for its reader; bfperf must not take it.
+    let mut held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&daemon)
+        .unwrap();
+    std::io::Write::write_all(&mut held, b"keep\n").unwrap();
+    let member = tempfile::tempdir().unwrap();
+    let m = member.path();
+    let chown = |p: &Path| std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
+    chown(m);
+    let (own_ctl, own_ack) = fifos(rootonly.path());
+    let link = m.join("link");
+    symlink(&daemon, &link).unwrap();
+    chown(&link);
+    let theirs = m.join("theirs");
+    assert!(Process::new("mkfifo")
+        .arg(&theirs)
+        .status()
+        .unwrap()
+        .success());
+    chown(&theirs);
+    let plain = m.join("plain");
+    std::fs::write(&plain, "").unwrap();
+    let ptmx = m.join("ptmx");
+    symlink("/dev/ptmx", &ptmx).unwrap();
+    chown(&ptmx);
+    let d = |p: &Path| p.display().to_string();
+    for (spec, says) in [
+        (format!("fifo:{own_ctl},{}", d(&link)), "is a symbolic link"),
+        (format!("fifo:{},{own_ack}", d(&link)), "is a symbolic link"),
+        (format!("fifo:{}", d(&ptmx)), "is a symbolic link"),
+        (format!("fifo:{}", d(&theirs)), "belongs to user 65534"),
+        (format!("fifo:{}", d(&plain)), "is not a FIFO"),
+        ("fifo:/dev/ptmx".to_string(), "is not a FIFO"),
+    ] {
+        c.cmd()
+            .args(["stat", "-e", "llt0/GDC_BANK0_RD_REQ/", "--control", &spec])
+            .args(["--", "true"])
+            .timeout(std::time::Duration::from_secs(30))
+            .assert()
+            .code(1)
+            .stderr(predicates::str::contains(says));
+        assert_eq!(before, c.contents(), "{spec} changed the device");
+    }
+    let mut word = [0u8; 64];
+    let n = held.read(&mut word).unwrap_or(0);
+    assert_eq!(
+        &word[..n],
+        b"keep\n",
+        "the daemon's FIFO was drained or written"
+    );
+    std::fs::remove_dir_all(m).ok();
+}

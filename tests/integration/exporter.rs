@@ -2319,3 +2319,91 @@ fn the_dashboard_asks_for_its_data_source_and_drills_down_only_from_per_dpu_seri
     }
     assert!(linked >= 4, "{linked} panels drill down");
 }
+
+/// A member's requests that cost most to resolve: one glob of 20,000 `*` (it held
+/// the exporter for 17-64 s), and 256 specs of the longest pattern that is let
+/// through. Each is answered within 2 s; scrapes meanwhile are answered within 1 s,
+/// and root's own stat beside the exporter is counted as ever.
+#[test]
+fn a_members_costliest_globs_never_hold_the_exporter() {
+    if not_root("a member's requests") {
+        return;
+    }
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .unwrap();
+    let lock = dir.path().join("lock");
+    let cfg = config(
+        dir.path(),
+        "events = [\"default\"]\nsocket_group = \"65534\"\n",
+    );
+    let (_e, port) = serve(&m, dir.path(), &cfg);
+    let ask = |specs: Vec<String>| {
+        serde_json::json!({"bfperf": 1, "count": {"specs": specs, "command": "hostile"}})
+            .to_string()
+    };
+    let longest = format!("*/{}*/", "*Q".repeat(63));
+    let matching = format!("*/{}*/", "*_".repeat(63));
+    let asks = [
+        ask(vec![format!("*/{}Q/", "*".repeat(20_000))]),
+        ask(vec![longest; 256]),
+        ask(vec![matching; 256]),
+        ask((0..256).map(|i| format!("*/*{i}*/")).collect()),
+    ];
+    let file = dir.path().join("asks");
+    std::fs::write(&file, asks.join("\n") + "\n").unwrap();
+    let script = "use IO::Socket::UNIX; use Time::HiRes qw(time); $| = 1; \
+        open(my $f, '<', $ARGV[1]) or die; \
+        while (my $a = <$f>) { \
+            my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Peer => $ARGV[0]) or die \"connect: $!\"; \
+            my $t = time; print $s $a; my $l = <$s>; \
+            printf \"%.3f %s\", time - $t, defined $l ? $l : \"(no answer)\\n\"; }";
+    let member = Process::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "perl",
+            "-e",
+        ])
+        .arg(script)
+        .arg(dir.path().join("lock.sock"))
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut member = Running(member);
+    let mut slowest = Duration::ZERO;
+    let mut scrapes = 0;
+    while member.0.try_wait().unwrap().is_none() {
+        let began = Instant::now();
+        let (_, body) = get(port, "/metrics", "text/plain");
+        assert!(body.contains("bfperf_up"), "{body}");
+        slowest = slowest.max(began.elapsed());
+        scrapes += 1;
+    }
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut member.0.stdout.take().unwrap(), &mut out).unwrap();
+    let answers: Vec<&str> = out.lines().collect();
+    assert_eq!(answers.len(), asks.len(), "{out}");
+    for a in &answers {
+        let (secs, line) = a.split_once(' ').unwrap();
+        let secs: f64 = secs.parse().unwrap();
+        assert!(line.contains("\"refused\""), "{a}");
+        assert!(secs < 2.0, "answered after {secs} s: {a}");
+    }
+    assert!(
+        slowest < Duration::from_secs(1),
+        "a scrape took {slowest:?} (of {scrapes}) while the member asked"
+    );
+    let out = stat_beside(&m, &lock, &["-e", "gic0/AW_BEATS/", "--", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("owned by the exporter"), "{err}");
+}
