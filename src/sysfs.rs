@@ -582,6 +582,62 @@ pub(crate) fn read_regular(path: &Path, what: &'static str, max: u64) -> crate::
     Ok(out)
 }
 
+/// Reads a secret a user named (a TLS key, a token, a password): as
+/// [`read_regular`], and more strictly, since what it holds leaves the machine or
+/// proves who bfperf is: the name itself is opened, never a link's target
+/// (`O_NOFOLLOW`), and the file must belong to root or to bfperf's own user and be
+/// writable by no one else, so that nobody else can put another file's content
+/// (`/etc/shadow`) in its place. Checked on the opened descriptor.
+pub(crate) fn read_secret(path: &Path, what: &'static str, max: u64) -> crate::Result<Vec<u8>> {
+    use std::os::unix::fs::MetadataExt;
+    let fail = |source: io::Error| crate::Error::File {
+        what,
+        path: path.to_path_buf(),
+        source,
+    };
+    let refuse = |why: String| fail(io::Error::new(io::ErrorKind::PermissionDenied, why));
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => refuse(
+                "it is a symbolic link; name the file itself (bfperf follows no link to a secret)"
+                    .into(),
+            ),
+            _ => fail(e),
+        })?;
+    let md = file.metadata().map_err(fail)?;
+    if !md.file_type().is_file() {
+        return Err(refuse(format!(
+            "it is {}, not a regular file",
+            kind_name(&md.file_type())
+        )));
+    }
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if md.uid() != 0 && md.uid() != me {
+        return Err(refuse(format!(
+            "it belongs to user {}, not to root or to bfperf's user (uid {me})",
+            md.uid()
+        )));
+    }
+    if md.mode() & 0o022 != 0 {
+        return Err(refuse(format!(
+            "others can write it (mode {:o}): chmod go-w it",
+            md.mode() & 0o7777
+        )));
+    }
+    let mut out = Vec::new();
+    file.take(max + 1).read_to_end(&mut out).map_err(fail)?;
+    if out.len() as u64 > max {
+        return Err(refuse(format!(
+            "it holds more than {max} bytes, more than such a file ever needs"
+        )));
+    }
+    Ok(out)
+}
+
 fn open_regular(path: &Path, what: &'static str) -> crate::Result<fs::File> {
     let fail = |source: io::Error| crate::Error::File {
         what,

@@ -300,3 +300,98 @@ fn wait_refused(port: u16) {
         })
     });
 }
+
+/// remote_write's secrets are read as TLS keys are: a member's link to a root-only
+/// file (as `/etc/shadow` was sent) is refused, as is a file of another user, one
+/// others can write, or one of several lines; the error names the file, and nothing
+/// is sent. Credentials for plain http to another machine are warned about.
+#[test]
+fn remote_write_secrets_are_never_read_through_a_members_link() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    if not_root("files of another user") {
+        return;
+    }
+    let rootonly = tempfile::tempdir().unwrap();
+    let shadow = rootonly.path().join("shadow");
+    std::fs::write(
+        &shadow,
+        "root:$6$secret:19000:0:99999:7:::\ndaemon:*:19000::::::\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&shadow, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let member = tempfile::tempdir().unwrap();
+    let m = member.path();
+    let chown = |p: &Path| std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
+    chown(m);
+    let link = m.join("password");
+    symlink(&shadow, &link).unwrap();
+    chown(&link);
+    let theirs = m.join("theirs");
+    std::fs::write(&theirs, "pw\n").unwrap();
+    chown(&theirs);
+    let dir = tempfile::tempdir().unwrap();
+    let writable = dir.path().join("writable");
+    std::fs::write(&writable, "pw\n").unwrap();
+    std::fs::set_permissions(&writable, std::fs::Permissions::from_mode(0o622)).unwrap();
+    let d = |p: &Path| p.display().to_string();
+    for (key, file, says) in [
+        ("password_file", d(&link), "symbolic link"),
+        ("password_file", d(&theirs), "belongs to user 65534"),
+        ("password_file", d(&writable), "others can write it"),
+        ("password_file", d(&shadow), "holds 2 lines, not one line"),
+        ("bearer", d(&link), "symbolic link"),
+    ] {
+        let auth = match key {
+            "bearer" => format!("bearer_token_file = \"{file}\""),
+            _ => format!("basic_auth = {{ username = \"dpu\", password_file = \"{file}\" }}"),
+        };
+        let cfg = config(
+            dir.path(),
+            &format!(
+                "events = [\"default\"]\n[remote_write]\nurl = \"https://127.0.0.1:9/w\"\n{auth}\n"
+            ),
+        );
+        bfperf()
+            .args(["--sim", "bf3", "--lock-file"])
+            .arg(dir.path().join("lock"))
+            .args(["exporter", "--config"])
+            .arg(&cfg)
+            .args(["--listen", "127.0.0.1:0"])
+            .timeout(Duration::from_secs(10))
+            .assert()
+            .code(1)
+            .stderr(predicates::str::contains(&file))
+            .stderr(predicates::str::contains(says));
+    }
+    // A good password for plain http to another machine is warned about. The
+    // config's labels are bad, which is found right after, so that the exporter
+    // ends before it starts and nothing is ever sent anywhere.
+    let good = dir.path().join("good");
+    std::fs::write(&good, "pw\n").unwrap();
+    for (url, warned) in [
+        ("http://192.0.2.1:9/w", true),
+        ("http://127.0.0.1:9/w", false),
+    ] {
+        let cfg = config(
+            dir.path(),
+            &format!(
+                "events = [\"default\"]\n[remote_write]\nurl = \"{url}\"\nlabels = {{ __x = \"1\" }}\n\
+                 basic_auth = {{ username = \"dpu\", password_file = \"{}\" }}\n",
+                good.display()
+            ),
+        );
+        let out = bfperf()
+            .args(["--sim", "bf3", "--lock-file"])
+            .arg(dir.path().join("lock"))
+            .args(["exporter", "--config"])
+            .arg(&cfg)
+            .args(["--listen", "127.0.0.1:0"])
+            .timeout(Duration::from_secs(10))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("is not a label name"), "{err}");
+        assert_eq!(err.contains("over plain http"), warned, "{url}: {err}");
+    }
+}

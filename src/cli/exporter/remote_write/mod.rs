@@ -146,6 +146,12 @@ impl RemoteWrite {
             false => None,
         };
         let authorization = authorization(file, config)?;
+        if authorization.is_some() && !https && !loopback(&host) {
+            diag(&format!(
+                "warning: remote_write sends its credentials to {host} over plain http, readable by anyone on the path; use https:// ({})",
+                config.display()
+            ));
+        }
         let labels = labels(&file.labels, config)?;
         let url = format!(
             "{}://{}{}",
@@ -169,17 +175,43 @@ impl RemoteWrite {
     }
 }
 
+/// Whether `host` (a name or an address) is this machine's loopback.
+fn loopback(host: &str) -> bool {
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => host.eq_ignore_ascii_case("localhost"),
+    }
+}
+
 /// The Authorization header the config asks for (token or basic), its secret read
 /// from its file now.
 fn authorization(
     file: &RemoteWriteFile,
     config: &Path,
 ) -> Result<Option<hyper::header::HeaderValue>> {
+    // One line: its line end is not part of it, and a second line means the file
+    // is not what the config meant (never sent).
     let secret = |p: &PathBuf, what: &'static str| -> Result<String> {
-        let bytes = crate::sysfs::read_regular(p, what, MAX_SECRET)?;
+        let bytes = crate::sysfs::read_secret(p, what, MAX_SECRET)?;
         let text = String::from_utf8(bytes)
             .map_err(|_| bad(config, format!("{} is not text", p.display())))?;
-        Ok(text.trim_end_matches(['\n', '\r']).to_string())
+        let line = text
+            .strip_suffix('\n')
+            .map_or(text.as_str(), |l| l.strip_suffix('\r').unwrap_or(l));
+        if line.contains(['\n', '\r']) || line.is_empty() {
+            return Err(bad(
+                config,
+                format!(
+                    "{} holds {}, not one line: a token or password file holds the secret alone",
+                    p.display(),
+                    match line.is_empty() {
+                        true => "nothing".to_string(),
+                        false => format!("{} lines", text.lines().count()),
+                    }
+                ),
+            ));
+        }
+        Ok(line.to_string())
     };
     let value = match (&file.bearer_token_file, &file.basic_auth) {
         (Some(_), Some(_)) => {
