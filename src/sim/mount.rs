@@ -480,6 +480,12 @@ pub fn serve(sim: Arc<Sim>, dir: &Path) -> Result<()> {
         fuser::MountOption::Subtype("bfperf".to_string()),
         fuser::MountOption::DefaultPermissions,
     ];
+    // Mounted by root, every user may read it, as everyone reads sysfs (the modes,
+    // root's files 0644, still keep writes root's); FUSE lets only root say so.
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        config.acl = fuser::SessionACL::All;
+    }
     let session = fuser::spawn_mount(fs, dir, &config).map_err(|e| {
         let hint = if e.kind() == std::io::ErrorKind::PermissionDenied
             || e.kind() == std::io::ErrorKind::NotFound

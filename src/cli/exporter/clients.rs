@@ -77,12 +77,40 @@ fn bind_private(path: &Path, group: Option<u32>) -> std::io::Result<UnixListener
     let listener = crate::outfile::with_socket_path(&inside, |p| UnixListener::bind(p))?;
     std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600))?;
     if let Some(gid) = group {
-        // Only then open to the group: never a moment open to anyone else.
-        std::os::unix::fs::lchown(&inside, None, Some(gid))?;
+        // Only then open to the group: never a moment open to anyone else. The one
+        // system call for it, fchownat relative to the private directory, is the
+        // one the shipped unit's filter allows of @chown.
+        group_of(private.path(), "s", gid)?;
         std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o660))?;
     }
     std::fs::rename(&inside, path)?;
     Ok(listener)
+}
+
+/// Gives `name` in `dir` to group `gid` (fchownat, not following a link).
+fn group_of(dir: &Path, name: &str, gid: u32) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)?;
+    let name = std::ffi::CString::new(name).map_err(std::io::Error::other)?;
+    // SAFETY: a directory descriptor we own and a NUL-terminated name; uid -1 keeps
+    // the owner.
+    let rc = unsafe {
+        libc::fchownat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::uid_t::MAX,
+            gid,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    match rc {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
 }
 
 impl Clients {
