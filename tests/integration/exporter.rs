@@ -88,7 +88,7 @@ pub(crate) fn serve(m: &Mount, dir: &Path, config: &Path) -> (Running, u16) {
 
 /// Waits (a minute at most) until exporter `e` listens on `port`; the reason, with
 /// its stderr, when it ended first.
-fn wait_serving(e: &mut Running, port: u16) -> Result<(), String> {
+pub(crate) fn wait_serving(e: &mut Running, port: u16) -> Result<(), String> {
     for _ in 0..1200 {
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Ok(());

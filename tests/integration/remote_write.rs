@@ -395,3 +395,144 @@ fn remote_write_secrets_are_never_read_through_a_members_link() {
         assert_eq!(err.contains("over plain http"), warned, "{url}: {err}");
     }
 }
+
+/// A receiver that answers every request with `answer` (a status line and headers),
+/// on a port it bound itself; the times requests came, until dropped.
+struct Refuser {
+    port: u16,
+    times: std::sync::Arc<std::sync::Mutex<Vec<Instant>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Refuser {
+    fn start(answer: &'static str) -> Refuser {
+        use std::io::{BufRead, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let times = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (t, s) = (times.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !s.load(std::sync::atomic::Ordering::SeqCst) {
+                let Ok((conn, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                conn.set_nonblocking(false).unwrap();
+                conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut r = std::io::BufReader::new(conn);
+                let mut length = 0;
+                let mut line = String::new();
+                while r.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0; length];
+                let _ = r.read_exact(&mut body);
+                t.lock().unwrap().push(Instant::now());
+                let mut conn = r.into_inner();
+                let _ = write!(
+                    conn,
+                    "{answer}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+            }
+        });
+        Refuser { port, times, stop }
+    }
+
+    /// The time between consecutive requests, s.
+    fn gaps(&self) -> Vec<f64> {
+        let t = self.times.lock().unwrap();
+        t.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect()
+    }
+}
+
+impl Drop for Refuser {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// An exporter of the simulated BlueField-3 pushing every second to `port`,
+/// serving on a port it found free (tried again if taken meanwhile).
+fn pusher_serving(dir: &Path, name: &str, port: u16) -> (Running, u16) {
+    let sub = dir.join(name);
+    std::fs::create_dir_all(&sub).unwrap();
+    let cfg = config(
+        &sub,
+        &format!(
+            "events = [\"default\"]\n[remote_write]\nurl = \"http://127.0.0.1:{port}/api/v1/write\"\ninterval = \"1s\"\n"
+        ),
+    );
+    let mut last = String::new();
+    for _ in 0..5 {
+        let listen = free_port();
+        let mut e = Running(
+            Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+                .args(["--sim", "bf3", "--lock-file"])
+                .arg(sub.join("lock"))
+                .args(["exporter", "--config"])
+                .arg(&cfg)
+                .args(["--listen", &format!("127.0.0.1:{listen}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        match crate::exporter::wait_serving(&mut e, listen) {
+            Ok(()) => return (e, listen),
+            Err(why) => last = why,
+        }
+    }
+    panic!("the pusher never served: {last}");
+}
+
+/// Against HTTP 429 the sender backs off (1 s doubling) or waits the receiver's
+/// Retry-After, whatever new sweeps queue meanwhile (it retried 16 times in 15 s);
+/// the queue holds each sample in at most 160 bytes.
+#[test]
+fn a_receiver_that_says_429_is_given_its_backoff_and_the_queue_stays_small() {
+    let plain = Refuser::start("HTTP/1.1 429 Too Many Requests");
+    let after = Refuser::start("HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3");
+    let dir = tempfile::tempdir().unwrap();
+    let (_a, port_a) = pusher_serving(dir.path(), "plain", plain.port);
+    let (_b, _) = pusher_serving(dir.path(), "after", after.port);
+    wait_until("four requests backed off", Duration::from_secs(60), || {
+        plain.gaps().len() >= 3 && after.gaps().len() >= 2
+    });
+    // Each wait at least its backoff (a busy machine only adds to it).
+    for (i, g) in plain.gaps().iter().take(3).enumerate() {
+        let want = f64::from(1u32 << i);
+        assert!(
+            *g >= want - 0.05,
+            "retry {} came {g} s after the one before, not {want}",
+            i + 1
+        );
+    }
+    for g in after.gaps().iter().take(2) {
+        assert!(
+            *g >= 2.95,
+            "a retry came {g} s after the one before; Retry-After said 3"
+        );
+    }
+    let mut body = String::new();
+    wait_until("1,000 samples queued", Duration::from_secs(60), || {
+        body = get(port_a, "/metrics", "text/plain").1;
+        sample_of(&body, "bfperf_remote_write_queue_samples") >= 1000.0
+    });
+    let samples = sample_of(&body, "bfperf_remote_write_queue_samples");
+    let bytes = sample_of(&body, "bfperf_remote_write_queue_bytes");
+    assert!(
+        bytes / samples <= 160.0,
+        "the queue takes {bytes} bytes for {samples} samples"
+    );
+}
+
+fn sample_of(body: &str, name: &str) -> f64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {body}"))
+}

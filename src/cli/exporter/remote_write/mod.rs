@@ -3,14 +3,16 @@
 //! names and labels, plus `job` and `instance`, which a scrape would add); a thread
 //! of its own sends them. The queue is bounded in samples and drops the oldest
 //! (counted) when the receiver is down for longer than it holds; a request that fails
-//! is retried with backoff (1 s doubling to 30 s), one the receiver refuses (a 4xx
+//! is retried with backoff (1 s doubling to 30 s, or the receiver's `Retry-After`,
+//! at most 5 minutes), one the receiver refuses (a 4xx
 //! other than 429) is dropped and counted. Sampling never waits on the receiver: the
 //! main thread only appends to the queue.
 
 mod post;
+mod queue;
 mod wire;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -23,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::export::Family;
 
 use post::{Outcome, Target};
+use queue::Queue;
 use wire::TimeSeries;
 
 /// The default time between two pushes.
@@ -33,6 +36,8 @@ const DEFAULT_QUEUE: usize = 100_000;
 const MAX_PER_SEND: usize = 10_000;
 const MIN_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The longest a receiver's `Retry-After` is honoured.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 /// How long a stopping exporter lets the sender try to deliver what is queued.
 const FLUSH_ON_STOP: Duration = Duration::from_secs(2);
 /// The most a token or password file may hold.
@@ -307,55 +312,6 @@ fn client_tls(config: &Path, ca: &Option<PathBuf>) -> Result<Arc<rustls::ClientC
     Ok(Arc::new(tls))
 }
 
-/// The queue: batches of series in the order they were swept, bounded in samples.
-/// The front `inflight` batches are being sent and are never dropped.
-#[derive(Default)]
-struct Queue {
-    batches: VecDeque<Vec<TimeSeries>>,
-    samples: usize,
-    bound: usize,
-    inflight: usize,
-}
-
-impl Queue {
-    /// Appends a batch; drops the oldest not in flight while over the bound.
-    /// Returns how many samples were dropped.
-    fn push(&mut self, batch: Vec<TimeSeries>) -> usize {
-        self.samples += batch.len();
-        self.batches.push_back(batch);
-        let mut dropped = 0;
-        while self.samples > self.bound && self.batches.len() > self.inflight {
-            if let Some(b) = self.batches.remove(self.inflight) {
-                self.samples -= b.len();
-                dropped += b.len();
-            }
-        }
-        dropped
-    }
-
-    /// The oldest batches, up to `max` samples (one at least), now in flight.
-    fn take(&mut self, max: usize) -> Vec<TimeSeries> {
-        let mut out = Vec::new();
-        self.inflight = 0;
-        for b in &self.batches {
-            if !out.is_empty() && out.len() + b.len() > max {
-                break;
-            }
-            out.extend(b.iter().cloned());
-            self.inflight += 1;
-        }
-        out
-    }
-
-    /// The batches in flight are delivered (or refused): gone. Their samples.
-    fn done(&mut self) -> usize {
-        let n: usize = self.batches.drain(..self.inflight).map(|b| b.len()).sum();
-        self.samples -= n;
-        self.inflight = 0;
-        n
-    }
-}
-
 #[derive(Default)]
 struct Stats {
     queued_in: AtomicU64,
@@ -364,6 +320,7 @@ struct Stats {
     refused: AtomicU64,
     failures: AtomicU64,
     queued: AtomicU64,
+    queued_bytes: AtomicU64,
 }
 
 struct Shared {
@@ -389,10 +346,7 @@ impl Pusher {
     /// Starts the sending thread; the first push is due at once.
     pub(super) fn start(rw: RemoteWrite) -> Pusher {
         let shared = Arc::new(Shared {
-            queue: Mutex::new(Queue {
-                bound: rw.bound,
-                ..Queue::default()
-            }),
+            queue: Mutex::new(Queue::new(rw.bound)),
             metadata: Mutex::new(Vec::new()),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -429,7 +383,7 @@ impl Pusher {
         let at_ms = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
-        let batch = wire::series(fams, &self.labels, at_ms);
+        let batch = wire::series(fams, &self.labels);
         *self
             .shared
             .metadata
@@ -439,9 +393,11 @@ impl Pusher {
         let st = &self.shared.stats;
         st.queued_in
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
-        let dropped = q.push(batch);
+        let dropped = q.push(at_ms, batch);
         st.dropped_full.fetch_add(dropped as u64, Ordering::Relaxed);
         st.queued.store(q.samples as u64, Ordering::Relaxed);
+        st.queued_bytes
+            .store(q.heap_bytes() as u64, Ordering::Relaxed);
         drop(q);
         self.shared.wake.notify_one();
         // On the interval's grid; a late sweep does not shift the next ones.
@@ -475,6 +431,7 @@ impl Pusher {
             ),
             fam("remote_write_failures", "Requests that failed and are tried again", true, vec![(vec![], v(&st.failures))]),
             fam("remote_write_queue_samples", "Samples waiting to be sent", false, vec![(vec![], v(&st.queued))]),
+            fam("remote_write_queue_bytes", "Memory the samples waiting to be sent take, bytes", false, vec![(vec![], v(&st.queued_bytes))]),
         ]
     }
 }
@@ -537,22 +494,45 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
                     "remote write to {url} refused {n} samples (dropped): {why}"
                 ));
             }
-            Outcome::Retry(why) => {
-                q.inflight = 0;
+            Outcome::Retry(why, after) => {
+                q.failed();
                 st.failures.fetch_add(1, Ordering::Relaxed);
                 if !failing {
                     diag(&format!("remote write to {url} failed ({why}); queueing up to {} samples and trying again", q.bound));
                 }
                 failing = true;
-                if shared.stop.load(Ordering::SeqCst) {
+                // The receiver's Retry-After where it gives one, else the backoff;
+                // new sweeps queue meanwhile and wake nothing.
+                let wait = after.map_or(backoff, |a| a.min(MAX_RETRY_AFTER));
+                if !wait_out(shared, q, wait) {
                     return;
                 }
-                let _ = shared.wake.wait_timeout(q, backoff);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
         }
         st.queued.store(q.samples as u64, Ordering::Relaxed);
+        st.queued_bytes
+            .store(q.heap_bytes() as u64, Ordering::Relaxed);
+    }
+}
+
+/// Waits `wait` (releasing the queue), woken early only to stop: false then.
+fn wait_out(shared: &Shared, mut q: std::sync::MutexGuard<'_, Queue>, wait: Duration) -> bool {
+    let until = Instant::now() + wait;
+    loop {
+        if shared.stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return true;
+        }
+        q = shared
+            .wake
+            .wait_timeout(q, until - now)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|p| p.into_inner().0);
     }
 }
 
@@ -560,7 +540,7 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
 fn next_request(shared: &Shared) -> Option<Vec<TimeSeries>> {
     let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
     loop {
-        if !q.batches.is_empty() {
+        if !q.is_empty() {
             return Some(q.take(MAX_PER_SEND));
         }
         if shared.stop.load(Ordering::SeqCst) {
@@ -577,29 +557,6 @@ fn next_request(shared: &Shared) -> Option<Vec<TimeSeries>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn batch(n: usize) -> Vec<TimeSeries> {
-        vec![TimeSeries::default(); n]
-    }
-
-    #[test]
-    fn a_full_queue_drops_the_oldest_and_never_what_is_being_sent() {
-        let mut q = Queue {
-            bound: 10,
-            ..Queue::default()
-        };
-        assert_eq!(q.push(batch(4)), 0);
-        assert_eq!(q.push(batch(4)), 0);
-        assert_eq!(q.take(5).len(), 4, "one batch in flight");
-        assert_eq!(q.push(batch(4)), 4, "the oldest not in flight goes");
-        assert_eq!((q.batches.len(), q.samples), (2, 8));
-        assert_eq!(q.done(), 4);
-        assert_eq!((q.batches.len(), q.samples, q.inflight), (1, 4, 0));
-        // A failed send leaves its batches for the next try, oldest first.
-        assert_eq!(q.take(100).len(), 4);
-        q.inflight = 0;
-        assert_eq!(q.take(100).len(), 4);
-    }
 
     #[test]
     fn labels_default_job_and_instance_and_refuse_reserved_names() {

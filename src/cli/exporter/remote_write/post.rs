@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HOST, USER_AGENT};
+use hyper::header::{
+    HeaderValue, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT,
+};
 use hyper::{Request, Uri};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
@@ -33,8 +35,9 @@ pub(super) struct Target {
 pub(super) enum Outcome {
     /// 2xx: the receiver has the samples.
     Accepted,
-    /// 5xx, 429, or no answer: the same samples are tried again later.
-    Retry(String),
+    /// 5xx, 429, or no answer: the same samples are tried again later, after the
+    /// receiver's `Retry-After` where it gave one.
+    Retry(String, Option<Duration>),
     /// Another 4xx: the receiver refuses them; trying again would not help.
     Refused(String),
 }
@@ -42,17 +45,23 @@ pub(super) enum Outcome {
 /// Sends `body` (a snappy-compressed WriteRequest) to `target`.
 pub(super) async fn send(target: &Target, body: Vec<u8>) -> Outcome {
     match tokio::time::timeout(REQUEST_TIMEOUT, attempt(target, body)).await {
-        Ok(Ok((status, text))) => match status {
+        Ok(Ok((status, text, after))) => match status {
             200..=299 => Outcome::Accepted,
-            429 | 500..=599 => Outcome::Retry(format!("HTTP {status} {text}")),
+            429 | 500..=599 => Outcome::Retry(format!("HTTP {status} {text}"), after),
             _ => Outcome::Refused(format!("HTTP {status} {text}")),
         },
-        Ok(Err(e)) => Outcome::Retry(e),
-        Err(_) => Outcome::Retry(format!("no answer within {} s", REQUEST_TIMEOUT.as_secs())),
+        Ok(Err(e)) => Outcome::Retry(e, None),
+        Err(_) => Outcome::Retry(
+            format!("no answer within {} s", REQUEST_TIMEOUT.as_secs()),
+            None,
+        ),
     }
 }
 
-async fn attempt(target: &Target, body: Vec<u8>) -> Result<(u16, String), String> {
+/// An answer: its status, its text (one line, bounded) and its `Retry-After`.
+type Answer = (u16, String, Option<Duration>);
+
+async fn attempt(target: &Target, body: Vec<u8>) -> Result<Answer, String> {
     let tcp = TcpStream::connect((target.host.as_str(), target.port))
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
@@ -71,7 +80,7 @@ async fn attempt(target: &Target, body: Vec<u8>) -> Result<(u16, String), String
     }
 }
 
-async fn exchange<IO>(target: &Target, io: IO, body: Vec<u8>) -> Result<(u16, String), String>
+async fn exchange<IO>(target: &Target, io: IO, body: Vec<u8>) -> Result<Answer, String>
 where
     IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -103,6 +112,11 @@ where
         .await
         .map_err(|e| format!("HTTP: {e}"))?;
     let status = resp.status().as_u16();
+    let after = resp
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(retry_after);
     let mut text = Vec::new();
     let mut body = resp.into_body();
     while text.len() < MAX_ANSWER {
@@ -117,5 +131,18 @@ where
     }
     text.truncate(MAX_ANSWER);
     let text = String::from_utf8_lossy(&text);
-    Ok((status, crate::lock::one_line(text.trim())))
+    Ok((status, crate::lock::one_line(text.trim()), after))
+}
+
+/// A `Retry-After` value: seconds, or an HTTP date (the time until it).
+fn retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }

@@ -22,7 +22,7 @@ pub(super) struct TimeSeries {
 }
 
 /// `prometheus.Label`.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, prost::Message)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, prost::Message)]
 pub(super) struct Label {
     #[prost(string, tag = "1")]
     pub name: String,
@@ -51,9 +51,10 @@ pub(super) struct MetricMetadata {
     pub help: String,
 }
 
-/// The series of `fams` at `at_ms`, each with `extra` labels (job, instance) added,
-/// named as a scrape names them (`bfperf_` prefix, counters' `_total`).
-pub(super) fn series(fams: &[Family], extra: &[(String, String)], at_ms: i64) -> Vec<TimeSeries> {
+/// The series of `fams`, each with `extra` labels (job, instance) added, named as a
+/// scrape names them (`bfperf_` prefix, counters' `_total`): its labels, sorted by
+/// name, and its value.
+pub(super) fn series(fams: &[Family], extra: &[(String, String)]) -> Vec<(Vec<Label>, f64)> {
     let mut out = Vec::new();
     for f in fams {
         let name = format!("bfperf_{}{}", f.name, if f.counter { "_total" } else { "" });
@@ -75,13 +76,7 @@ pub(super) fn series(fams: &[Family], extra: &[(String, String)], at_ms: i64) ->
             });
             l.sort_by(|a, b| a.name.cmp(&b.name));
             l.dedup_by(|b, a| a.name == b.name);
-            out.push(TimeSeries {
-                labels: l,
-                samples: vec![Sample {
-                    value: *value,
-                    timestamp: at_ms,
-                }],
-            });
+            out.push((l, *value));
         }
     }
     out
@@ -126,7 +121,16 @@ mod tests {
         }];
         let extra = [("job".to_string(), "bfperf".to_string())];
         let req = WriteRequest {
-            timeseries: series(&fams, &extra, 1_700_000_000_000),
+            timeseries: series(&fams, &extra)
+                .into_iter()
+                .map(|(labels, value)| TimeSeries {
+                    labels,
+                    samples: vec![Sample {
+                        value,
+                        timestamp: 1_700_000_000_000,
+                    }],
+                })
+                .collect(),
             metadata: metadata(&fams),
         };
         let bytes = body(&req);
