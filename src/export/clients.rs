@@ -97,16 +97,24 @@ impl<'d> Exporter<'d> {
             |b| no_counter_free(b, &taken, 0),
         )?;
         let (sampler, saved) = self.start_own(plans, now)?;
-        if let Err(e) = self.lend(&mut rows) {
+        // Until the client is listed, its own counters' prior state is journalled
+        // as pending with every write made for it.
+        let lent_and_ticked = self.lend(&mut rows, &saved).and_then(|()| {
+            // Brings the exporter's accumulators to now, a window boundary where the
+            // counters lent join: a shared item counts from here.
+            self.sampler.tick(now)
+        });
+        if let Err(e) = lent_and_ticked {
             drop(sampler);
-            return Err(match session::restore(self.device, &saved) {
+            let put_back = session::restore(self.device, &saved);
+            if put_back.is_ok() {
+                let _ = self.journal_clients(&[]);
+            }
+            return Err(match put_back {
                 Ok(()) => e,
                 Err(r) => crate::error::with_context(e, &r.to_string()),
             });
         }
-        // Brings the exporter's accumulators to now, a window boundary where the
-        // counters lent join: a shared item counts from here.
-        self.sampler.tick(now)?;
         self.log_detections();
         let owner_totals = self.sampler.totals();
         let from: Vec<Vec<Option<Origin>>> = rows
@@ -172,10 +180,11 @@ impl<'d> Exporter<'d> {
     }
 
     /// Lends the counters `rows` place items on (their prior events recorded in the
-    /// journal first), each item then counted by the exporter's sampler from the
-    /// block's next window: the places become the sampler's items, and every lent
-    /// item the client uses (lent now or shared) counts it among its users.
-    fn lend(&mut self, rows: &mut [Vec<Place>]) -> Result<()> {
+    /// journal first, with `pending`, the client's own counters programmed already),
+    /// each item then counted by the exporter's sampler from the block's next
+    /// window: the places become the sampler's items, and every lent item the client
+    /// uses (lent now or shared) counts it among its users.
+    fn lend(&mut self, rows: &mut [Vec<Place>], pending: &[Saved]) -> Result<()> {
         let mut lends = Vec::new();
         for place in rows.iter_mut().flatten() {
             if let Place::Lend(pi, item, counter) = place {
@@ -186,7 +195,8 @@ impl<'d> Exporter<'d> {
             }
         }
         if !lends.is_empty() {
-            let saved: Vec<Saved> = lends.iter().map(|(_, _, s)| s.clone()).collect();
+            let mut saved: Vec<Saved> = pending.to_vec();
+            saved.extend(lends.iter().map(|(_, _, s)| s.clone()));
             self.journal_clients(&saved)?;
         }
         let mut joined: Vec<(usize, usize)> = Vec::new();
@@ -207,7 +217,7 @@ impl<'d> Exporter<'d> {
                         self.sampler.unjoin(pi, k);
                         self.lent.retain(|l| (l.plan, l.item) != (pi, k));
                     }
-                    let _ = self.journal_clients(&[]);
+                    let _ = self.journal_clients(pending);
                     return Err(e);
                 }
             }

@@ -1032,3 +1032,107 @@ fn an_msn_counter_the_kernel_cannot_name_is_restored_as_stopped() {
     assert_eq!(enable(&after), enable(&before), "{before:?} {after:?}");
     assert_eq!(enable(&after).as_deref(), Some("0"));
 }
+
+/// The exporter killed while a client's measurement mixes a counter lent on a block
+/// the exporter counts (llt0) with blocks of its own (gic0, programmed beforehand
+/// with other events, smmu0, apt0, emi0, gga0, prnf0): the journal held the lent
+/// counter only, so `bfperf restore` left the others programmed. Now every write
+/// is journalled first and restore puts back exactly what was there, every kind.
+#[test]
+fn a_killed_exporter_s_journal_covers_a_mixed_request() {
+    let Some(m) = Mount::start("3", "new") else {
+        return;
+    };
+    let state = state_dir();
+    with_state(&m, state.path())
+        .args(["program", "gic0", "1", "0x8"])
+        .assert()
+        .success();
+    with_state(&m, state.path())
+        .args(["program", "smmu0", "0", "0x9"])
+        .assert()
+        .success();
+    let original = whole_config(&m);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("exporter.toml");
+    fs::write(&cfg, "events = [\"default\"]\n").unwrap();
+    let spawn = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_bfperf"))
+            .arg("--sysfs-root")
+            .arg(m.root())
+            .env_remove("BFPERF_LOCK_FILE")
+            .env("BFPERF_STATE_DIR", state.path())
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // Port 0: it serves nowhere the test needs; its socket is what the client asks.
+    let mut exporter = spawn(&[
+        "exporter",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    let wait = |what: &str, ok: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !ok() {
+            assert!(Instant::now() < deadline, "waited for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let socket = || {
+        fs::read_dir(state.path())
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.path().extension().is_some_and(|x| x == "sock"))
+            })
+            .unwrap_or(false)
+    };
+    wait("the exporter's socket", &socket);
+    let exporting = whole_config(&m);
+    let mut client = spawn(&[
+        "stat",
+        "-e",
+        "llt0/HNF0_DIR_MISS/",
+        "-e",
+        "gic0/AW_REQ,AW_TRANS/",
+        "-e",
+        "smmu0/AW_BEATS/",
+        "-e",
+        "apt0/APT_DATA_1/",
+        "-e",
+        "emi0/MCH_RD_IN_MCH_REQ_IN_STRB/",
+        "-e",
+        "gga0/GGA_PERF_DESC_CQE_STRB/",
+        "-e",
+        "prnf0/PRNF_DMA_RD_ICMC_BYPASS_REQ/",
+        "--duration",
+        "60s",
+    ]);
+    let counting = || {
+        let now = whole_config(&m);
+        ["gic0", "smmu0", "apt0", "emi0", "gga0", "prnf0"]
+            .iter()
+            .all(|b| now.iter().find(|(n, _)| n == b) != exporting.iter().find(|(n, _)| n == b))
+    };
+    wait("the client's events on every block", &counting);
+    exporter.kill().unwrap();
+    exporter.wait().unwrap();
+    let _ = client.kill();
+    client.wait().unwrap();
+    with_state(&m, state.path())
+        .arg("restore")
+        .assert()
+        .success();
+    let now = whole_config(&m);
+    let differ: Vec<_> = now
+        .iter()
+        .zip(&original)
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("{}: {:?}, was {:?}", a.0, a.1, b.1))
+        .collect();
+    assert!(differ.is_empty(), "restore left: {differ:?}");
+}
