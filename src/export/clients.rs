@@ -12,7 +12,7 @@ use crate::block::{Block, Mechanism};
 use crate::error::{Error, Result};
 use crate::measure::journal;
 use crate::measure::plan::{place_on_free, BlockPlan};
-use crate::measure::sampler::{Acc, Sampler};
+use crate::measure::sampler::{Acc, Foreign, Sampler};
 use crate::measure::session::{self, Saved};
 use crate::measure::share::{GrantedBlock, MAX_CLIENTS, MAX_ITEMS, READ_EVERY_NS};
 use crate::spec::BlockRequest;
@@ -42,6 +42,9 @@ pub(crate) struct Client<'d> {
     saved: Vec<Saved>,
     /// Its last answer to a read: the time of its values and the values.
     last_read: Option<(u64, Vec<Vec<Acc>>)>,
+    /// Its counters were taken back for root's measurement: what it had counted
+    /// then, marked, answered to every read from then on.
+    revoked: Option<Vec<Vec<Acc>>>,
 }
 
 /// A counter of one of the exporter's all-at-once blocks lent to clients: the item
@@ -77,25 +80,31 @@ impl<'d> Exporter<'d> {
         now: u64,
     ) -> Result<(u64, Vec<GrantedBlock>)> {
         let resolved = self.admit(specs, uid)?;
-        let taken = self.taken();
-        let mut rows: Vec<Vec<Place>> = Vec::new();
-        let mut own: Vec<BlockRequest<'d>> = Vec::new();
-        let mut names = Vec::new();
-        for r in resolved.blocks {
-            names.push(r.block.name.clone());
-            let (mut row, rest) = self.split_shared(r);
-            match rest.map(|rest| (self.lender(rest.block), rest)) {
-                Some((Some(pi), rest)) => self.to_lend(pi, rest, &taken, &mut row)?,
-                Some((None, rest)) => own.push(rest),
-                None => {}
+        let mut placed = self.place(&resolved);
+        // Root's measurement comes first: where it would not fit, or take turns,
+        // members holding counters of those blocks give them back (their counts
+        // marked), and it is placed again.
+        if uid == Some(0) {
+            let crowded: Vec<&str> = match &placed {
+                Err(_) => resolved
+                    .blocks
+                    .iter()
+                    .map(|r| r.block.name.as_str())
+                    .collect(),
+                Ok((_, plans, _)) => plans
+                    .iter()
+                    .filter(|p| p.multiplexed())
+                    .map(|p| p.block.name.as_str())
+                    .collect(),
+            };
+            if !crowded.is_empty() && self.revoke_members_on(&crowded, now)? > 0 {
+                placed = self.place(&resolved);
             }
-            rows.push(row);
         }
-        let plans = place_on_free(
-            own,
-            |b| free_counters(b, &taken),
-            |b| no_counter_free(b, &taken, 0),
-        )?;
+        let (mut rows, plans, names) = placed?;
+        if uid != Some(0) {
+            self.check_share(uid, &rows, &plans)?;
+        }
         let (sampler, saved) = self.start_own(plans, now)?;
         // Until the client is listed, its own counters' prior state is journalled
         // as pending with every write made for it.
@@ -139,8 +148,223 @@ impl<'d> Exporter<'d> {
             sampler,
             saved,
             last_read: None,
+            revoked: None,
         });
         Ok((id, granted))
+    }
+
+    /// Where each item of `resolved` would be counted on the counters free now:
+    /// per block, its places; the plans of the client's own counters; the blocks'
+    /// names. Nothing is written.
+    #[allow(clippy::type_complexity)]
+    fn place(
+        &self,
+        resolved: &crate::spec::Resolved<'d>,
+    ) -> Result<(Vec<Vec<Place>>, Vec<BlockPlan<'d>>, Vec<String>)> {
+        let taken = self.taken();
+        let mut rows: Vec<Vec<Place>> = Vec::new();
+        let mut own: Vec<BlockRequest<'d>> = Vec::new();
+        let mut names = Vec::new();
+        for r in resolved.blocks.iter().cloned() {
+            names.push(r.block.name.clone());
+            let (mut row, rest) = self.split_shared(r);
+            match rest.map(|rest| (self.lender(rest.block), rest)) {
+                Some((Some(pi), rest)) => self.to_lend(pi, rest, &taken, &mut row)?,
+                Some((None, rest)) => own.push(rest),
+                None => {}
+            }
+            rows.push(row);
+        }
+        let plans = place_on_free(
+            own,
+            |b| free_counters(b, &taken),
+            |b| no_counter_free(b, &taken, 0),
+        )?;
+        Ok((rows, plans, names))
+    }
+
+    /// The counters of `block` the exporter's own plan leaves free: what users share.
+    fn free_of_own(&self, block: &Block) -> usize {
+        let used: Vec<u32> = self
+            .own
+            .iter()
+            .filter(|p| p.block.name == block.name)
+            .flat_map(
+                |p| match p.block.mechanism == Mechanism::AllAtOnce && p.multiplexed() {
+                    true => p.block.counters.clone(),
+                    false => p.groups.iter().flatten().map(|s| s.counter).collect(),
+                },
+            )
+            .collect();
+        block.counters.iter().filter(|c| !used.contains(c)).count()
+    }
+
+    /// The counters of `block` a client holds: its own sampler's and those lent to
+    /// it (none once revoked).
+    fn held_by(&self, c: &Client<'d>, block: &str) -> usize {
+        let own = c
+            .sampler
+            .iter()
+            .flat_map(|s| &s.plans)
+            .filter(|p| p.block.name == block);
+        let mut counters: Vec<u32> = own
+            .flat_map(|p| p.groups.iter().flatten().map(|s| s.counter))
+            .collect();
+        counters.sort_unstable();
+        counters.dedup();
+        let lent = c
+            .from
+            .iter()
+            .flatten()
+            .filter(|o| match **o {
+                Origin::Owner(p, i, _) => {
+                    i >= self.own[p].items.len() && self.sampler.plans[p].block.name == block
+                }
+                Origin::Own(..) => false,
+            })
+            .count();
+        counters.len() + lent
+    }
+
+    /// Refuses a request of a user other than root that would hold more of a
+    /// block's free counters than the user's share (`user_share`), with what the
+    /// user holds already: root, and the exporter's own plan, are never locked out.
+    fn check_share(
+        &self,
+        uid: Option<u32>,
+        rows: &[Vec<Place>],
+        plans: &[BlockPlan<'d>],
+    ) -> Result<()> {
+        for p in plans.iter().map(|p| p.block) {
+            let new = plans
+                .iter()
+                .filter(|q| q.block.name == p.name)
+                .flat_map(|q| q.groups.iter().flatten().map(|s| s.counter))
+                .collect::<std::collections::BTreeSet<u32>>()
+                .len();
+            self.within_share(uid, p, new)?;
+        }
+        for row in rows {
+            let lends = row.iter().filter_map(|p| match p {
+                Place::Lend(pi, ..) => Some(*pi),
+                _ => None,
+            });
+            let mut by_plan: HashMap<usize, usize> = HashMap::new();
+            for pi in lends {
+                *by_plan.entry(pi).or_default() += 1;
+            }
+            for (pi, new) in by_plan {
+                self.within_share(uid, self.sampler.plans[pi].block, new)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn within_share(&self, uid: Option<u32>, block: &Block, new: usize) -> Result<()> {
+        let free = self.free_of_own(block);
+        let share = (self.user_share * free as f64).floor() as usize;
+        let limit = match self.user_share > 0.0 && free > 0 {
+            true => share.max(1),
+            false => 0,
+        };
+        let held: usize = self
+            .clients
+            .iter()
+            .filter(|c| c.uid == uid && c.revoked.is_none())
+            .map(|c| self.held_by(c, &block.name))
+            .sum();
+        if held + new <= limit {
+            return Ok(());
+        }
+        Err(refusal(format!(
+            "a user other than root holds at most {limit} of {}'s {free} counters the exporter leaves free (user_share {}); this user holds {held} and asks {new} more: end a measurement, or ask for fewer events of it",
+            block.name, self.user_share
+        )))
+    }
+
+    /// Takes back the counters members (users other than root) hold on `blocks`
+    /// for root's measurement: each such measurement is ended on the device, its
+    /// counts so far kept and marked with the reason, answered to its reads until
+    /// it ends. How many were taken back.
+    fn revoke_members_on(&mut self, blocks: &[&str], now: u64) -> Result<usize> {
+        let ids: Vec<u64> = self
+            .clients
+            .iter()
+            .filter(|c| c.uid != Some(0) && c.revoked.is_none())
+            .filter(|c| blocks.iter().any(|b| self.held_by(c, b) > 0))
+            .map(|c| c.id)
+            .collect();
+        for &id in &ids {
+            self.revoke(id, now)?;
+        }
+        Ok(ids.len())
+    }
+
+    fn revoke(&mut self, id: u64, now: u64) -> Result<()> {
+        let (_, totals) = self.client_totals(id, now)?;
+        let Some(c) = self.clients.iter_mut().find(|c| c.id == id) else {
+            return Ok(());
+        };
+        let marked = totals
+            .into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .map(|a| Acc {
+                        why: Some(Foreign::TakenBack),
+                        ..a
+                    })
+                    .collect()
+            })
+            .collect();
+        c.revoked = Some(marked);
+        drop(c.sampler.take());
+        let saved = std::mem::take(&mut c.saved);
+        let from = std::mem::take(&mut c.from);
+        let uid = c.uid;
+        let restored = session::restore(self.device, &saved);
+        self.events.push(format!(
+            "took back the counters of uid {}'s measurement for root's (its counts end there, marked)",
+            uid.map_or("?".to_string(), |u| u.to_string())
+        ));
+        self.give_back_lent(&from)?;
+        restored?;
+        self.journal_clients(&[])
+    }
+
+    /// Counters lent to a client that ended: each used by no other client is put
+    /// back at its block's next window (read now), then forgotten.
+    fn give_back_lent(&mut self, from: &[Vec<Origin>]) -> Result<()> {
+        // The items of the exporter's sampler beyond its own are lent ones.
+        let lent: Vec<(usize, usize)> = from
+            .iter()
+            .flatten()
+            .filter_map(|o| match *o {
+                Origin::Owner(p, i, _) if i >= self.own[p].items.len() => Some((p, i)),
+                _ => None,
+            })
+            .collect();
+        let mut returned = false;
+        for (pi, item) in lent {
+            let Some(l) = self
+                .lent
+                .iter_mut()
+                .find(|l| (l.plan, l.item) == (pi, item))
+            else {
+                continue;
+            };
+            l.users = l.users.saturating_sub(1);
+            if l.users == 0 {
+                let put_back = session::restore_plan(std::slice::from_ref(&l.saved));
+                self.sampler.leave(pi, item, put_back);
+                returned = true;
+            }
+        }
+        if returned {
+            let now = (self.sampler.stamp())();
+            self.sampler.tick(now)?;
+            self.log_detections();
+        }
+        self.forget_returned()
     }
 
     /// The exporter's plan of `b` when it counts `b` all at once in one group: its
@@ -401,6 +625,14 @@ impl<'d> Exporter<'d> {
         if let Some(answer) = recent {
             return Ok(answer);
         }
+        // Taken back: what it had counted, marked anew at every read, so that
+        // every span from then on carries the reason.
+        if let Some(c) = self.clients.iter_mut().find(|c| c.id == id) {
+            if let Some(revoked) = c.revoked.as_mut() {
+                revoked.iter_mut().flatten().for_each(|a| a.foreign += 1);
+                return Ok((now, revoked.clone()));
+            }
+        }
         self.sampler.tick(now)?;
         self.log_detections();
         let owner = self.sampler.totals();
@@ -446,40 +678,9 @@ impl<'d> Exporter<'d> {
         let c = self.clients.remove(at);
         drop(c.sampler);
         let restored = session::restore(self.device, &c.saved);
-        // The items of the exporter's sampler beyond its own are lent ones.
-        let lent: Vec<(usize, usize)> = c
-            .from
-            .iter()
-            .flatten()
-            .filter_map(|o| match *o {
-                Origin::Owner(p, i, _) if i >= self.own[p].items.len() => Some((p, i)),
-                _ => None,
-            })
-            .collect();
-        let mut returned = false;
-        for (pi, item) in lent {
-            let Some(l) = self
-                .lent
-                .iter_mut()
-                .find(|l| (l.plan, l.item) == (pi, item))
-            else {
-                continue;
-            };
-            l.users = l.users.saturating_sub(1);
-            if l.users == 0 {
-                let put_back = session::restore_plan(std::slice::from_ref(&l.saved));
-                self.sampler.leave(pi, item, put_back);
-                returned = true;
-            }
-        }
-        if returned {
-            let now = (self.sampler.stamp())();
-            self.sampler.tick(now)?;
-            self.log_detections();
-        }
-        let forgot = self.forget_returned();
+        let given = self.give_back_lent(&c.from);
         restored?;
-        forgot?;
+        given?;
         if c.saved.is_empty() {
             return Ok(());
         }

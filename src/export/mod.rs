@@ -42,7 +42,13 @@ pub struct ExportConfig {
     pub metric_gauges: bool,
     /// Refuse an entry this device cannot count instead of skipping it.
     pub strict: bool,
+    /// The share of a block's counters the exporter leaves free that one user
+    /// other than root may hold with its measurements (None: [`USER_SHARE`]).
+    pub user_share: Option<f64>,
 }
+
+/// The default share of a block's free counters one user other than root may hold.
+pub const USER_SHARE: f64 = 0.5;
 
 /// The exporter's state on one device.
 pub struct Exporter<'d> {
@@ -67,6 +73,8 @@ pub struct Exporter<'d> {
     own: Vec<BlockPlan<'d>>,
     /// Measurements counted for clients beside the exporter's own (`clients`).
     clients: Vec<clients::Client<'d>>,
+    /// The share of a block's free counters one user other than root may hold.
+    user_share: f64,
     /// Counters of its all-at-once blocks lent to clients.
     lent: Vec<clients::Lent>,
     next_client: u64,
@@ -248,6 +256,7 @@ impl<'d> Exporter<'d> {
             events,
             journal,
             clients: Vec::new(),
+            user_share: config.user_share.unwrap_or(USER_SHARE),
             lent: Vec::new(),
             next_client: 0,
         };

@@ -2092,21 +2092,10 @@ fn idle_connections_of_a_member_never_lock_root_out() {
     if not_root("a member's connections beside root's") {
         return;
     }
-    let Some(m) = Mount::start("3", "6.16") else {
+    let Some((m, dir, _e, _port)) = exporter_for_members() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        dir.path(),
-        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
-    )
-    .unwrap();
     let lock = dir.path().join("lock");
-    let cfg = config(
-        dir.path(),
-        "events = [\"default\"]\nsocket_group = \"65534\"\n",
-    );
-    let (_e, _port) = serve(&m, dir.path(), &cfg);
     let socket = dir.path().join("lock.sock");
     let squat = "use IO::Socket::UNIX; my @c; for (1..12) { my $s = IO::Socket::UNIX->new(\
                  Type => SOCK_STREAM(), Peer => $ARGV[0]); push @c, $s if $s } sleep 20";
@@ -2129,6 +2118,25 @@ fn idle_connections_of_a_member_never_lock_root_out() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("owned by the exporter"), "{err}");
+}
+
+/// The simulated BlueField-3 with an exporter of its default set whose socket is
+/// given to nobody's group (65534), in a directory anyone may enter (its lock is
+/// `lock` there); None where FUSE is missing.
+fn exporter_for_members() -> Option<(Mount, tempfile::TempDir, Running, u16)> {
+    let m = Mount::start("3", "6.16")?;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .unwrap();
+    let cfg = config(
+        dir.path(),
+        "events = [\"default\"]\nsocket_group = \"65534\"\n",
+    );
+    let (e, port) = serve(&m, dir.path(), &cfg);
+    Some((m, dir, e, port))
 }
 
 /// A SIGHUP reload ends every client's measurement and puts its counters back, even
@@ -2329,21 +2337,10 @@ fn a_members_costliest_globs_never_hold_the_exporter() {
     if not_root("a member's requests") {
         return;
     }
-    let Some(m) = Mount::start("3", "6.16") else {
+    let Some((m, dir, _e, port)) = exporter_for_members() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        dir.path(),
-        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
-    )
-    .unwrap();
     let lock = dir.path().join("lock");
-    let cfg = config(
-        dir.path(),
-        "events = [\"default\"]\nsocket_group = \"65534\"\n",
-    );
-    let (_e, port) = serve(&m, dir.path(), &cfg);
     let ask = |specs: Vec<String>| {
         serde_json::json!({"bfperf": 1, "count": {"specs": specs, "command": "hostile"}})
             .to_string()
@@ -2406,4 +2403,97 @@ fn a_members_costliest_globs_never_hold_the_exporter() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("owned by the exporter"), "{err}");
+}
+
+/// A member of socket_group holds at most its share of a block's free counters
+/// (half: one of gic0's two), and root's own measurement takes them back when it
+/// needs them: root is counted, and the member's counts end marked with the reason
+/// (a member asking every free counter locked root out for as long as it stayed).
+#[test]
+fn a_member_holds_its_share_and_root_takes_it_back() {
+    if not_root("a member beside root") {
+        return;
+    }
+    let Some((m, dir, _e, _port)) = exporter_for_members() else {
+        return;
+    };
+    let bin = dir.path().join("bfperf");
+    std::fs::copy(assert_cmd::cargo::cargo_bin!("bfperf"), &bin).unwrap();
+    let lock = dir.path().join("lock");
+    let member_stat = |events: &str, secs: &str| {
+        let mut cmd = Process::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--groups=65534"])
+            .arg(&bin)
+            .arg("--sysfs-root")
+            .arg(m.root())
+            .arg("--lock-file")
+            .arg(&lock)
+            .args(["stat", "-o", "-", "-e", events, "--duration", secs]);
+        cmd
+    };
+    // Both of gic0's free counters: more than the member's share.
+    let out = member_stat("gic0/AW_REQ,AW_BEATS/", "1s").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("holds at most 1 of gic0's 2 counters"),
+        "{err}"
+    );
+    // One, held; a second measurement of the same user would exceed the share.
+    let before = m.config("gic0");
+    let held = Running(
+        member_stat("gic0/AW_RESP/", "8s")
+            .arg("--json")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while m.config("gic0") == before {
+        assert!(
+            Instant::now() < deadline,
+            "the member's event was never programmed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = member_stat("gic0/AW_BEATS/", "1s").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("this user holds 1 and asks 1 more"), "{err}");
+    // Root needs both: it takes the member's back and is counted.
+    let out = stat_beside(
+        &m,
+        &lock,
+        &["-x,", "-e", "gic0/AW_TRANS,AW_BEATS/", "--", "sleep", "1"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("owned by the exporter"), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for event in ["AW_TRANS", "AW_BEATS"] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(event))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(!line.contains("<not counted>"), "{line}");
+    }
+    let mut held = held;
+    let status = held.0.wait().unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut held.0.stdout.take().unwrap(), &mut out).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut held.0.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    let total = ndjson(&out)
+        .into_iter()
+        .find(|r| r["record"] == "total" && r["event"] == "AW_RESP")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(total["valid"], false, "{total}");
+    assert!(
+        total["invalid"]
+            .as_str()
+            .is_some_and(|w| w.contains("for root's own measurement")),
+        "the member's count is not marked: {total}"
+    );
 }

@@ -246,20 +246,7 @@ fn remote_write_over_tls_with_basic_auth_and_a_refusal_counted() {
                  basic_auth = {{ username = \"dpu\", password_file = \"password\" }}\n"
             ),
         );
-        let listen = free_port();
-        let e = Running(
-            Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
-                .args(["--sim", "bf3", "--lock-file"])
-                .arg(sub.join("lock"))
-                .args(["exporter", "--config"])
-                .arg(&cfg)
-                .args(["--listen", &format!("127.0.0.1:{listen}")])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
-        );
-        (e, listen)
+        sim_exporter(&sub, &cfg)
     };
     let (_good, _) = start("good", "s3cret");
     let (_bad, bad_port) = start("bad", "wrong");
@@ -457,7 +444,7 @@ impl Drop for Refuser {
 }
 
 /// An exporter of the simulated BlueField-3 pushing every second to `port`,
-/// serving on a port it found free (tried again if taken meanwhile).
+/// serving ([`sim_exporter`]).
 fn pusher_serving(dir: &Path, name: &str, port: u16) -> (Running, u16) {
     let sub = dir.join(name);
     std::fs::create_dir_all(&sub).unwrap();
@@ -467,6 +454,13 @@ fn pusher_serving(dir: &Path, name: &str, port: u16) -> (Running, u16) {
             "events = [\"default\"]\n[remote_write]\nurl = \"http://127.0.0.1:{port}/api/v1/write\"\ninterval = \"1s\"\n"
         ),
     );
+    sim_exporter(&sub, &cfg)
+}
+
+/// An exporter of the simulated BlueField-3 with config `cfg` (its lock in `sub`),
+/// serving on a port found free, tried again if another took it meanwhile; it is
+/// serving when this returns.
+fn sim_exporter(sub: &Path, cfg: &Path) -> (Running, u16) {
     let mut last = String::new();
     for _ in 0..5 {
         let listen = free_port();
@@ -475,19 +469,24 @@ fn pusher_serving(dir: &Path, name: &str, port: u16) -> (Running, u16) {
                 .args(["--sim", "bf3", "--lock-file"])
                 .arg(sub.join("lock"))
                 .args(["exporter", "--config"])
-                .arg(&cfg)
+                .arg(cfg)
                 .args(["--listen", &format!("127.0.0.1:{listen}")])
                 .stdout(Stdio::null())
-                .stderr(Stdio::piped())
+                .stderr(std::fs::File::create(sub.join("exporter.log")).unwrap())
                 .spawn()
                 .unwrap(),
         );
         match crate::exporter::wait_serving(&mut e, listen) {
             Ok(()) => return (e, listen),
-            Err(why) => last = why,
+            Err(why) => {
+                last = format!(
+                    "{why}{}",
+                    std::fs::read_to_string(sub.join("exporter.log")).unwrap_or_default()
+                )
+            }
         }
     }
-    panic!("the pusher never served: {last}");
+    panic!("the exporter never served: {last}");
 }
 
 /// Against HTTP 429 the sender backs off (1 s doubling) or waits the receiver's

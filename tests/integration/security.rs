@@ -835,6 +835,21 @@ fn a_refused_exporter_start_or_reload_leaves_no_journal_and_keeps_serving() {
     assert_eq!(whole_config(&m), original);
 }
 
+/// bfperf on a mounted simulator with its state in `state` (its default lock
+/// there), started and left running, its output discarded.
+fn spawn_with_state(m: &Mount, state: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_bfperf"))
+        .arg("--sysfs-root")
+        .arg(m.root())
+        .env_remove("BFPERF_LOCK_FILE")
+        .env("BFPERF_STATE_DIR", state)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// The exporter killed while it counts a client's events on counters it left free:
 /// its journal holds those too, so `bfperf restore` puts back the whole device.
 #[test]
@@ -850,18 +865,7 @@ fn a_killed_exporter_s_journal_covers_its_clients_counters() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
-    let spawn = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_bfperf"))
-            .arg("--sysfs-root")
-            .arg(m.root())
-            .env_remove("BFPERF_LOCK_FILE")
-            .env("BFPERF_STATE_DIR", state.path())
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    };
+    let spawn = |args: &[&str]| spawn_with_state(&m, state.path(), args);
     let listen = format!("127.0.0.1:{port}");
     let mut exporter = spawn(&[
         "exporter",
@@ -1056,18 +1060,7 @@ fn a_killed_exporter_s_journal_covers_a_mixed_request() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("exporter.toml");
     fs::write(&cfg, "events = [\"default\"]\n").unwrap();
-    let spawn = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_bfperf"))
-            .arg("--sysfs-root")
-            .arg(m.root())
-            .env_remove("BFPERF_LOCK_FILE")
-            .env("BFPERF_STATE_DIR", state.path())
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-    };
+    let spawn = |args: &[&str]| spawn_with_state(&m, state.path(), args);
     // Port 0: it serves nowhere the test needs; its socket is what the client asks.
     let mut exporter = spawn(&[
         "exporter",

@@ -40,6 +40,9 @@ pub(super) struct ConfigFile {
     pub(super) socket_group: Option<String>,
     /// Push the series to a Prometheus remote-write receiver too.
     pub(super) remote_write: Option<remote_write::RemoteWriteFile>,
+    /// The share of a block's free counters one user other than root may hold
+    /// (0 to 1; default 0.5).
+    pub(super) user_share: Option<f64>,
 }
 
 /// Where and how the config file says to serve; the command line's flags win.
@@ -81,6 +84,14 @@ pub(super) fn read_config(path: Option<&Path>, global: &Global) -> Result<(Expor
     if g.pcie_link.is_none() {
         g.pcie_link = file.pcie_link.clone();
     }
+    if let Some(share) = file.user_share.filter(|s| !(0.0..=1.0).contains(s)) {
+        return Err(Error::BadConfig {
+            path: path.clone(),
+            problem: format!(
+                "user_share = {share}: a share of a block's free counters, from 0 (members use only what the exporter counts) to 1"
+            ),
+        });
+    }
     let dir = path.parent().unwrap_or(Path::new("."));
     let serving = Serving {
         listen: file.listen,
@@ -95,6 +106,7 @@ pub(super) fn read_config(path: Option<&Path>, global: &Global) -> Result<(Expor
         journal: g.sim.is_none(),
         metric_gauges: file.metric_gauges,
         strict: file.strict,
+        user_share: file.user_share,
     };
     Ok((config, serving))
 }

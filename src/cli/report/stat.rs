@@ -328,7 +328,7 @@ impl<'w> StatWriter<'w> {
 
     /// Counts as perf stat -x writes them: `[time,]value,unit,event,[variance,]
     /// run_time_ns,percentage_running,,` (`<not counted>` for a count that never had
-    /// a turn; the variance, `0.12%`, with -r as perf prints it).
+    /// a turn, or was invalidated; the variance, `0.12%`, with -r as perf prints it).
     fn perf_rows(
         &mut self,
         sep: u8,
@@ -348,6 +348,9 @@ impl<'w> StatWriter<'w> {
                 }
                 let (value, unit) = shown(c);
                 r.push(match value {
+                    // perf's CSV has no place for a reason: a count another program
+                    // (or the owner) invalidated is not given as a number.
+                    Shown::Count(_) | Shown::Msec(_) if !c.valid => "<not counted>".into(),
                     Shown::Count(v) => v.to_string(),
                     Shown::Msec(ms) => format!("{ms:.2}"),
                     Shown::Missing(text) => text.into(),

@@ -72,6 +72,7 @@ pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
         journal: global.sim.is_none(),
         metric_gauges: false,
         strict: false,
+        user_share: None,
     };
     let (_lock, mut source, owner) =
         source::source(global, &device, &config, &set, args.read_only)?;

@@ -76,6 +76,10 @@ pub enum Foreign {
         /// How long its counters take to wrap at their clock, ms.
         wrap_ms: u64,
     },
+    /// The device's owner took its counter back for root's own measurement: a
+    /// user other than root holds a block's free counters only while root does not
+    /// need them. Counted up to then; what came after is not.
+    TakenBack,
     /// The writes that opened and closed its first window were delayed (the
     /// machine busy) and its rate is not known to 0.5 %. Read from an owner of an
     /// earlier release only: this one carries the delay in [`Acc::uncertain_ns`],
@@ -121,6 +125,7 @@ impl Foreign {
             Foreign::Stalled { ms, wrap_ms } => format!(
                 "it went unread for {ms} ms, longer than its counters take to wrap ({wrap_ms} ms): what it counted is not known"
             ),
+            Foreign::TakenBack => "the exporter took its counter back for root's own measurement (a user other than root holds free counters only while root does not need them); counted until then".into(),
             Foreign::Unbounded { us, window_us } => format!(
                 "a busy machine delayed the writes that bound its first window by up to {us} µs of its {window_us} µs: its rate is not known to 0.5 %"
             ),
@@ -131,7 +136,10 @@ impl Foreign {
     pub fn is_write(&self) -> bool {
         !matches!(
             self,
-            Foreign::Fault { .. } | Foreign::Stalled { .. } | Foreign::Unbounded { .. }
+            Foreign::Fault { .. }
+                | Foreign::Stalled { .. }
+                | Foreign::Unbounded { .. }
+                | Foreign::TakenBack
         )
     }
 }
