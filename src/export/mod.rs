@@ -18,7 +18,7 @@ use crate::kinds::Role;
 use crate::measure::defaults::{default_set, DEFAULT};
 use crate::measure::journal;
 use crate::measure::plan::BlockPlan;
-use crate::measure::sampler::{Acc, Sampler};
+use crate::measure::sampler::{Acc, Foreign, Sampler};
 use crate::measure::session::{self, Saved};
 use crate::measure::{counts, metric_values, prepare, Count, StatRequest};
 use crate::metrics::{self, MetricSet, MetricValue};
@@ -68,6 +68,10 @@ pub struct Exporter<'d> {
     reprogrammed: u64,
     /// Things to log once: re-programmed counters by block.
     pub events: Vec<String>,
+    /// The device failing to be read: which blocks failed at the last sweep, since
+    /// when, and what was logged of it (one line when it starts, one when it ends,
+    /// a count at most once a minute between).
+    failing: Failing,
     journal: Option<journal::Journal>,
     /// Its own plans: the sampler's hold counters lent to clients too (`clients`).
     own: Vec<BlockPlan<'d>>,
@@ -256,6 +260,7 @@ impl<'d> Exporter<'d> {
             events,
             journal,
             clients: Vec::new(),
+            failing: Failing::default(),
             user_share: config.user_share.unwrap_or(USER_SHARE),
             lent: Vec::new(),
             next_client: 0,
@@ -270,9 +275,20 @@ impl<'d> Exporter<'d> {
     /// sweeps at least every second, so that windows never wrap, whatever the
     /// scrape interval.
     pub fn sweep(&mut self, now: u64) -> Result<()> {
+        self.failing.sweep_starts();
         self.sampler.tick(now)?;
         self.log_detections();
+        if let Some(line) = self.failing.sweep_ends(now) {
+            self.events.push(line);
+        }
         self.forget_returned()
+    }
+
+    /// Whether the last sweep read every block: false while the device fails (a
+    /// driver unloaded, a firmware reset, a tree gone), when `bfperf_up` is 0 and
+    /// the failing blocks' series are left out of the exposition.
+    pub fn readable(&self) -> bool {
+        self.failing.now.is_empty()
     }
 
     /// What its own items have counted so far, by block (not the counters lent).
@@ -294,6 +310,11 @@ impl<'d> Exporter<'d> {
 
     fn log_detections(&mut self) {
         for d in self.sampler.take_log() {
+            // The device failing is logged when it starts and ends, not each sweep.
+            if let Foreign::Fault { .. } = d.why {
+                self.failing.failed(&d.block, d.why.describe());
+                continue;
+            }
             let then = match d.why.is_write() {
                 true => {
                     self.reprogrammed += d.items.len() as u64;
@@ -364,7 +385,7 @@ impl<'d> Exporter<'d> {
             "1 when the last sweep read every value",
             false,
             vec![],
-            f64::from(u8::from(up)),
+            f64::from(u8::from(up && self.readable())),
         ));
         fams.push(one(
             "scrape_duration_seconds",
@@ -411,15 +432,16 @@ impl<'d> Exporter<'d> {
         let totals = self.own_totals();
         let plans = &self.own;
         let first = fams.len();
-        for (name, help, counter) in RAW_FAMILIES {
-            fams.push(Family {
-                name: (*name).into(),
-                help: (*help).into(),
-                counter: *counter,
-                samples: Vec::new(),
-            });
-        }
-        for (p, accs) in plans.iter().zip(&totals) {
+        fams.extend(RAW_FAMILIES.iter().map(|(name, help, counter)| Family {
+            name: (*name).into(),
+            help: (*help).into(),
+            counter: *counter,
+            samples: Vec::new(),
+        }));
+        // A block that failed at the last sweep has no current value: left out (so
+        // Prometheus marks it stale), as node_exporter leaves a failed collector out.
+        let readable = |(p, _): &(&BlockPlan, _)| !self.failing.now.contains(&p.block.name);
+        for (p, accs) in plans.iter().zip(&totals).filter(readable) {
             let def = p.block.def();
             let mut counts: HashMap<&str, u64> = HashMap::new();
             let mut windows: HashMap<&str, u64> = HashMap::new();
@@ -473,17 +495,9 @@ impl<'d> Exporter<'d> {
                     .push((labels, value as f64));
             }
             if let Some(f) = def.frequencies {
-                for (pll, count) in &counts {
-                    let Some(hz) = windows.get(pll).and_then(|w| f.hertz(*count, *w)) else {
-                        continue;
-                    };
-                    let labels = vec![
-                        ("block", p.block.name.clone()),
-                        ("kind", p.block.kind.as_str().into()),
-                        ("pll", (*pll).to_string()),
-                    ];
-                    fams[first + Raw::Hertz as usize].samples.push((labels, hz));
-                }
+                fams[first + Raw::Hertz as usize]
+                    .samples
+                    .extend(pll_hertz(p, &f, &counts, &windows));
             }
         }
     }
@@ -662,3 +676,140 @@ const RAW_FAMILIES: &[(&str, &str, bool)] = &[
         false,
     ),
 ];
+
+/// Each PLL's frequency of block `p`, from its count and window registers.
+fn pll_hertz(
+    p: &BlockPlan,
+    f: &crate::kinds::Frequencies,
+    counts: &HashMap<&str, u64>,
+    windows: &HashMap<&str, u64>,
+) -> Vec<(Labels, f64)> {
+    let mut out = Vec::new();
+    for (pll, count) in counts {
+        let Some(hz) = windows.get(pll).and_then(|w| f.hertz(*count, *w)) else {
+            continue;
+        };
+        let labels = vec![
+            ("block", p.block.name.clone()),
+            ("kind", p.block.kind.as_str().into()),
+            ("pll", (*pll).to_string()),
+        ];
+        out.push((labels, hz));
+    }
+    out
+}
+
+/// The device failing to be read, across sweeps, for the log and for `up`.
+#[derive(Debug, Default)]
+struct Failing {
+    /// Blocks that failed in the sweep under way.
+    this: std::collections::BTreeSet<String>,
+    /// Blocks that failed at the last sweep (empty: it read every block).
+    now: std::collections::BTreeSet<String>,
+    /// What the first failure said.
+    why: String,
+    /// Since when it fails, ns, and when its count was last logged.
+    since: Option<u64>,
+    logged: u64,
+    /// Sweeps failed since it started, and since the last count logged.
+    sweeps: u64,
+    unlogged: u64,
+}
+
+/// The most often a failure that goes on is counted in the log, ns.
+const FAILING_EVERY_NS: u64 = 60_000_000_000;
+
+impl Failing {
+    fn sweep_starts(&mut self) {
+        self.this.clear();
+    }
+
+    fn failed(&mut self, block: &str, why: String) {
+        if self.this.is_empty() {
+            self.why = why;
+        }
+        self.this.insert(block.to_string());
+    }
+
+    /// The sweep is over: the line to log, if any (the failure starts, goes on for
+    /// another minute, or ends).
+    fn sweep_ends(&mut self, now: u64) -> Option<String> {
+        self.now = std::mem::take(&mut self.this);
+        let blocks = || {
+            let names: Vec<&str> = self.now.iter().map(String::as_str).take(4).collect();
+            let more = self.now.len().saturating_sub(names.len());
+            match more {
+                0 => names.join(", "),
+                n => format!("{} and {n} more", names.join(", ")),
+            }
+        };
+        match (self.since, self.now.is_empty()) {
+            (None, true) => None,
+            (None, false) => {
+                self.since = Some(now);
+                self.logged = now;
+                (self.sweeps, self.unlogged) = (1, 0);
+                Some(format!(
+                    "the device cannot be read ({}) at {}: bfperf_up is 0 and its series are left out until it reads again; sweeping on",
+                    self.why,
+                    blocks()
+                ))
+            }
+            (Some(_), false) => {
+                self.sweeps += 1;
+                self.unlogged += 1;
+                if now.saturating_sub(self.logged) < FAILING_EVERY_NS {
+                    return None;
+                }
+                self.logged = now;
+                let n = std::mem::take(&mut self.unlogged);
+                Some(format!(
+                    "the device still cannot be read ({}): {n} more sweeps failed, at {}",
+                    self.why,
+                    blocks()
+                ))
+            }
+            (Some(since), true) => {
+                self.since = None;
+                Some(format!(
+                    "the device reads again, after {:.1} s and {} failed sweeps",
+                    now.saturating_sub(since) as f64 / 1e9,
+                    self.sweeps
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_device_is_logged_when_it_starts_once_a_minute_and_when_it_ends() {
+        let mut f = Failing::default();
+        let s = 1_000_000_000u64;
+        let sweep = |f: &mut Failing, at: u64, failing: &[&str]| {
+            f.sweep_starts();
+            for b in failing {
+                f.failed(b, "ENOTCONN".into());
+            }
+            f.sweep_ends(at * s)
+        };
+        assert_eq!(sweep(&mut f, 0, &[]), None);
+        let first = sweep(&mut f, 1, &["llt0", "mss0"]).unwrap();
+        assert!(
+            first.contains("cannot be read (ENOTCONN) at llt0, mss0"),
+            "{first}"
+        );
+        let quiet: Vec<_> = (2..61)
+            .filter_map(|t| sweep(&mut f, t, &["llt0"]))
+            .collect();
+        assert!(quiet.is_empty(), "{quiet:?}");
+        let count = sweep(&mut f, 61, &["llt0"]).unwrap();
+        assert!(count.contains("60 more sweeps failed"), "{count}");
+        let back = sweep(&mut f, 70, &[]).unwrap();
+        assert!(back.contains("after 69.0 s and 61 failed sweeps"), "{back}");
+        assert_eq!(sweep(&mut f, 71, &[]), None);
+    }
+}

@@ -205,6 +205,8 @@ pub fn rows(text: &str) -> Vec<Vec<String>> {
 pub struct Mount {
     pub dir: tempfile::TempDir,
     child: std::process::Child,
+    /// Its server was killed ([`Mount::lose`]): the mount is left to be undone.
+    lost: bool,
 }
 
 fn fuse_unavailable_reason() -> Option<String> {
@@ -281,7 +283,11 @@ impl Mount {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let mut m = Mount { dir, child };
+        let mut m = Mount {
+            dir,
+            child,
+            lost: false,
+        };
         let name = m.device().join("name");
         // Half a minute at most: a busy machine emulating another architecture may
         // take that long to mount (a readiness wait, never a bound on a figure).
@@ -363,8 +369,26 @@ pub fn is_mounted(dir: &Path) -> bool {
         .any(|l| l.split(' ').nth(4) == Some(dir.as_ref()))
 }
 
+impl Mount {
+    /// The device goes away as a driver unloaded or a FUSE tree failing: the
+    /// server is killed, the mount left in place, every read of it failing
+    /// (ENOTCONN). Undone when the mount is dropped.
+    pub fn lose(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.lost = true;
+    }
+}
+
 impl Drop for Mount {
     fn drop(&mut self) {
+        if self.lost {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(self.dir.path())
+                .status();
+            return;
+        }
         // SAFETY: sends SIGTERM to our own child.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         for _ in 0..100 {

@@ -2497,3 +2497,58 @@ fn a_member_holds_its_share_and_root_takes_it_back() {
         "the member's count is not marked: {total}"
     );
 }
+
+/// The device lost (the simulator's server killed: every read fails, as a driver
+/// unloaded or a failing FUSE tree): within a sweep `bfperf_up` reads 0 and the
+/// counters are left out, not exported frozen (they were, with `bfperf_up 1`), and
+/// the log says so once, not once per block per sweep (190-250 lines in 10 s).
+#[test]
+fn a_lost_device_reads_up_0_its_series_left_out_and_is_logged_once() {
+    let Some(mut m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"default\"]\n");
+    let log = dir.path().join("exporter.log");
+    let mut e = None;
+    let mut port = 0;
+    for _ in 0..5 {
+        port = free_port();
+        let mut running = Running(
+            Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+                .arg("--sysfs-root")
+                .arg(m.root())
+                .arg("--lock-file")
+                .arg(dir.path().join("lock"))
+                .args(["exporter", "--config"])
+                .arg(&cfg)
+                .args(["--listen", &format!("127.0.0.1:{port}")])
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap(),
+        );
+        if wait_serving(&mut running, port).is_ok() {
+            e = Some(running);
+            break;
+        }
+    }
+    let _e = e.expect("the exporter never served");
+    let (_, before) = get(port, "/metrics", "text/plain");
+    assert_eq!(sample(&before, "bfperf_up", &[]), 1.0);
+    assert!(before.contains("bfperf_events_total{"), "{before}");
+    m.lose();
+    // Ten seconds of sweeps (one a second) on a device that fails every read.
+    std::thread::sleep(Duration::from_secs(10));
+    let (_, after) = get(port, "/metrics", "text/plain");
+    assert_eq!(sample(&after, "bfperf_up", &[]), 0.0, "{after}");
+    assert!(
+        !after.contains("bfperf_events_total{") && !after.contains("bfperf_cycles_total{"),
+        "a lost device's counters are still exported: {after}"
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let failing: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains("cannot be read") || l.contains("failed while"))
+        .collect();
+    assert_eq!(failing.len(), 1, "{logged}");
+}
