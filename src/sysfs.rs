@@ -397,6 +397,71 @@ fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::Fi
     Ok(file)
 }
 
+/// This process's own figures, as Prometheus' client libraries export them
+/// (`process_*`): from `/proc/self` and `/proc/stat`, each None where it cannot be
+/// read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcessFigures {
+    /// User and system CPU time, seconds.
+    pub cpu_seconds: Option<f64>,
+    /// Resident memory, bytes.
+    pub resident_bytes: Option<f64>,
+    /// Virtual memory, bytes.
+    pub virtual_bytes: Option<f64>,
+    /// Open file descriptors.
+    pub open_fds: Option<f64>,
+    /// The soft limit of open file descriptors.
+    pub max_fds: Option<f64>,
+    /// When it started, seconds since the epoch.
+    pub start_time_seconds: Option<f64>,
+}
+
+/// Reads [`ProcessFigures`] now.
+pub fn process_figures() -> ProcessFigures {
+    // SAFETY: sysconf and getrlimit only ask the kernel; rl is ours.
+    let (tick, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_CLK_TCK),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let (tick, page) = (tick.max(1) as f64, page.max(1) as f64);
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: as above.
+    let max_fds = (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } == 0)
+        .then_some(rl.rlim_cur as f64);
+    let read = |p: &str| fs::read_to_string(p).ok();
+    // /proc/self/stat: fields after the command's closing parenthesis, the state
+    // first; utime, stime are fields 14 and 15 of the whole line, starttime 22.
+    let stat = read("/proc/self/stat");
+    let after: Vec<&str> = stat
+        .as_deref()
+        .and_then(|s| s.rsplit_once(')'))
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let field = |n: usize| after.get(n - 3).and_then(|v| v.parse::<f64>().ok());
+    let statm = read("/proc/self/statm").unwrap_or_default();
+    let pages: Vec<f64> = statm
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let btime = read("/proc/stat").and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("btime ")?.trim().parse::<f64>().ok())
+    });
+    ProcessFigures {
+        cpu_seconds: field(14).zip(field(15)).map(|(u, s)| (u + s) / tick),
+        resident_bytes: pages.get(1).map(|p| p * page),
+        virtual_bytes: pages.first().map(|p| p * page),
+        open_fds: fs::read_dir("/proc/self/fd").ok().map(|d| d.count() as f64),
+        max_fds,
+        start_time_seconds: btime.zip(field(22)).map(|(b, t)| b + t / tick),
+    }
+}
+
 /// Which CPUs are online, under a sysfs root.
 pub(crate) fn cpus_online(sysfs_root: &Path) -> PathBuf {
     sysfs_root.join("devices/system/cpu/online")

@@ -375,7 +375,7 @@ impl<'d> Exporter<'d> {
         let location = self.device.location();
         let one =
             |name: &'static str, help: &'static str, counter, labels: Labels, v: f64| Family {
-                name: name.into(),
+                name: format!("bfperf_{name}"),
                 help: help.into(),
                 counter,
                 samples: vec![(labels, v)],
@@ -433,7 +433,7 @@ impl<'d> Exporter<'d> {
         let plans = &self.own;
         let first = fams.len();
         fams.extend(RAW_FAMILIES.iter().map(|(name, help, counter)| Family {
-            name: (*name).into(),
+            name: format!("bfperf_{name}"),
             help: (*help).into(),
             counter: *counter,
             samples: Vec::new(),
@@ -511,7 +511,7 @@ impl<'d> Exporter<'d> {
             .collect();
         samples.sort_by(|a, b| a.0.cmp(&b.0));
         fams.push(Family {
-            name: "parameter".into(),
+            name: "bfperf_parameter".into(),
             help: "A value given in the config that metric formulas use (pcie_link_bytes_per_s: the PCIe link's bytes per second)".into(),
             counter: false,
             samples,
@@ -526,7 +526,7 @@ impl<'d> Exporter<'d> {
                 continue;
             };
             let (base, factor) = crate::export::prom::base_name(m);
-            let name = format!("metric_{base}");
+            let name = format!("bfperf_metric_{base}");
             let x = match v.value {
                 Some(x) => x / m.scale * factor,
                 None => continue,
@@ -614,7 +614,8 @@ pub type Labels = Vec<(&'static str, String)>;
 /// prefix and a counter's `_total`, which the encoders add.
 #[derive(Debug, Clone)]
 pub struct Family {
-    /// The name without prefix or suffix (`events`, `up`).
+    /// The name without its counter's suffix (`bfperf_events`, `bfperf_up`,
+    /// `process_open_fds`).
     pub name: String,
     /// Its HELP.
     pub help: String,

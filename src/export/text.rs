@@ -40,7 +40,7 @@ pub fn render(fams: &[Family], format: TextFormat) -> String {
     t.finish()
 }
 
-/// An exposition being written: families and samples, names prefixed `bfperf_`,
+/// An exposition being written: families and samples,
 /// label values and HELP escaped as the formats require.
 struct Text {
     out: String,
@@ -59,7 +59,7 @@ impl Text {
         use std::fmt::Write;
         let _ = write!(
             self.out,
-            "# HELP bfperf_{name}{suffix} {}\n# TYPE bfperf_{name}{suffix} {kind}\n",
+            "# HELP {name}{suffix} {}\n# TYPE {name}{suffix} {kind}\n",
             help_text(help)
         );
     }
@@ -78,7 +78,7 @@ impl Text {
 
     fn sample(&mut self, name: &str, suffix: &str, labels: &[(&str, &str)], value: f64) {
         use std::fmt::Write;
-        let _ = write!(self.out, "bfperf_{name}{suffix}");
+        let _ = write!(self.out, "{name}{suffix}");
         if !labels.is_empty() {
             self.out.push('{');
             for (i, (k, v)) in labels.iter().enumerate() {

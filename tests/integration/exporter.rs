@@ -2552,3 +2552,58 @@ fn a_lost_device_reads_up_0_its_series_left_out_and_is_logged_once() {
         .collect();
     assert_eq!(failing.len(), 1, "{logged}");
 }
+
+/// What every exporter has: `--version`; the process collector's `process_*`
+/// series, right for this process; gzip for a scraper that asks for it (and not for
+/// one that refuses it).
+#[test]
+fn the_basics_every_exporter_has() {
+    bfperf()
+        .args(["exporter", "--version"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(env!("CARGO_PKG_VERSION")));
+    let Some((_m, _dir, e, port)) = default_exporter() else {
+        return;
+    };
+    let raw = |encoding: &str| -> (String, Vec<u8>) {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            s,
+            "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept-Encoding: {encoding}\r\n\r\n"
+        )
+        .unwrap();
+        let mut all = Vec::new();
+        s.read_to_end(&mut all).unwrap();
+        let at = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+        (
+            String::from_utf8_lossy(&all[..at]).to_ascii_lowercase(),
+            all[at + 4..].to_vec(),
+        )
+    };
+    let (head, body) = raw("gzip");
+    assert!(head.contains("content-encoding: gzip"), "{head}");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(body.as_slice())
+        .read_to_string(&mut text)
+        .unwrap();
+    assert_eq!(sample(&text, "bfperf_up", &[]), 1.0, "{text}");
+    let (head, body) = raw("gzip;q=0, identity");
+    assert!(!head.contains("content-encoding"), "{head}");
+    let text = String::from_utf8(body).unwrap();
+    let pid = e.0.id();
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count() as f64;
+    let open = sample(&text, "process_open_fds", &[]);
+    assert!((open - fds).abs() <= 4.0, "process_open_fds {open}; /proc says {fds}");
+    let rss = sample(&text, "process_resident_memory_bytes", &[]);
+    assert!(rss > 1e6 && rss < 1e9, "{rss}");
+    assert!(sample(&text, "process_max_fds", &[]) >= open);
+    assert!(text.contains("# TYPE process_cpu_seconds_total counter"), "{text}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let started = sample(&text, "process_start_time_seconds", &[]);
+    assert!(started <= now && started > now - 600.0, "{started}, now {now}");
+}

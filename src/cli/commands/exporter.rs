@@ -11,6 +11,7 @@ use crate::cli::exporter::{self, ExporterOptions};
 
 #[derive(Debug, ClapArgs)]
 #[command(
+    version,
     after_help = "Examples:\n  systemctl enable --now bfperf-exporter\n  bfperf exporter --listen 0.0.0.0:9839 --web.config.file /etc/bfperf/web.yml\n  bfperf exporter --textfile /var/lib/node_exporter/textfile/bfperf.prom"
 )]
 pub(crate) struct Args {

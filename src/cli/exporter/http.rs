@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ACCEPT, ALLOW, CONTENT_TYPE};
+use hyper::header::{
+    HeaderValue, ACCEPT, ACCEPT_ENCODING, ALLOW, CONTENT_ENCODING, CONTENT_TYPE, VARY,
+};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::oneshot;
@@ -428,7 +430,12 @@ async fn handle(
                 v.to_str()
                     .is_ok_and(|v| v.contains("application/openmetrics-text"))
             });
-            scrape(openmetrics, &scrapes).await
+            let gzip = req
+                .headers()
+                .get_all(ACCEPT_ENCODING)
+                .iter()
+                .any(|v| v.to_str().is_ok_and(accepts_gzip));
+            scrape(openmetrics, gzip, &scrapes).await
         }
         (true, "/") => reply(StatusCode::OK, "text/html; charset=utf-8", INDEX),
         (true, _) => reply(StatusCode::NOT_FOUND, TEXT, "not found: try /metrics\n"),
@@ -442,7 +449,47 @@ async fn handle(
     })
 }
 
-async fn scrape(openmetrics: bool, scrapes: &mpsc::Sender<Scrape>) -> Response<Full<Bytes>> {
+/// Whether an `Accept-Encoding` value takes gzip (`gzip`, `gzip;q=0.5`, `*`; not
+/// `gzip;q=0`).
+fn accepts_gzip(value: &str) -> bool {
+    value.split(',').any(|coding| {
+        let mut parts = coding.split(';').map(str::trim);
+        let name = parts.next().unwrap_or("");
+        let refused = parts.any(|p| {
+            p.strip_prefix("q=")
+                .and_then(|q| q.parse::<f32>().ok())
+                .is_some_and(|q| q <= 0.0)
+        });
+        (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+    })
+}
+
+/// An exposition's response, gzipped (`Content-Encoding: gzip`) when asked.
+fn exposition_reply(content_type: &'static str, body: Bytes, gzip: bool) -> Response<Full<Bytes>> {
+    use std::io::Write;
+    let zipped = gzip
+        .then(|| {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            enc.write_all(&body).ok()?;
+            enc.finish().ok()
+        })
+        .flatten();
+    let Some(zipped) = zipped else {
+        return reply(StatusCode::OK, content_type, body);
+    };
+    let mut r = reply(StatusCode::OK, content_type, zipped);
+    r.headers_mut()
+        .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    r.headers_mut()
+        .insert(VARY, HeaderValue::from_static("Accept-Encoding"));
+    r
+}
+
+async fn scrape(
+    openmetrics: bool,
+    gzip: bool,
+    scrapes: &mpsc::Sender<Scrape>,
+) -> Response<Full<Bytes>> {
     let (tx, rx) = oneshot::channel();
     let unavailable = || {
         reply(
@@ -455,15 +502,15 @@ async fn scrape(openmetrics: bool, scrapes: &mpsc::Sender<Scrape>) -> Response<F
         return unavailable();
     }
     match tokio::time::timeout(SCRAPE_WAIT, rx).await {
-        Ok(Ok(e)) if openmetrics => reply(
-            StatusCode::OK,
+        Ok(Ok(e)) if openmetrics => exposition_reply(
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
             e.openmetrics.clone(),
+            gzip,
         ),
-        Ok(Ok(e)) => reply(
-            StatusCode::OK,
+        Ok(Ok(e)) => exposition_reply(
             "text/plain; version=0.0.4; charset=utf-8",
             e.text_004.clone(),
+            gzip,
         ),
         _ => unavailable(),
     }

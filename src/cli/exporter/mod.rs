@@ -6,6 +6,7 @@
 mod clients;
 mod config;
 mod http;
+mod process;
 mod remote_write;
 mod web;
 
@@ -207,6 +208,7 @@ fn swept_families(r: &mut Running) -> Vec<Family> {
     let took = start.elapsed().as_secs_f64();
     let mut fams = e.families(up, took);
     fams.extend(extra);
+    fams.extend(process::families());
     fams
 }
 

@@ -412,7 +412,7 @@ impl Pusher {
         let st = &self.shared.stats;
         let v = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64;
         let fam = |name: &str, help: &str, counter, samples| Family {
-            name: name.into(),
+            name: format!("bfperf_{name}"),
             help: help.into(),
             counter,
             samples,

@@ -57,7 +57,7 @@ pub(super) struct MetricMetadata {
 pub(super) fn series(fams: &[Family], extra: &[(String, String)]) -> Vec<(Vec<Label>, f64)> {
     let mut out = Vec::new();
     for f in fams {
-        let name = format!("bfperf_{}{}", f.name, if f.counter { "_total" } else { "" });
+        let name = format!("{}{}", f.name, if f.counter { "_total" } else { "" });
         for (labels, value) in &f.samples {
             let mut l: Vec<Label> = labels
                 .iter()
@@ -88,7 +88,7 @@ pub(super) fn metadata(fams: &[Family]) -> Vec<MetricMetadata> {
         .filter(|f| !f.samples.is_empty())
         .map(|f| MetricMetadata {
             r#type: if f.counter { 1 } else { 2 },
-            metric_family_name: format!("bfperf_{}", f.name),
+            metric_family_name: f.name.clone(),
             help: f.help.clone(),
         })
         .collect()
@@ -111,7 +111,7 @@ mod tests {
     #[test]
     fn a_series_is_named_and_labelled_as_a_scrape_shows_it_and_survives_the_wire() {
         let fams = vec![Family {
-            name: "events".into(),
+            name: "bfperf_events".into(),
             help: "Events".into(),
             counter: true,
             samples: vec![(
