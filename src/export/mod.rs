@@ -79,6 +79,10 @@ pub struct Exporter<'d> {
     clients: Vec<clients::Client<'d>>,
     /// The share of a block's free counters one user other than root may hold.
     user_share: f64,
+    /// What each counter series had exported when a reload replaced the exporter
+    /// before this one, added to its count, so that a series that continues across
+    /// a reload never goes backwards.
+    carried: HashMap<(String, Item), u64>,
     /// Counters of its all-at-once blocks lent to clients.
     lent: Vec<clients::Lent>,
     next_client: u64,
@@ -261,6 +265,7 @@ impl<'d> Exporter<'d> {
             journal,
             clients: Vec::new(),
             failing: Failing::default(),
+            carried: HashMap::new(),
             user_share: config.user_share.unwrap_or(USER_SHARE),
             lent: Vec::new(),
             next_client: 0,
@@ -282,6 +287,29 @@ impl<'d> Exporter<'d> {
             self.events.push(line);
         }
         self.forget_returned()
+    }
+
+    /// Every counter series' running total as exported now (events and cycles, by
+    /// block and item): what a reload carries over ([`Exporter::carry`]).
+    pub fn running_totals(&self) -> HashMap<(String, Item), u64> {
+        let totals = self.own_totals();
+        let mut out = HashMap::new();
+        for (p, accs) in self.own.iter().zip(&totals) {
+            for (item, acc) in p.items.iter().zip(accs) {
+                if matches!(item, Item::Event { .. } | Item::Cycles) {
+                    let key = (p.block.name.clone(), item.clone());
+                    let before = self.carried.get(&key).copied().unwrap_or(0);
+                    out.insert(key, before.saturating_add(acc.estimate));
+                }
+            }
+        }
+        out
+    }
+
+    /// Continues the series of `totals` (an exporter's before a reload) that this
+    /// one exports too: their counts start from those totals, not from 0.
+    pub fn carry(&mut self, totals: HashMap<(String, Item), u64>) {
+        self.carried = totals;
     }
 
     /// Whether the last sweep read every block: false while the device fails (a
@@ -461,12 +489,12 @@ impl<'d> Exporter<'d> {
                         let mut l = block();
                         l.push(("counter", counter_of(p, i)));
                         l.push(("event", name.clone()));
-                        (Raw::Events, l, acc.estimate)
+                        (Raw::Events, l, self.running(p, item, acc))
                     }
                     Item::Cycles => {
                         let mut l = block();
                         l.push(("counter", counter_of(p, i)));
-                        (Raw::Cycles, l, acc.estimate)
+                        (Raw::Cycles, l, self.running(p, item, acc))
                     }
                     Item::Register { name } => {
                         if let Some((pll, is_count)) = def.frequencies.and_then(|f| f.pll_of(name))
@@ -500,6 +528,13 @@ impl<'d> Exporter<'d> {
                     .extend(pll_hertz(p, &f, &counts, &windows));
             }
         }
+    }
+
+    /// A counter series' running total: its estimate, from what a reload carried.
+    fn running(&self, p: &BlockPlan, item: &Item, acc: &Acc) -> u64 {
+        let key = (p.block.name.clone(), item.clone());
+        let carried = self.carried.get(&key).copied().unwrap_or(0);
+        carried.saturating_add(acc.estimate)
     }
 
     /// The parameters metric formulas use (the PCIe link's capacity).

@@ -13,7 +13,7 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 
 /// What one counter or register of a block measures.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Item {
     /// An event programmed on a counter.
     Event {

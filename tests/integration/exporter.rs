@@ -2593,17 +2593,72 @@ fn the_basics_every_exporter_has() {
     assert!(!head.contains("content-encoding"), "{head}");
     let text = String::from_utf8(body).unwrap();
     let pid = e.0.id();
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count() as f64;
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count() as f64;
     let open = sample(&text, "process_open_fds", &[]);
-    assert!((open - fds).abs() <= 4.0, "process_open_fds {open}; /proc says {fds}");
+    assert!(
+        (open - fds).abs() <= 4.0,
+        "process_open_fds {open}; /proc says {fds}"
+    );
     let rss = sample(&text, "process_resident_memory_bytes", &[]);
     assert!(rss > 1e6 && rss < 1e9, "{rss}");
     assert!(sample(&text, "process_max_fds", &[]) >= open);
-    assert!(text.contains("# TYPE process_cpu_seconds_total counter"), "{text}");
+    assert!(
+        text.contains("# TYPE process_cpu_seconds_total counter"),
+        "{text}"
+    );
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
     let started = sample(&text, "process_start_time_seconds", &[]);
-    assert!(started <= now && started > now - 600.0, "{started}, now {now}");
+    assert!(
+        started <= now && started > now - 600.0,
+        "{started}, now {now}"
+    );
+}
+
+/// A reload, with or without a change of config, never sends a counter backwards:
+/// a series that continues keeps its running total (1,962,355,239 fell to
+/// 29,622,461 after a SIGHUP that changed the config).
+#[test]
+fn a_reload_never_sends_a_counter_backwards() {
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"default\"]\n");
+    let (e, port) = serve(&m, dir.path(), &cfg);
+    let series = [("block", "mss0"), ("event", "SKYLIB_DDN_TX_FLITS")];
+    let value = || {
+        sample(
+            &get(port, "/metrics", "text/plain").1,
+            "bfperf_events_total",
+            &series,
+        )
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let mut last = value();
+    assert!(last > 0.0);
+    for text in [
+        "events = [\"default\"]\n",
+        "events = [\"default\", \"gic0/AW_BEATS/\"]\n",
+    ] {
+        std::fs::write(&cfg, text).unwrap();
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(e.0.id() as i32, libc::SIGHUP) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (_, body) = get(port, "/metrics", "text/plain");
+            let now = sample(&body, "bfperf_events_total", &series);
+            assert!(now >= last, "{now} after {last}, across a reload to {text}");
+            if now > last && body.contains("gic0") == text.contains("gic0") {
+                last = now;
+                break;
+            }
+            assert!(Instant::now() < deadline, "the reload to {text} never took");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
 }

@@ -73,21 +73,26 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
         }
         Ok(c) => c,
     };
+    // The series that continue keep their running totals (counters never go
+    // backwards across a reload).
+    let totals = current.running_totals();
     current.stop()?;
-    match Exporter::start(device, &config, set.clone(), monotonic_ns) {
+    let mut next = match Exporter::start(device, &config, set.clone(), monotonic_ns) {
         Ok(e) => {
             diag("configuration reloaded");
             r.config = (config, set);
-            Ok(e)
+            e
         }
         Err(e) => {
             diag(&format!(
                 "reload failed, the old configuration runs again: {e}"
             ));
             let (old, old_set) = r.config.clone();
-            Exporter::start(device, &old, old_set, monotonic_ns)
+            Exporter::start(device, &old, old_set, monotonic_ns)?
         }
-    }
+    };
+    next.carry(totals);
+    Ok(next)
 }
 
 fn log_events(e: &mut Exporter) {
