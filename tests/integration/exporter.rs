@@ -2510,6 +2510,15 @@ fn a_lost_device_reads_up_0_its_series_left_out_and_is_logged_once() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "events = [\"default\"]\n");
     let log = dir.path().join("exporter.log");
+    // A state directory of its own: the journal of a device that cannot be put
+    // back stays, and must not meet another test's device.
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(
+        &state,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700),
+    )
+    .unwrap();
     let mut e = None;
     let mut port = 0;
     for _ in 0..5 {
@@ -2520,6 +2529,7 @@ fn a_lost_device_reads_up_0_its_series_left_out_and_is_logged_once() {
                 .arg(m.root())
                 .arg("--lock-file")
                 .arg(dir.path().join("lock"))
+                .env("BFPERF_STATE_DIR", &state)
                 .args(["exporter", "--config"])
                 .arg(&cfg)
                 .args(["--listen", &format!("127.0.0.1:{port}")])
