@@ -312,6 +312,12 @@ impl<'d> Exporter<'d> {
         self.carried = totals;
     }
 
+    /// Whether the device answers now (its `name` reads), for one that failed: a
+    /// tree mounted again, a driver loaded again at the same place.
+    pub fn answers(&self) -> bool {
+        self.device.fs().read("name").is_ok()
+    }
+
     /// Whether the last sweep read every block: false while the device fails (a
     /// driver unloaded, a firmware reset, a tree gone), when `bfperf_up` is 0 and
     /// the failing blocks' series are left out of the exposition.

@@ -370,6 +370,33 @@ pub fn is_mounted(dir: &Path) -> bool {
 }
 
 impl Mount {
+    /// The device comes back where it was lost ([`Mount::lose`]): the dead mount
+    /// undone, a new simulator of generation `gen` mounted at the same path.
+    pub fn revive(&mut self, gen: &str) {
+        assert!(self.lost, "revive a lost mount");
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+        self.child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .args(["sim", "mount", "--gen", gen])
+            .arg(self.dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        self.lost = false;
+        let name = self.device().join("name");
+        for _ in 0..600 {
+            if name.exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the simulator did not appear again within 30 s");
+    }
+
     /// The device goes away as a driver unloaded or a FUSE tree failing: the
     /// server is killed, the mount left in place, every read of it failing
     /// (ENOTCONN). Undone when the mount is dropped.

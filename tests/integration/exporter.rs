@@ -2502,8 +2502,10 @@ fn a_member_holds_its_share_and_root_takes_it_back() {
 /// unloaded or a failing FUSE tree): within a sweep `bfperf_up` reads 0 and the
 /// counters are left out, not exported frozen (they were, with `bfperf_up 1`), and
 /// the log says so once, not once per block per sweep (190-250 lines in 10 s).
+/// Mounted again at the same path, it is found and programmed again within
+/// seconds (it stayed lost until a SIGHUP), its series back.
 #[test]
-fn a_lost_device_reads_up_0_its_series_left_out_and_is_logged_once() {
+fn a_lost_device_reads_up_0_its_series_left_out_is_logged_once_and_found_again() {
     let Some(mut m) = Mount::start("3", "6.16") else {
         return;
     };
@@ -2561,6 +2563,21 @@ fn a_lost_device_reads_up_0_its_series_left_out_and_is_logged_once() {
         .filter(|l| l.contains("cannot be read") || l.contains("failed while"))
         .collect();
     assert_eq!(failing.len(), 1, "{logged}");
+    m.revive("3");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = get(port, "/metrics", "text/plain");
+        if sample(&body, "bfperf_up", &[]) == 1.0 && body.contains("bfperf_events_total{") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the device was never found again: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(logged.matches("answers again").count(), 1, "{logged}");
 }
 
 /// What every exporter has: `--version`; the process collector's `process_*`

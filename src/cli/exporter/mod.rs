@@ -52,7 +52,9 @@ fn signals() -> Signals {
 /// Loads a new config on SIGHUP: checked in full first; a bad one keeps the old
 /// programming and says why. A config that checks out but fails to start (the
 /// device refuses a write) is undone, and the old configuration starts again.
-fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter<'d>> {
+/// With `carry`, the series that continue keep their running totals; without (the
+/// device answers again after it failed: its counts started again), they restart.
+fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>, carry: bool) -> Result<Exporter<'d>> {
     let (device, global) = (r.device, r.global);
     let checked = read_config(r.args.config.as_deref(), global).and_then(|(c, serving)| {
         if serving != r.serving {
@@ -91,7 +93,9 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
             Exporter::start(device, &old, old_set, monotonic_ns)?
         }
     };
-    next.carry(totals);
+    if carry {
+        next.carry(totals);
+    }
     Ok(next)
 }
 
@@ -175,6 +179,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         pusher: push.map(remote_write::Pusher::start),
         last_sweep: Instant::now(),
         last_probe: Instant::now(),
+        rediscover: (Instant::now(), REDISCOVER_FIRST),
     };
     let result = match &args.textfile {
         Some(path) => textfile_loop(&mut running, path, &sig),
@@ -232,9 +237,36 @@ struct Running<'d, 'a> {
     pusher: Option<remote_write::Pusher>,
     last_sweep: Instant,
     last_probe: Instant,
+    /// While the device cannot be read: when to look for it next, and the wait
+    /// after that (doubling to [`REDISCOVER_MOST`]).
+    rediscover: (Instant, Duration),
 }
 
+/// How soon a device that cannot be read is looked for, and the longest between
+/// two looks.
+const REDISCOVER_FIRST: Duration = Duration::from_secs(1);
+const REDISCOVER_MOST: Duration = Duration::from_secs(5);
+
 impl<'d> Running<'d, '_> {
+    /// Whether a device that could not be read answers again (looked for at most
+    /// every second, backing off to every 5 s while it does not).
+    fn device_back(&mut self) -> bool {
+        let e = self.exporter();
+        if e.readable() {
+            return false;
+        }
+        let (at, wait) = self.rediscover;
+        if Instant::now() < at {
+            return false;
+        }
+        if self.exporter().answers() {
+            self.rediscover = (Instant::now(), REDISCOVER_FIRST);
+            return true;
+        }
+        self.rediscover = (Instant::now() + wait, (wait * 2).min(REDISCOVER_MOST));
+        false
+    }
+
     fn exporter(&mut self) -> &mut Exporter<'d> {
         self.exporter
             .as_mut()
@@ -247,12 +279,16 @@ impl<'d> Running<'d, '_> {
         if sig.stop.load(Ordering::SeqCst) {
             return Ok(true);
         }
-        if sig.reload.swap(false, Ordering::SeqCst) {
+        let back = self.device_back();
+        if back {
+            diag("the device answers again: programming it again (its series start again from 0, a counter reset)");
+        }
+        if sig.reload.swap(false, Ordering::SeqCst) || back {
             if let (Some(c), Some(e)) = (&mut self.clients, &mut self.exporter) {
                 c.close_all(e);
             }
             let old = self.exporter.take().expect("an exporter is always running");
-            self.exporter = Some(reload(self, old)?);
+            self.exporter = Some(reload(self, old, !back)?);
         }
         if let (Some(c), Some(e)) = (&mut self.clients, &mut self.exporter) {
             c.poll(e);
