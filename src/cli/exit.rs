@@ -37,8 +37,120 @@ impl From<Error> for Failure {
 }
 
 /// A line on standard error, escaped; a closed stderr is ignored, never a panic.
+/// Once a long-running command chose a log format ([`set_log`]), as a log line of
+/// it, at level info (warn for a line that starts `warning: `).
 pub(crate) fn diag(line: &str) {
-    let _ = writeln!(io::stderr().lock(), "bfperf: {}", escape(line));
+    match line.strip_prefix("warning: ") {
+        Some(rest) if LOG.get().is_some() => log(Level::Warn, rest),
+        _ => log(Level::Info, line),
+    }
+}
+
+/// How serious a log line is, least first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub(crate) enum Level {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// How log lines are written, as Prometheus' exporters write them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// `time=… level=info msg="…"`.
+    Logfmt,
+    /// `{"time":"…","level":"info","msg":"…"}`.
+    Json,
+}
+
+/// The log's format and least level, once chosen.
+static LOG: std::sync::OnceLock<(LogFormat, Level, bool)> = std::sync::OnceLock::new();
+
+/// Writes the log from now on in `format`, leaving out lines below `level`; each
+/// line with its time, unless standard error is journald's (which adds it).
+pub(crate) fn set_log(format: LogFormat, level: Level) {
+    let _ = LOG.set((format, level, !stderr_is_journal()));
+}
+
+/// Whether standard error is the stream journald gave this process
+/// (`JOURNAL_STREAM`, its device and inode numbers, names it).
+fn stderr_is_journal() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Some(stream) = std::env::var_os("JOURNAL_STREAM") else {
+        return false;
+    };
+    let stream = stream.to_string_lossy().into_owned();
+    let Some((dev, ino)) = stream.split_once(':') else {
+        return false;
+    };
+    // SAFETY: fd 2 is only looked at; the File is forgotten, not closed.
+    let f = std::mem::ManuallyDrop::new(unsafe {
+        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(2)
+    });
+    f.metadata()
+        .is_ok_and(|m| dev.parse() == Ok(m.dev()) && ino.parse() == Ok(m.ino()))
+}
+
+/// A line of the log at `level`: plain (`bfperf: …`) until a format is chosen.
+pub(crate) fn log(level: Level, line: &str) {
+    let Some(&(format, least, timed)) = LOG.get() else {
+        let _ = writeln!(io::stderr().lock(), "bfperf: {}", escape(line));
+        return;
+    };
+    if level < least {
+        return;
+    }
+    let name = match level {
+        Level::Debug => "debug",
+        Level::Info => "info",
+        Level::Warn => "warn",
+        Level::Error => "error",
+    };
+    let time = timed.then(rfc3339_now);
+    let out = match format {
+        LogFormat::Json => {
+            let msg = serde_json::Value::from(line);
+            match time {
+                Some(t) => format!(r#"{{"time":"{t}","level":"{name}","msg":{msg}}}"#),
+                None => format!(r#"{{"level":"{name}","msg":{msg}}}"#),
+            }
+        }
+        LogFormat::Logfmt => {
+            let msg = serde_json::Value::from(line).to_string();
+            match time {
+                Some(t) => format!("time={t} level={name} msg={msg}"),
+                None => format!("level={name} msg={msg}"),
+            }
+        }
+    };
+    let _ = writeln!(io::stderr().lock(), "{out}");
+}
+
+/// Now, UTC, as RFC 3339 with milliseconds (`2026-11-27T04:31:00.123Z`).
+fn rfc3339_now() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs();
+    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60,
+        now.subsec_millis()
+    )
 }
 
 /// Reports a failure on stderr and returns the exit code. A broken pipe is a quiet

@@ -792,7 +792,7 @@ impl Failing {
                 self.logged = now;
                 (self.sweeps, self.unlogged) = (1, 0);
                 Some(format!(
-                    "the device cannot be read ({}) at {}: bfperf_up is 0 and its series are left out until it reads again; sweeping on",
+                    "warning: the device cannot be read ({}) at {}: bfperf_up is 0 and its series are left out until it reads again; sweeping on",
                     self.why,
                     blocks()
                 ))
@@ -806,7 +806,7 @@ impl Failing {
                 self.logged = now;
                 let n = std::mem::take(&mut self.unlogged);
                 Some(format!(
-                    "the device still cannot be read ({}): {n} more sweeps failed, at {}",
+                    "warning: the device still cannot be read ({}): {n} more sweeps failed, at {}",
                     self.why,
                     blocks()
                 ))

@@ -2689,3 +2689,73 @@ fn a_reload_never_sends_a_counter_backwards() {
         }
     }
 }
+
+/// The exporter's log as Prometheus' exporters write theirs: logfmt or JSON lines,
+/// each with time, level and message; `--log.level` leaves out what is below it;
+/// under journald (its `JOURNAL_STREAM` names standard error) the time is left to it.
+#[test]
+fn the_log_is_logfmt_or_json_with_levels_and_no_time_under_journald() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, args: &[&str], journal: bool| -> String {
+        let log = dir.path().join(name);
+        let file = std::fs::File::create(&log).unwrap();
+        let md = file.metadata().unwrap();
+        let mut cmd = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"));
+        cmd.args(["--sim", "bf3", "--lock-file"])
+            .arg(dir.path().join(format!("{name}.lock")))
+            .args(["exporter", "--textfile"])
+            .arg(dir.path().join(format!("{name}.prom")))
+            .args(["--interval", "1s"])
+            .args(args)
+            .env_remove("JOURNAL_STREAM")
+            .stderr(file);
+        if journal {
+            cmd.env("JOURNAL_STREAM", format!("{}:{}", md.dev(), md.ino()));
+        }
+        let mut e = Running(cmd.spawn().unwrap());
+        let prom = dir.path().join(format!("{name}.prom"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !prom.exists() {
+            assert!(Instant::now() < deadline, "no textfile");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
+        e.0.wait().unwrap();
+        std::fs::read_to_string(&log).unwrap()
+    };
+    let json = run("json", &["--log.format", "json"], false);
+    let lines: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(lines.len() >= 2, "{json}");
+    for l in &lines {
+        assert!(
+            l["time"]
+                .as_str()
+                .is_some_and(|t| t.ends_with('Z') && t.len() == 24),
+            "{l}"
+        );
+        assert!(
+            ["info", "warn"].contains(&l["level"].as_str().unwrap()),
+            "{l}"
+        );
+        assert!(l["msg"].is_string(), "{l}");
+    }
+    assert!(json.contains("writing "), "{json}");
+    let logfmt = run("logfmt", &[], false);
+    let first = logfmt.lines().next().unwrap();
+    assert!(
+        first.starts_with("time=") && first.contains(" level=info msg=\""),
+        "{logfmt}"
+    );
+    let quiet = run("warn", &["--log.level", "warn"], false);
+    assert!(!quiet.contains("level=info"), "{quiet}");
+    let journald = run("journal", &[], true);
+    assert!(
+        journald.lines().all(|l| l.starts_with("level=")),
+        "{journald}"
+    );
+}

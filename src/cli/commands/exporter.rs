@@ -41,6 +41,23 @@ pub(crate) struct Args {
     /// [default: socket_group in the config, or its user only]
     #[arg(long, value_name = "GROUP")]
     socket_group: Option<String>,
+    /// The least serious log lines written
+    #[arg(
+        long = "log.level",
+        value_name = "LEVEL",
+        value_enum,
+        default_value = "info"
+    )]
+    log_level: crate::cli::exit::Level,
+    /// How log lines are written: logfmt (`time=… level=… msg="…"`) or json, each
+    /// with its time unless standard error is journald's, which adds it
+    #[arg(
+        long = "log.format",
+        value_name = "FORMAT",
+        value_enum,
+        default_value = "logfmt"
+    )]
+    log_format: crate::cli::exit::LogFormat,
 }
 
 #[cfg(feature = "exporter")]
@@ -60,6 +77,7 @@ impl From<Args> for ExporterOptions {
 /// Serves (or writes the textfile) until SIGTERM or SIGINT.
 #[cfg(feature = "exporter")]
 pub(super) fn exec(global: &Global, a: Args) -> Result<(), Failure> {
+    crate::cli::exit::set_log(a.log_format, a.log_level);
     Ok(exporter::run(global, a.into())?)
 }
 

@@ -491,14 +491,14 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
                 let n = q.done();
                 st.refused.fetch_add(n as u64, Ordering::Relaxed);
                 diag(&format!(
-                    "remote write to {url} refused {n} samples (dropped): {why}"
+                    "warning: remote write to {url} refused {n} samples (dropped): {why}"
                 ));
             }
             Outcome::Retry(why, after) => {
                 q.failed();
                 st.failures.fetch_add(1, Ordering::Relaxed);
                 if !failing {
-                    diag(&format!("remote write to {url} failed ({why}); queueing up to {} samples and trying again", q.bound));
+                    diag(&format!("warning: remote write to {url} failed ({why}); queueing up to {} samples and trying again", q.bound));
                 }
                 failing = true;
                 // The receiver's Retry-After where it gives one, else the backoff;
