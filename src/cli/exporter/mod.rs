@@ -219,6 +219,7 @@ fn swept_families(r: &mut Running) -> Vec<Family> {
     let mut fams = e.families(up, took);
     fams.extend(extra);
     fams.extend(process::families());
+    process::build_labels(&mut fams);
     fams
 }
 

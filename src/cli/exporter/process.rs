@@ -4,6 +4,17 @@
 
 use crate::export::Family;
 
+/// Adds to `bfperf_build_info` what built this binary: `revision` (the source's)
+/// and `rustversion` (the compiler's), as exporters give their Go version.
+pub(super) fn build_labels(fams: &mut [Family]) {
+    for f in fams.iter_mut().filter(|f| f.name == "bfperf_build_info") {
+        for (labels, _) in &mut f.samples {
+            labels.push(("revision", env!("BFPERF_REVISION").into()));
+            labels.push(("rustversion", env!("BFPERF_RUSTC_VERSION").into()));
+        }
+    }
+}
+
 /// The `process_*` families now (a figure that cannot be read is left out).
 pub(super) fn families() -> Vec<Family> {
     let p = crate::sysfs::process_figures();

@@ -1,0 +1,37 @@
+//! Records what built bfperf, for the exporter's `bfperf_build_info`: the source's
+//! revision (`git rev-parse`, or `BFPERF_REVISION` where there is no checkout, as in
+//! a source package) and the compiler's version.
+
+use std::path::Path;
+use std::process::Command;
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=BFPERF_REVISION");
+    // Only files that exist: a missing one would run this script at every build.
+    for f in [".git/HEAD", ".git/refs/heads", ".git/packed-refs"] {
+        if Path::new(f).exists() {
+            println!("cargo:rerun-if-changed={f}");
+        }
+    }
+    let output = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let revision = std::env::var("BFPERF_REVISION")
+        .ok()
+        .filter(|r| !r.is_empty())
+        .or_else(|| output("git", &["rev-parse", "--short=12", "HEAD"]))
+        .unwrap_or_else(|| "unknown".into());
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let version = output(&rustc, &["--version"])
+        .and_then(|v| v.split_whitespace().nth(1).map(str::to_string))
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=BFPERF_REVISION={revision}");
+    println!("cargo:rustc-env=BFPERF_RUSTC_VERSION={version}");
+}
