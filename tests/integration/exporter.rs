@@ -2644,6 +2644,13 @@ fn the_basics_every_exporter_has() {
         started <= now && started > now - 600.0,
         "{started}, now {now}"
     );
+    let build = text
+        .lines()
+        .find(|l| l.starts_with("bfperf_build_info{"))
+        .unwrap_or_else(|| panic!("{text}"));
+    for label in ["version=\"", "revision=\"", "rustversion=\"1."] {
+        assert!(build.contains(label), "{build}");
+    }
 }
 
 /// A reload, with or without a change of config, never sends a counter backwards:
