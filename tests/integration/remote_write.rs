@@ -288,6 +288,19 @@ fn wait_refused(port: u16) {
     });
 }
 
+/// The exporter of the simulated BlueField-3 with config `cfg` (its lock beside
+/// it), expected to end within 10 s.
+fn exporter_of(cfg: &Path) -> assert_cmd::Command {
+    let mut c = bfperf();
+    c.args(["--sim", "bf3", "--lock-file"])
+        .arg(cfg.with_extension("lock"))
+        .args(["exporter", "--config"])
+        .arg(cfg)
+        .args(["--listen", "127.0.0.1:0"])
+        .timeout(Duration::from_secs(10));
+    c
+}
+
 /// remote_write's secrets are read as TLS keys are: a member's link to a root-only
 /// file (as `/etc/shadow` was sent) is refused, as is a file of another user, one
 /// others can write, or one of several lines; the error names the file, and nothing
@@ -338,13 +351,7 @@ fn remote_write_secrets_are_never_read_through_a_members_link() {
                 "events = [\"default\"]\n[remote_write]\nurl = \"https://127.0.0.1:9/w\"\n{auth}\n"
             ),
         );
-        bfperf()
-            .args(["--sim", "bf3", "--lock-file"])
-            .arg(dir.path().join("lock"))
-            .args(["exporter", "--config"])
-            .arg(&cfg)
-            .args(["--listen", "127.0.0.1:0"])
-            .timeout(Duration::from_secs(10))
+        exporter_of(&cfg)
             .assert()
             .code(1)
             .stderr(predicates::str::contains(&file))
@@ -367,15 +374,7 @@ fn remote_write_secrets_are_never_read_through_a_members_link() {
                 good.display()
             ),
         );
-        let out = bfperf()
-            .args(["--sim", "bf3", "--lock-file"])
-            .arg(dir.path().join("lock"))
-            .args(["exporter", "--config"])
-            .arg(&cfg)
-            .args(["--listen", "127.0.0.1:0"])
-            .timeout(Duration::from_secs(10))
-            .output()
-            .unwrap();
+        let out = exporter_of(&cfg).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.contains("is not a label name"), "{err}");

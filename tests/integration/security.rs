@@ -213,16 +213,7 @@ fn whole_config(m: &Mount) -> Vec<(String, Vec<(String, String)>)> {
 }
 
 fn killed_mid_measurement(m: &Mount, state: &Path, args: &[&str]) {
-    let mut w = Command::new(env!("CARGO_BIN_EXE_bfperf"))
-        .arg("--sysfs-root")
-        .arg(m.root())
-        .env_remove("BFPERF_LOCK_FILE")
-        .env("BFPERF_STATE_DIR", state)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut w = spawn_with_state(m, state, args);
     // Wait for the journal, then for the programming.
     let deadline = Instant::now() + Duration::from_secs(10);
     while !fs::read_dir(state).unwrap().any(|e| {
