@@ -369,8 +369,6 @@ fn aliases(input: &str) -> Vec<String> {
     out
 }
 
-/// Edit distance counting an exchange of two neighbours as one edit (optimal string
-/// alignment), for suggestions.
 /// The longest name, number or pattern one part of an event spec or block selector
 /// may be: longer than every block and event name the driver gives (the longest has
 /// 51 characters) with room for wildcards, so that nothing a user or a client sends
@@ -447,6 +445,8 @@ fn class(
     Ok(())
 }
 
+/// Edit distance counting an exchange of two neighbours as one edit (optimal string
+/// alignment), for suggestions.
 pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();

@@ -8,6 +8,11 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::measure::gate::{Gate, Switch};
 
 /// The most read from the control descriptor at one look, so that a workload that
 /// writes without end never keeps the measurement from its signals and ticks.
@@ -19,11 +24,6 @@ const MAX_LAST: usize = 4 << 20;
 
 /// How many unknown words are named after the run; the rest are counted.
 const EXAMPLES: usize = 3;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use crate::error::{Error, Result};
-use crate::measure::gate::{Gate, Switch};
 
 /// The longest word kept; longer input is dropped up to its newline.
 const MAX_WORD: usize = 64;
