@@ -113,12 +113,27 @@ fn matches(patterns: &[String], kind: BlockKind, texts: &[&str]) -> bool {
 }
 
 /// `text` matches `pattern`: as a glob where it has one, else as a substring (any case).
+/// A glob is compiled once per pattern, not once per entry listed.
 fn like(pattern: &str, text: &str) -> bool {
-    let t = text.to_ascii_lowercase();
-    match crate::catalog::Glob::new(pattern) {
-        Ok(g) if pattern.contains(['*', '?', '[']) => g.matches(&t),
-        _ => t.contains(pattern),
+    use crate::catalog::Glob;
+    thread_local! {
+        static GLOBS: std::cell::RefCell<BTreeMap<String, Option<Glob>>> =
+            const { std::cell::RefCell::new(BTreeMap::new()) };
     }
+    let t = text.to_ascii_lowercase();
+    if !pattern.contains(['*', '?', '[']) {
+        return t.contains(pattern);
+    }
+    GLOBS.with(|globs| {
+        let mut globs = globs.borrow_mut();
+        if !globs.contains_key(pattern) {
+            globs.insert(pattern.to_string(), Glob::new(pattern).ok());
+        }
+        match &globs[pattern] {
+            Some(g) => g.matches(&t),
+            None => t.contains(pattern),
+        }
+    })
 }
 
 /// perf list's classes of events: what its `hw` and `sw` (or their long names) select.
