@@ -79,10 +79,10 @@ pub struct Exporter<'d> {
     clients: Vec<clients::Client<'d>>,
     /// The share of a block's free counters one user other than root may hold.
     user_share: f64,
-    /// What each counter series had exported when a reload replaced the exporter
-    /// before this one, added to its count, so that a series that continues across
-    /// a reload never goes backwards.
-    carried: HashMap<(String, Item), u64>,
+    /// What each of its own items (by plan, by item) had exported when a reload
+    /// replaced the exporter before this one, added to its count, so that a series
+    /// that continues across a reload never goes backwards (empty: nothing carried).
+    carried: Vec<Vec<u64>>,
     /// Counters of its all-at-once blocks lent to clients.
     lent: Vec<clients::Lent>,
     next_client: u64,
@@ -265,7 +265,7 @@ impl<'d> Exporter<'d> {
             journal,
             clients: Vec::new(),
             failing: Failing::default(),
-            carried: HashMap::new(),
+            carried: Vec::new(),
             user_share: config.user_share.unwrap_or(USER_SHARE),
             lent: Vec::new(),
             next_client: 0,
@@ -294,12 +294,11 @@ impl<'d> Exporter<'d> {
     pub fn running_totals(&self) -> HashMap<(String, Item), u64> {
         let totals = self.own_totals();
         let mut out = HashMap::new();
-        for (p, accs) in self.own.iter().zip(&totals) {
-            for (item, acc) in p.items.iter().zip(accs) {
+        for (pi, (p, accs)) in self.own.iter().zip(&totals).enumerate() {
+            for (i, (item, acc)) in p.items.iter().zip(accs).enumerate() {
                 if matches!(item, Item::Event { .. } | Item::Cycles) {
                     let key = (p.block.name.clone(), item.clone());
-                    let before = self.carried.get(&key).copied().unwrap_or(0);
-                    out.insert(key, before.saturating_add(acc.estimate));
+                    out.insert(key, self.running(pi, i, acc));
                 }
             }
         }
@@ -309,7 +308,17 @@ impl<'d> Exporter<'d> {
     /// Continues the series of `totals` (an exporter's before a reload) that this
     /// one exports too: their counts start from those totals, not from 0.
     pub fn carry(&mut self, totals: HashMap<(String, Item), u64>) {
-        self.carried = totals;
+        self.carried = self
+            .own
+            .iter()
+            .map(|p| {
+                let of = |item: &Item| totals.get(&(p.block.name.clone(), item.clone()));
+                p.items
+                    .iter()
+                    .map(|item| of(item).copied().unwrap_or(0))
+                    .collect()
+            })
+            .collect();
     }
 
     /// Whether the device answers now (its `name` reads), for one that failed: a
@@ -474,8 +483,9 @@ impl<'d> Exporter<'d> {
         }));
         // A block that failed at the last sweep has no current value: left out (so
         // Prometheus marks it stale), as node_exporter leaves a failed collector out.
-        let readable = |(p, _): &(&BlockPlan, _)| !self.failing.now.contains(&p.block.name);
-        for (p, accs) in plans.iter().zip(&totals).filter(readable) {
+        let readable =
+            |(_, (p, _)): &(usize, (&BlockPlan, _))| !self.failing.now.contains(&p.block.name);
+        for (pi, (p, accs)) in plans.iter().zip(&totals).enumerate().filter(readable) {
             let def = p.block.def();
             let mut counts: HashMap<&str, u64> = HashMap::new();
             let mut windows: HashMap<&str, u64> = HashMap::new();
@@ -495,12 +505,12 @@ impl<'d> Exporter<'d> {
                         let mut l = block();
                         l.push(("counter", counter_of(p, i)));
                         l.push(("event", name.clone()));
-                        (Raw::Events, l, self.running(p, item, acc))
+                        (Raw::Events, l, self.running(pi, i, acc))
                     }
                     Item::Cycles => {
                         let mut l = block();
                         l.push(("counter", counter_of(p, i)));
-                        (Raw::Cycles, l, self.running(p, item, acc))
+                        (Raw::Cycles, l, self.running(pi, i, acc))
                     }
                     Item::Register { name } => {
                         if let Some((pll, is_count)) = def.frequencies.and_then(|f| f.pll_of(name))
@@ -536,11 +546,11 @@ impl<'d> Exporter<'d> {
         }
     }
 
-    /// A counter series' running total: its estimate, from what a reload carried.
-    fn running(&self, p: &BlockPlan, item: &Item, acc: &Acc) -> u64 {
-        let key = (p.block.name.clone(), item.clone());
-        let carried = self.carried.get(&key).copied().unwrap_or(0);
-        carried.saturating_add(acc.estimate)
+    /// The running total of item `i` of its own plan `pi`: its estimate, from what
+    /// a reload carried.
+    fn running(&self, pi: usize, i: usize, acc: &Acc) -> u64 {
+        let carried = self.carried.get(pi).and_then(|c| c.get(i)).copied();
+        carried.unwrap_or(0).saturating_add(acc.estimate)
     }
 
     /// The parameters metric formulas use (the PCIe link's capacity).
@@ -651,8 +661,8 @@ pub(crate) fn event_list_format(device: &Device) -> &'static str {
 /// A series' labels, in order.
 pub type Labels = Vec<(&'static str, String)>;
 
-/// A family of the exposition and its samples: `name` without the `bfperf_`
-/// prefix and a counter's `_total`, which the encoders add.
+/// A family of the exposition and its samples: `name` without a counter's
+/// `_total`, which the encoders add.
 #[derive(Debug, Clone)]
 pub struct Family {
     /// The name without its counter's suffix (`bfperf_events`, `bfperf_up`,
