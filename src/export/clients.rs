@@ -212,18 +212,23 @@ impl<'d> Exporter<'d> {
             .collect();
         counters.sort_unstable();
         counters.dedup();
-        let lent = c
-            .from
-            .iter()
-            .flatten()
-            .filter(|o| match **o {
-                Origin::Owner(p, i, _) => {
-                    i >= self.own[p].items.len() && self.sampler.plans[p].block.name == block
-                }
-                Origin::Own(..) => false,
-            })
+        let lent = self
+            .lent_items(&c.from)
+            .filter(|&(p, _)| self.sampler.plans[p].block.name == block)
             .count();
         counters.len() + lent
+    }
+
+    /// The items of the exporter's sampler a client's `from` counts that are lent
+    /// (beyond the exporter's own), as (plan, item).
+    fn lent_items<'a>(
+        &'a self,
+        from: &'a [Vec<Origin>],
+    ) -> impl Iterator<Item = (usize, usize)> + 'a {
+        from.iter().flatten().filter_map(|o| match *o {
+            Origin::Owner(p, i, _) if i >= self.own[p].items.len() => Some((p, i)),
+            _ => None,
+        })
     }
 
     /// Refuses a request of a user other than root that would hold more of a
@@ -235,14 +240,16 @@ impl<'d> Exporter<'d> {
         rows: &[Vec<Place>],
         plans: &[BlockPlan<'d>],
     ) -> Result<()> {
-        for p in plans.iter().map(|p| p.block) {
-            let new = plans
+        // One plan a block: the counters its groups take.
+        for p in plans {
+            let new = p
+                .groups
                 .iter()
-                .filter(|q| q.block.name == p.name)
-                .flat_map(|q| q.groups.iter().flatten().map(|s| s.counter))
+                .flatten()
+                .map(|s| s.counter)
                 .collect::<std::collections::BTreeSet<u32>>()
                 .len();
-            self.within_share(uid, p, new)?;
+            self.within_share(uid, p.block, new)?;
         }
         for row in rows {
             let lends = row.iter().filter_map(|p| match p {
@@ -334,15 +341,7 @@ impl<'d> Exporter<'d> {
     /// Counters lent to a client that ended: each used by no other client is put
     /// back at its block's next window (read now), then forgotten.
     fn give_back_lent(&mut self, from: &[Vec<Origin>]) -> Result<()> {
-        // The items of the exporter's sampler beyond its own are lent ones.
-        let lent: Vec<(usize, usize)> = from
-            .iter()
-            .flatten()
-            .filter_map(|o| match *o {
-                Origin::Owner(p, i, _) if i >= self.own[p].items.len() => Some((p, i)),
-                _ => None,
-            })
-            .collect();
+        let lent: Vec<(usize, usize)> = self.lent_items(from).collect();
         let mut returned = false;
         for (pi, item) in lent {
             let Some(l) = self
