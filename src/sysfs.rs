@@ -448,9 +448,13 @@ pub fn process_figures() -> ProcessFigures {
         .split_whitespace()
         .filter_map(|v| v.parse().ok())
         .collect();
-    let btime = read("/proc/stat").and_then(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("btime ")?.trim().parse::<f64>().ok())
+    // The boot time, read once: /proc/stat grows with the CPUs, and it never changes.
+    static BTIME: std::sync::OnceLock<Option<f64>> = std::sync::OnceLock::new();
+    let btime = *BTIME.get_or_init(|| {
+        read("/proc/stat").and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("btime ")?.trim().parse::<f64>().ok())
+        })
     });
     ProcessFigures {
         cpu_seconds: field(14).zip(field(15)).map(|(u, s)| (u + s) / tick),
@@ -626,7 +630,17 @@ pub(crate) fn check_config(path: &Path, what: &'static str) -> crate::Result<()>
 /// followed; a device such as /dev/zero, a FIFO, a socket or a directory is refused),
 /// at most `max` bytes. The error names the file, what it was for and what it is.
 pub(crate) fn read_regular(path: &Path, what: &'static str, max: u64) -> crate::Result<Vec<u8>> {
-    let file = open_regular(path, what)?;
+    read_bounded(open_regular(path, what)?, path, what, max)
+}
+
+/// All of an opened `file` (`path`, read for `what`), refused when it holds more
+/// than `max` bytes.
+fn read_bounded(
+    file: fs::File,
+    path: &Path,
+    what: &'static str,
+    max: u64,
+) -> crate::Result<Vec<u8>> {
     let fail = |source: io::Error| crate::Error::File {
         what,
         path: path.to_path_buf(),
@@ -693,14 +707,7 @@ pub(crate) fn read_secret(path: &Path, what: &'static str, max: u64) -> crate::R
             md.mode() & 0o7777
         )));
     }
-    let mut out = Vec::new();
-    file.take(max + 1).read_to_end(&mut out).map_err(fail)?;
-    if out.len() as u64 > max {
-        return Err(refuse(format!(
-            "it holds more than {max} bytes, more than such a file ever needs"
-        )));
-    }
-    Ok(out)
+    read_bounded(file, path, what, max)
 }
 
 fn open_regular(path: &Path, what: &'static str) -> crate::Result<fs::File> {
