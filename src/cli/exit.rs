@@ -107,7 +107,7 @@ pub(crate) fn log(level: Level, line: &str) {
         Level::Warn => "warn",
         Level::Error => "error",
     };
-    let time = timed.then(rfc3339_now);
+    let time = timed.then(|| crate::ops::snapshot::rfc3339_to(std::time::SystemTime::now(), 3));
     let out = match format {
         LogFormat::Json => {
             let msg = serde_json::Value::from(line);
@@ -125,32 +125,6 @@ pub(crate) fn log(level: Level, line: &str) {
         }
     };
     let _ = writeln!(io::stderr().lock(), "{out}");
-}
-
-/// Now, UTC, as RFC 3339 with milliseconds (`2026-11-27T04:31:00.123Z`).
-fn rfc3339_now() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = now.as_secs();
-    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60,
-        now.subsec_millis()
-    )
 }
 
 /// Reports a failure on stderr and returns the exit code. A broken pipe is a quiet

@@ -334,16 +334,24 @@ pub(crate) fn hostname() -> String {
 
 /// RFC 3339 UTC with nanoseconds, e.g. `2026-11-21T18:03:00.123456789Z`.
 pub(crate) fn rfc3339(t: SystemTime) -> String {
+    rfc3339_to(t, 9)
+}
+
+/// RFC 3339 UTC with `digits` (1 to 9) of the second's fraction, e.g. 3:
+/// `2026-11-21T18:03:00.123Z`.
+pub(crate) fn rfc3339_to(t: SystemTime, digits: u32) -> String {
+    let digits = digits.clamp(1, 9);
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, day) = civil_from_days(days);
     format!(
-        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:09}Z",
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:0width$}Z",
         rem / 3600,
         rem % 3600 / 60,
         rem % 60,
-        d.subsec_nanos()
+        d.subsec_nanos() / 10u32.pow(9 - digits),
+        width = digits as usize
     )
 }
 
@@ -371,5 +379,6 @@ mod tests {
         let t = UNIX_EPOCH + Duration::new(1_795_000_000, 5);
         assert_eq!(rfc3339(t), "2026-11-18T11:06:40.000000005Z");
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000000000Z");
+        assert_eq!(rfc3339_to(t, 3), "2026-11-18T11:06:40.000Z");
     }
 }
