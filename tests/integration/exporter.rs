@@ -117,20 +117,28 @@ pub(crate) fn free_port() -> u16 {
 
 /// A plain HTTP/1.0 GET on loopback; returns (status line, body).
 pub(crate) fn get(port: u16, path: &str, accept: &str) -> (String, String) {
+    let (head, body) = get_with(port, path, &format!("Accept: {accept}"));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        String::from_utf8(body).unwrap(),
+    )
+}
+
+/// A plain HTTP/1.0 GET on loopback with one more `header` line; returns the
+/// response's head (status line and headers) and its body's bytes.
+fn get_with(port: u16, path: &str, header: &str) -> (String, Vec<u8>) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
         s,
-        "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: {accept}\r\n\r\n"
+        "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{header}\r\n\r\n"
     )
     .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (
-        head.lines().next().unwrap_or("").to_string(),
-        body.to_string(),
-    )
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let at = all.windows(4).position(|w| w == b"\r\n\r\n");
+    let (head, body) = at.map_or((&all[..], &[][..]), |at| (&all[..at], &all[at + 4..]));
+    (String::from_utf8_lossy(head).into_owned(), body.to_vec())
 }
 
 /// Waits for a server to listen: a minute at most, as a busy machine emulating
@@ -2089,10 +2097,8 @@ fn a_request_of_ten_thousand_specs_is_refused_at_once() {
 /// another user never lock root's stat out of the exporter.
 #[test]
 fn idle_connections_of_a_member_never_lock_root_out() {
-    if not_root("a member's connections beside root's") {
-        return;
-    }
-    let Some((m, dir, _e, _port)) = exporter_for_members() else {
+    let Some((m, dir, _e, _port)) = exporter_for_members("a member's connections beside root's")
+    else {
         return;
     };
     let lock = dir.path().join("lock");
@@ -2122,8 +2128,12 @@ fn idle_connections_of_a_member_never_lock_root_out() {
 
 /// The simulated BlueField-3 with an exporter of its default set whose socket is
 /// given to nobody's group (65534), in a directory anyone may enter (its lock is
-/// `lock` there); None where FUSE is missing.
-fn exporter_for_members() -> Option<(Mount, tempfile::TempDir, Running, u16)> {
+/// `lock` there), for a test `why` that runs a member beside root; None (said)
+/// where the test is not root, or FUSE is missing.
+fn exporter_for_members(why: &str) -> Option<(Mount, tempfile::TempDir, Running, u16)> {
+    if not_root(why) {
+        return None;
+    }
     let m = Mount::start("3", "6.16")?;
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(
@@ -2334,10 +2344,7 @@ fn the_dashboard_asks_for_its_data_source_and_drills_down_only_from_per_dpu_seri
 /// and root's own stat beside the exporter is counted as ever.
 #[test]
 fn a_members_costliest_globs_never_hold_the_exporter() {
-    if not_root("a member's requests") {
-        return;
-    }
-    let Some((m, dir, _e, port)) = exporter_for_members() else {
+    let Some((m, dir, _e, port)) = exporter_for_members("a member's requests") else {
         return;
     };
     let lock = dir.path().join("lock");
@@ -2411,10 +2418,7 @@ fn a_members_costliest_globs_never_hold_the_exporter() {
 /// (a member asking every free counter locked root out for as long as it stayed).
 #[test]
 fn a_member_holds_its_share_and_root_takes_it_back() {
-    if not_root("a member beside root") {
-        return;
-    }
-    let Some((m, dir, _e, _port)) = exporter_for_members() else {
+    let Some((m, dir, _e, _port)) = exporter_for_members("a member beside root") else {
         return;
     };
     let bin = dir.path().join("bfperf");
@@ -2594,20 +2598,8 @@ fn the_basics_every_exporter_has() {
         return;
     };
     let raw = |encoding: &str| -> (String, Vec<u8>) {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        write!(
-            s,
-            "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept-Encoding: {encoding}\r\n\r\n"
-        )
-        .unwrap();
-        let mut all = Vec::new();
-        s.read_to_end(&mut all).unwrap();
-        let at = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-        (
-            String::from_utf8_lossy(&all[..at]).to_ascii_lowercase(),
-            all[at + 4..].to_vec(),
-        )
+        let (head, body) = get_with(port, "/metrics", &format!("Accept-Encoding: {encoding}"));
+        (head.to_ascii_lowercase(), body)
     };
     let (head, body) = raw("gzip");
     assert!(head.contains("content-encoding: gzip"), "{head}");
