@@ -1475,6 +1475,15 @@ fn stat_beside(m: &Mount, lock: &Path, args: &[&str]) -> std::process::Output {
     run_within(cmd, Duration::from_secs(30))
 }
 
+/// `stat_beside`, which must succeed and say the exporter counted for it.
+fn counted_beside(m: &Mount, lock: &Path, args: &[&str]) -> std::process::Output {
+    let out = stat_beside(m, lock, args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("owned by the exporter"), "{err}");
+    out
+}
+
 /// Runs a command, killing it (and failing) if it has not ended within `limit`.
 fn run_within(mut cmd: Process, limit: Duration) -> std::process::Output {
     let child = cmd
@@ -1517,10 +1526,7 @@ fn stat_beside_the_exporter_is_counted_by_it() {
     let (e, port) = serve(&m, dir.path(), &cfg);
     let programmed: Vec<_> = owned.iter().map(|b| m.config(b)).collect();
 
-    let out = stat_beside(&m, &lock, &["-M", "ddr,llc", "--json", "--", "sleep", "1"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(err.contains("owned by the exporter"), "{err}");
+    let out = counted_beside(&m, &lock, &["-M", "ddr,llc", "--json", "--", "sleep", "1"]);
     let stdout = String::from_utf8(out.stdout).unwrap();
     let value = |metric: &str| {
         ndjson(&stdout)
@@ -1702,14 +1708,11 @@ fn free_counters_of_an_all_at_once_block_are_lent_beside_the_exporter() {
     let (_, text) = get(port, "/metrics", "text/plain");
     let own_series = series(&text);
 
-    let out = stat_beside(
+    let out = counted_beside(
         &m,
         &lock,
         &["-e", "llt0/GDC_BANK0_HIT/", "--json", "--", "sleep", "1"],
     );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(err.contains("owned by the exporter"), "{err}");
     let stdout = String::from_utf8(out.stdout).unwrap();
     let total = ndjson(&stdout)
         .into_iter()
@@ -2030,14 +2033,11 @@ fn a_deep_state_directory_still_shares_the_device() {
     assert!(deep.join("lock.sock").as_os_str().len() > 108);
     let cfg = config(&deep, "events = [\"default\"]\n");
     let (_e, _port) = serve(&m, &deep, &cfg);
-    let out = stat_beside(
+    counted_beside(
         &m,
         &deep.join("lock"),
         &["-e", "gic0/AW_BEATS/", "--duration", "200ms"],
     );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(err.contains("owned by the exporter"), "{err}");
 }
 
 /// A BlueField-3 simulator with an exporter of the default set serving it: the
@@ -2120,10 +2120,7 @@ fn idle_connections_of_a_member_never_lock_root_out() {
             .unwrap(),
     );
     std::thread::sleep(Duration::from_millis(500));
-    let out = stat_beside(&m, &lock, &["-e", "gic0/AW_BEATS/", "--", "true"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(err.contains("owned by the exporter"), "{err}");
+    counted_beside(&m, &lock, &["-e", "gic0/AW_BEATS/", "--", "true"]);
 }
 
 /// The simulated BlueField-3 with an exporter of its default set whose socket is
@@ -2406,10 +2403,7 @@ fn a_members_costliest_globs_never_hold_the_exporter() {
         slowest < Duration::from_secs(1),
         "a scrape took {slowest:?} (of {scrapes}) while the member asked"
     );
-    let out = stat_beside(&m, &lock, &["-e", "gic0/AW_BEATS/", "--", "true"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(err.contains("owned by the exporter"), "{err}");
+    counted_beside(&m, &lock, &["-e", "gic0/AW_BEATS/", "--", "true"]);
 }
 
 /// A member of socket_group holds at most its share of a block's free counters
@@ -2466,14 +2460,11 @@ fn a_member_holds_its_share_and_root_takes_it_back() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("this user holds 1 and asks 1 more"), "{err}");
     // Root needs both: it takes the member's back and is counted.
-    let out = stat_beside(
+    let out = counted_beside(
         &m,
         &lock,
         &["-x,", "-e", "gic0/AW_TRANS,AW_BEATS/", "--", "sleep", "1"],
     );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(err.contains("owned by the exporter"), "{err}");
     let text = String::from_utf8_lossy(&out.stdout);
     for event in ["AW_TRANS", "AW_BEATS"] {
         let line = text
