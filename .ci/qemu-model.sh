@@ -30,13 +30,15 @@ ensure_qemu_model() {
   mkdir -p "$qm/dl" "$qm/bin"
   if ! ls "$qm"/dl/qemu_*.dsc >/dev/null 2>&1; then
     say "fetching Debian 13's QEMU source"
-    echo "deb-src $mirror trixie main" >"$root/etc/apt/sources.list.d/bfperf-qemu-src.list"
-    in_root_qm "timeout 600 apt-get update -qq && cd /qm/dl &&
-        timeout 1800 apt-get source -qq --download-only qemu/trixie" >"$qm/fetch.log" 2>&1 \
-      || { rm -f "$root/etc/apt/sources.list.d/bfperf-qemu-src.list"; rm -rf "$qm/dl";
-           fail "fetching QEMU's source failed; see $qm/fetch.log"; }
-    rm -f "$root/etc/apt/sources.list.d/bfperf-qemu-src.list"
-    in_root_qm "timeout 600 apt-get update -qq" >>"$qm/fetch.log" 2>&1 || true
+    # Against a source list and lists of its own: the root's apt configuration is
+    # never written.
+    mkdir -p "$qm/apt/lists/partial" "$qm/apt/cache/archives/partial" "$qm/apt/parts"
+    echo "deb-src $mirror trixie main" >"$qm/apt/sources.list"
+    local opts="-o Dir::Etc::SourceList=/qm/apt/sources.list -o Dir::Etc::SourceParts=/qm/apt/parts
+      -o Dir::State::Lists=/qm/apt/lists -o Dir::Cache=/qm/apt/cache"
+    in_root_qm "timeout 600 apt-get $(echo $opts) update -qq && cd /qm/dl &&
+        timeout 1800 apt-get $(echo $opts) source -qq --download-only qemu/trixie" >"$qm/fetch.log" 2>&1 \
+      || { rm -rf "$qm/dl"; fail "fetching QEMU's source failed; see $qm/fetch.log"; }
   fi
   if [ "$(cat "$qm/src/.bfperf-src-key" 2>/dev/null)" != "$src_key" ]; then
     say "extracting, patching and configuring QEMU (the model's hook changed, or first run)"

@@ -24,12 +24,14 @@ pub enum Error {
     },
 
     /// No hwmon device is named `bfperf`.
-    #[error("no bfperf device under {dir} (hwmon devices found: {found}); the mlxbf-pmc driver may not be loaded: try `modprobe mlxbf-pmc` (not on a DPU? try a simulated one: --sim bf3)", dir = dir.display())]
+    #[error("no bfperf device under {dir} (hwmon devices found: {found}); {why}", dir = dir.display())]
     NoDevice {
         /// The hwmon directory searched.
         dir: PathBuf,
         /// The names of the hwmon devices found there.
         found: String,
+        /// Why, as far as the system tells, and what to do.
+        why: String,
     },
 
     /// Several hwmon devices are named `bfperf`.

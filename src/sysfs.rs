@@ -242,6 +242,48 @@ pub(crate) fn parse_page_size(text: &str) -> Result<usize, String> {
         })
 }
 
+/// A BlueField PMC the firmware's ACPI tables describe, and whether a driver took it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FirmwarePmc {
+    /// The ACPI device's name (`MLNXBFD1:00`).
+    pub(crate) name: String,
+    /// Its generation (`BlueField-2`).
+    pub(crate) generation: &'static str,
+    /// A driver is bound to its platform device.
+    pub(crate) bound: bool,
+}
+
+/// What the system says of the PMC when no hwmon device is named bfperf: the PMCs
+/// the firmware describes (None where the sysfs root has no ACPI bus: not an ACPI
+/// system, or a copied tree), and whether the mlxbf-pmc driver is loaded.
+pub(crate) fn pmc_firmware(root: &Path) -> (Option<Vec<FirmwarePmc>>, bool) {
+    let loaded = root.join(layout::PMC_DRIVER).is_dir();
+    let Ok(entries) = std::fs::read_dir(root.join(layout::ACPI_DEVICES)) else {
+        return (None, loaded);
+    };
+    let mut found: Vec<FirmwarePmc> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let (_, generation) = layout::PMC_HIDS
+                .iter()
+                .find(|(hid, _)| name.starts_with(&format!("{hid}:")))?;
+            let bound = e
+                .path()
+                .join(layout::PHYSICAL_NODE)
+                .join(layout::DRIVER_LINK)
+                .exists();
+            Some(FirmwarePmc {
+                name,
+                generation,
+                bound,
+            })
+        })
+        .collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    (Some(found), loaded)
+}
+
 /// File names of the driver's interface.
 pub(crate) mod layout {
     /// The hwmon class directory under a sysfs root.
@@ -254,6 +296,21 @@ pub(crate) mod layout {
     pub(crate) const DEVICE_LINK: &str = "device";
     /// The platform device's modalias (the ACPI HID, which tells the generation).
     pub(crate) const DEVICE_MODALIAS: &str = "device/modalias";
+    /// Where the kernel lists the devices the firmware's ACPI tables describe.
+    pub(crate) const ACPI_DEVICES: &str = "bus/acpi/devices";
+    /// An ACPI device's link to the platform device made for it.
+    pub(crate) const PHYSICAL_NODE: &str = "physical_node";
+    /// A device's link to the driver bound to it.
+    pub(crate) const DRIVER_LINK: &str = "driver";
+    /// The mlxbf-pmc driver, present while its module is loaded.
+    pub(crate) const PMC_DRIVER: &str = "bus/platform/drivers/mlxbf-pmc";
+    /// The ACPI HIDs of the BlueField PMC and their generations, as the driver's
+    /// `mlxbf_pmc_acpi_ids` table has them.
+    pub(crate) const PMC_HIDS: &[(&str, &str)] = &[
+        ("MLNXBFD0", "BlueField-1"),
+        ("MLNXBFD1", "BlueField-2"),
+        ("MLNXBFD2", "BlueField-3"),
+    ];
     /// Entries of the device directory that are not blocks.
     pub(crate) const NON_BLOCKS: &[&str] = &["power", "device", "subsystem", "of_node", "driver"];
 

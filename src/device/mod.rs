@@ -37,6 +37,7 @@ pub fn discover(sysfs_root: &Path) -> Result<PathBuf> {
     match matches.len() {
         1 => Ok(matches.remove(0)),
         0 => Err(Error::NoDevice {
+            why: why_no_device(sysfs_root),
             dir: class,
             found: if found_names.is_empty() {
                 "none".to_string()
@@ -45,6 +46,33 @@ pub fn discover(sysfs_root: &Path) -> Result<PathBuf> {
             },
         }),
         _ => Err(Error::ManyDevices { list: matches }),
+    }
+}
+
+/// Why no hwmon device is named bfperf, from what the firmware describes and
+/// whether the driver took it, and what to do.
+fn why_no_device(sysfs_root: &Path) -> String {
+    let simulated = "not on a DPU? try a simulated one: --sim bf3";
+    let (firmware, loaded) = crate::sysfs::pmc_firmware(sysfs_root);
+    let Some(firmware) = firmware else {
+        return format!(
+            "the mlxbf-pmc driver may not be loaded: try `modprobe mlxbf-pmc` ({simulated})"
+        );
+    };
+    let Some(pmc) = firmware.iter().find(|p| !p.bound).or(firmware.first()) else {
+        return format!("the firmware's ACPI tables describe no BlueField PMC (no MLNXBFD0, MLNXBFD1 or MLNXBFD2 device under {}): {simulated}",
+            sysfs_root.join(crate::sysfs::layout::ACPI_DEVICES).display());
+    };
+    let described = format!(
+        "the firmware describes a {} PMC ({})",
+        pmc.generation, pmc.name
+    );
+    if !loaded {
+        format!("{described}, but the mlxbf-pmc driver is not loaded: try `modprobe mlxbf-pmc`")
+    } else if !pmc.bound {
+        format!("{described} and the mlxbf-pmc driver is loaded, but the driver did not take it: its probe failed, and `dmesg | grep -i mlxbf` says why. A kernel older than the firmware's block list refuses the whole device (6.1 one that lists tilenet blocks; kernels before 6.16 one that lists BlueField-3's apt, gga, msn, emi or prnf blocks): a newer kernel takes it")
+    } else {
+        format!("{described} and the mlxbf-pmc driver took it, but made no hwmon device named bfperf: see `dmesg | grep -i mlxbf`")
     }
 }
 

@@ -268,3 +268,57 @@ fn device_option_on_a_wrong_directory() {
         .code(1)
         .stderr(predicate::str::contains("reads 'acpitz', not 'bfperf'"));
 }
+
+/// Where no hwmon device is named bfperf, the firmware's ACPI devices and the
+/// driver's presence say why: a PMC the loaded driver did not take (its probe
+/// failed, as 6.1's does on a table that lists tilenet), a PMC without the driver,
+/// or no PMC at all; each with what to do.
+#[test]
+fn a_missing_device_is_explained_by_the_firmware_and_the_driver() {
+    let c = Copy::of("bf2");
+    fs::remove_dir_all(c.device()).unwrap();
+    let acpi = c.root().join("bus/acpi/devices");
+    let platform = c.root().join("devices/platform/MLNXBFD1:00");
+    fs::create_dir_all(&acpi).unwrap();
+    fs::create_dir_all(&platform).unwrap();
+    fs::create_dir_all(acpi.join("PNP0A08:00")).unwrap();
+    fs::create_dir_all(acpi.join("MLNXBFD1:00")).unwrap();
+    std::os::unix::fs::symlink(&platform, acpi.join("MLNXBFD1:00/physical_node")).unwrap();
+    let says = |c: &Copy| {
+        let out = c.cmd().arg("blocks").output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8(out.stderr).unwrap()
+    };
+
+    // The firmware describes one, no driver is loaded.
+    let err = says(&c);
+    assert!(err.contains("the firmware describes a BlueField-2 PMC (MLNXBFD1:00), but the mlxbf-pmc driver is not loaded: try `modprobe mlxbf-pmc`"), "{err}");
+
+    // The driver is loaded and did not take it.
+    fs::create_dir_all(c.root().join("bus/platform/drivers/mlxbf-pmc")).unwrap();
+    let err = says(&c);
+    assert!(
+        err.contains(
+            "the driver did not take it: its probe failed, and `dmesg | grep -i mlxbf` says why"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("6.1 one that lists tilenet blocks"), "{err}");
+
+    // Bound, and still no hwmon device.
+    fs::create_dir_all(platform.join("driver")).unwrap();
+    let err = says(&c);
+    assert!(
+        err.contains("the mlxbf-pmc driver took it, but made no hwmon device named bfperf"),
+        "{err}"
+    );
+
+    // No PMC in the firmware's tables at all.
+    fs::remove_dir_all(acpi.join("MLNXBFD1:00")).unwrap();
+    let err = says(&c);
+    assert!(
+        err.contains("the firmware's ACPI tables describe no BlueField PMC"),
+        "{err}"
+    );
+    assert!(err.contains("--sim bf3"), "{err}");
+}

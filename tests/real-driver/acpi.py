@@ -1,21 +1,21 @@
 #!/usr/bin/env python3
 """The ACPI table (ASL, for iasl) describing a BlueField PMC device to the mlxbf-pmc
-driver, with the blocks of bfperf's simulator so that the driver and the model serve
-the same device.
+driver, built from NVIDIA's listings in tests/inventory (never from bfperf).
 
-    acpi.py GEN TREE BASE ACCESS > pmc.asl
+    acpi.py GEN KERNEL BASE ACCESS [as-listed] > pmc.asl
 
-GEN is bf2 or bf3; TREE the device directory of `bfperf sim export` (its blocks and
-their counterN files give the block list and each block's counter count); BASE the
-physical address of the first block (each block gets 64 KiB after it). Prints the
-ASL on stdout and, on stderr, one line per block: NAME BASE SIZE COUNTERS TYPE.
+GEN is bf2 or bf3; KERNEL the kernel's version (6.12): a kind written `from` a later
+version in tests/inventory/acpi.txt is left out of its table, unless `as-listed` asks
+for the table as NVIDIA lists the device. BASE is the physical address of the first
+block (each block gets 64 KiB after it). Prints the ASL on stdout and, on stderr, one
+line per block: NAME BASE SIZE COUNTERS TYPE.
 
 The properties are those the driver's probe reads (mlxbf_pmc_probe and
 mlxbf_pmc_map_counters): block_num, block_name, one {base, size, counters, type}
-array per block, then tile_num (BlueField-1/2) or llt_enable and mss_enable
-(BlueField-3). ACCESS `mmio` leaves sec_reg_block out (the driver maps the registers
-with ioremap); `smc` gives it, and the driver then reaches every register through
-the SiP service's SMCs, with physical addresses.
+array per block, then tile_num (BlueField-1/2) or llt_enable, mss_enable and
+apt_enable (BlueField-3). ACCESS `mmio` leaves sec_reg_block out (the driver maps
+the registers with ioremap); `smc` gives it, and the driver then reaches every
+register through the SiP service's SMCs, with physical addresses.
 """
 import os
 import re
@@ -23,35 +23,80 @@ import sys
 
 HID = {"bf1": "MLNXBFD0", "bf2": "MLNXBFD1", "bf3": "MLNXBFD2"}
 BLOCK_SIZE = 0x10000
-# The driver's block types: 0 register, 1 counter, 2 crspace.
-REGISTER, COUNTER, CRSPACE = 0, 1, 2
+# The driver's block types.
+TYPES = {"register": 0, "counter": 1, "crspace": 2}
+INVENTORY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "inventory")
 
 
-def block_type(gen, name):
-    kind = re.sub(r"\d+$", "", name)
-    if kind in ("ecc", "pcie", "clock_measure"):
-        return REGISTER
-    if gen == "bf3" and kind in ("llt", "llt_miss", "mss"):
-        return CRSPACE
-    return COUNTER
+def facts(path):
+    """The lines of an inventory file, comments and blanks left out, as word lists."""
+    for line in open(path):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            yield line.split()
 
 
-def blocks(tree):
-    names = sorted(
-        e for e in os.listdir(tree)
-        if os.path.isdir(os.path.join(tree, e))
-        and e not in ("device", "power", "subsystem")
-    )
-    for name in names:
-        files = os.listdir(os.path.join(tree, name))
-        yield name, sum(1 for f in files if re.fullmatch(r"counter\d+", f))
+def version(v):
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:2])
+
+
+def choices(gen):
+    """acpi.txt's facts for GEN: {(kind, what): value}."""
+    got = {}
+    for words in facts(os.path.join(INVENTORY, "acpi.txt")):
+        if len(words) != 4 or words[2] not in ("counters", "blocks", "type", "from"):
+            sys.exit(f"acpi.py: acpi.txt: cannot read {' '.join(words)!r}")
+        if words[0] == gen:
+            got[(words[1], words[2])] = words[3]
+    return got
+
+
+def kind_of(name):
+    return re.sub(r"\d+$", "", name)
+
+
+def bf2_blocks(chosen):
+    """bf2.txt's blocks: NAME, COUNTERS or None."""
+    for words in facts(os.path.join(INVENTORY, "bf2.txt")):
+        after = {words[i]: words[i + 1] for i in range(1, len(words) - 1, 2)}
+        counters = after.get("counters") or chosen.get((kind_of(words[0]), "counters"))
+        yield words[0], counters
+
+
+def bf3_blocks(chosen):
+    """bf3.txt's kinds, their numbers from its rules and acpi.txt's choices."""
+    numbers = {}
+    for words in facts(os.path.join(INVENTORY, "bf3.txt")):
+        kind, rule = words[1], words[2:]
+        if rule[:1] == ["with"]:
+            numbers[kind] = list(numbers[rule[1]])
+        elif rule[:1] == ["per"]:
+            n = int(rule[2])
+            numbers[kind] = [m * n + i for m in numbers[rule[1]] for i in range(n)]
+        elif (kind, "blocks") in chosen:
+            count = int(chosen[(kind, "blocks")])
+            if rule[:1] == ["max"] and count > int(rule[1]):
+                sys.exit(f"acpi.py: {kind}: {count} blocks, bf3.txt allows {rule[1]}")
+            numbers[kind] = list(range(count))
+        else:
+            numbers[kind] = [None]
+    for kind, ns in numbers.items():
+        for n in ns:
+            yield (kind if n is None else f"{kind}{n}"), chosen.get((kind, "counters"), "0")
 
 
 def main():
-    gen, tree, base, access = sys.argv[1], sys.argv[2], int(sys.argv[3], 0), sys.argv[4]
-    if access not in ("mmio", "smc"):
-        sys.exit(f"acpi.py: ACCESS is mmio or smc, not {access!r}")
-    listed = list(blocks(tree))
+    if len(sys.argv) not in (5, 6) or sys.argv[4] not in ("mmio", "smc"):
+        sys.exit("usage: acpi.py GEN KERNEL BASE mmio|smc [as-listed]")
+    gen, kernel, base, access = sys.argv[1], sys.argv[2], int(sys.argv[3], 0), sys.argv[4]
+    as_listed = sys.argv[5:] == ["as-listed"]
+    chosen = choices(gen)
+    listed = sorted(bf2_blocks(chosen) if gen == "bf2" else bf3_blocks(chosen))
+    if not as_listed:
+        listed = [
+            (n, c) for (n, c) in listed
+            if version(kernel) >= version(chosen.get((kind_of(n), "from"), "0.0"))
+        ]
     props = [
         f'Package () {{ "block_num", {len(listed)} }}',
         'Package () { "block_name", Package () { %s } }'
@@ -59,7 +104,8 @@ def main():
     ]
     for i, (name, counters) in enumerate(listed):
         addr = base + i * BLOCK_SIZE
-        kind = block_type(gen, name)
+        kind = TYPES[chosen.get((kind_of(name), "type"), "counter")]
+        counters = int(counters or 0)
         props.append(
             f'Package () {{ "{name}", Package () {{ 0x{addr:x}, 0x{BLOCK_SIZE:x}, {counters}, {kind} }} }}'
         )
@@ -68,8 +114,11 @@ def main():
         # The table of secure registers the firmware checks accesses against.
         props.append('Package () { "sec_reg_block", 1 }')
     if gen == "bf3":
-        props.append('Package () { "llt_enable", 0xff }')
-        props.append('Package () { "mss_enable", 0xff }')
+        # The masks of the blocks present: bit N for llt<N>, mss<N>, apt<N>.
+        for mask, kind in (("llt_enable", "llt"), ("mss_enable", "mss"), ("apt_enable", "apt")):
+            bits = sum(1 << int(n[len(kind):]) for n, _ in listed if re.fullmatch(kind + r"\d+", n))
+            if bits or kind != "apt":
+                props.append(f'Package () {{ "{mask}", 0x{bits:x} }}')
     else:
         tiles = sum(1 for n, _ in listed if re.fullmatch(r"tile\d+", n))
         props.append(f'Package () {{ "tile_num", {tiles} }}')

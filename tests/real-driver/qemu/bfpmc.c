@@ -30,11 +30,43 @@
  * - register blocks (pcie, ecc, clock_measure): free-running registers, 64-bit at
  *   each 8-byte offset (ecc's 32-bit), a write sets the value.
  *
- * Rates, the truth the tests count against: an event numbered E counts E * 10^7 a
- * second on any counter (0 and 0xff, the stops, count nothing); a register at byte
- * offset R counts (R / 8 + 1) * 10^6 a second. Time is the guest's (QEMU's virtual
- * clock), so rates are per guest second. skew-ppm=N makes every rate N parts per
- * million off: the stage boots such a model once to show its checks fail.
+ * - count_clock (crspace blocks, kernels 6.14 on): a 32-bit word at PERFMON_CTL + 4;
+ *   counter c counts clock cycles instead of its event while bit c is set.
+ *
+ * Rates, the truth the tests count against, and distinct enough that reading the
+ * wrong counter, event, block or register shows. A counter's rate depends on the
+ * block's place r in FILE (0 for the first line), the counter's index c and its event
+ * E (256 for clock cycles):
+ *
+ *   key = (97 E + 41 c + 29 r) mod 128,   rate = round(5 * 10^8 * 1.01^key) a second
+ *
+ * so neighbouring events, counters and blocks differ by 29 or more steps of 1 %. An
+ * event the driver's table names DISABLE counts nothing (event 0 of the tile,
+ * tilenet, trio, BlueField-1/-2 mss and L3 tables; every other table's event 0 is a
+ * real event and counts), nor does 0xff, the stop older kernels write. A register at
+ * byte offset R (4-byte slot s = R / 4) counts
+ *
+ *   key = (53 s + 29 r + 17) mod 128,   rate = round(5 * 10^6 * 1.01^key) a second
+ *
+ * (ecc's 32-bit registers, a pair at 0x100 and 0x104, differ). clock_measure's
+ * registers are levels, not counts (a clock monitor's last count and its reference
+ * window): each holds round(10^5 * 1.01^key), by the same key.
+ * Time is the guest's (QEMU's virtual clock), so rates are per guest second.
+ * skew-ppm=N makes every rate N parts per million off: the stage boots such a model
+ * once to show its checks fail.
+ *
+ * mutants=NAME:KIND[+NAME:KIND...] makes the blocks of KIND behave as a bug of
+ * bfperf's would show on the hardware, for the stage to see its checks fail:
+ *   event-off-by-one       an event E counts as E - 1
+ *   counters-swapped       counters 0 and 1 count as each other
+ *   blocks-swapped         the kind's first two blocks count as each other
+ *   l3-enable-ignored      L3 counters count whether enabled or not
+ *   crspace-wrap-removed   32-bit crspace counters stop at 0xffffffff
+ *   register-pair-swapped  the registers of each 8-byte pair count as each other
+ *                          (ecc's 0x100 and 0x104; clock_measure's count and window)
+ *   restore-wrong-event    an event select that goes back to the event a counter
+ *                          had before its current one is lost (a put-back that
+ *                          leaves the measured event)
  *
  * The SiP service (the driver's probe and its secure accesses, taken when the ACPI
  * table has sec_reg_block): SIP_SVC_UID answers NVIDIA's service UUID, SIP_SVC_VERSION
@@ -44,6 +76,7 @@
  */
 
 #include "qemu/osdep.h"
+#include <math.h>
 #include "qapi/error.h"
 #include "qemu/timer.h"
 #include "qemu/module.h"
@@ -61,8 +94,40 @@ OBJECT_DECLARE_SIMPLE_TYPE(BfPmcState, BFPMC)
 #define MAX_BLOCKS 128
 #define MAX_COUNTERS 64
 #define MAX_REGS 256
-#define EVENT_UNIT 10000000ULL
-#define REG_UNIT 1000000ULL
+#define EVENT_BASE 500000000.0
+#define REG_BASE 5000000.0
+#define LEVEL_BASE 100000.0
+#define KEYS 128
+#define CLOCK_EVENT 256
+#define NO_EVENT 0xffffffffu
+
+enum {
+    M_EVENT_OFF_BY_ONE = 1 << 0,
+    M_COUNTERS_SWAPPED = 1 << 1,
+    M_BLOCKS_SWAPPED = 1 << 2,
+    M_L3_ENABLE_IGNORED = 1 << 3,
+    M_CRSPACE_WRAP_REMOVED = 1 << 4,
+    M_REGISTER_PAIR_SWAPPED = 1 << 5,
+    M_RESTORE_WRONG_EVENT = 1 << 6,
+};
+
+static const struct {
+    const char *name;
+    uint32_t bit;
+} mutant_names[] = {
+    { "event-off-by-one", M_EVENT_OFF_BY_ONE },
+    { "counters-swapped", M_COUNTERS_SWAPPED },
+    { "blocks-swapped", M_BLOCKS_SWAPPED },
+    { "l3-enable-ignored", M_L3_ENABLE_IGNORED },
+    { "crspace-wrap-removed", M_CRSPACE_WRAP_REMOVED },
+    { "register-pair-swapped", M_REGISTER_PAIR_SWAPPED },
+    { "restore-wrong-event", M_RESTORE_WRONG_EVENT },
+};
+
+/* Tables whose event 0 is DISABLE (it counts nothing): the driver's hnf (tile),
+ * hnfnet (tilenet), trio_events_1/_2, l3c and mss_events_1 (BlueField-1/-2 mss,
+ * a counter block; BlueField-3's mss is crspace and its event 0 counts). */
+static const char *const zero_is_disable[] = { "tile", "tilenet", "trio", "l3cachehalf" };
 
 enum { T_REGISTER = 0, T_COUNTER = 1, T_CRSPACE = 2, T_L3 = 3 };
 
@@ -70,6 +135,11 @@ enum { T_REGISTER = 0, T_COUNTER = 1, T_CRSPACE = 2, T_L3 = 3 };
  * plus what it counted since `since` (ns). */
 typedef struct Counter {
     uint32_t event;
+    /* The event before the current one (restore-wrong-event). */
+    uint32_t prev_event;
+    /* Its index in the block, and the block, for its rate. */
+    uint32_t index;
+    struct Block *b;
     bool running;
     uint64_t base;
     int64_t since;
@@ -80,6 +150,17 @@ typedef struct Counter {
 
 typedef struct Block {
     char name[32];
+    /* The name without its number (tile2: tile). */
+    char kind[32];
+    /* Its place in FILE, which its rates depend on (blocks-swapped exchanges it
+     * with the kind's other first block). */
+    uint32_t rid;
+    /* The mutants that apply to it. */
+    uint32_t mutants;
+    /* Event 0 counts nothing here. */
+    bool zero_disabled;
+    /* crspace: count_clock, a counter's bit makes it count clock cycles. */
+    uint32_t count_clock;
     uint64_t base, size;
     uint32_t counters;
     int type;
@@ -97,6 +178,7 @@ typedef struct Block {
 struct BfPmcState {
     DeviceState parent_obj;
     char *blocks_file;
+    char *mutants;
     /* Every rate off by this many parts per million: a model the suite's checks
      * must find wrong. */
     int32_t skew_ppm;
@@ -117,9 +199,35 @@ static uint64_t skewed(uint64_t rate)
     return (uint64_t)(((__int128)rate * (1000000 + ppm)) / 1000000);
 }
 
-static uint64_t event_rate(uint32_t event)
+/* round(base * 1.01^key), the rate of a key. */
+static uint64_t key_rate(double base, uint32_t key)
 {
-    return (event == 0 || event >= 0xff) ? 0 : skewed(event * EVENT_UNIT);
+    return skewed((uint64_t)llround(base * pow(1.01, key % KEYS)));
+}
+
+/* What a counter counts a second: see the rates above. */
+static uint64_t event_rate(Counter *c)
+{
+    Block *b = c->b;
+    uint32_t e = c->event, index = c->index;
+
+    if (b->type == T_CRSPACE && (b->count_clock >> index) & 1) {
+        e = CLOCK_EVENT;
+    } else {
+        if (e >= 0xff || (e == 0 && b->zero_disabled)) {
+            return 0;
+        }
+        if (b->mutants & M_EVENT_OFF_BY_ONE) {
+            if (e == 0 || (e == 1 && b->zero_disabled)) {
+                return 0;
+            }
+            e -= 1;
+        }
+    }
+    if ((b->mutants & M_COUNTERS_SWAPPED) && index < 2) {
+        index ^= 1;
+    }
+    return key_rate(EVENT_BASE, 97 * e + 41 * index + 29 * b->rid);
 }
 
 /* What `events` at `rate` a second amount to over `ns`, exactly. */
@@ -130,7 +238,7 @@ static uint64_t counted(uint64_t rate, int64_t ns)
 
 static uint64_t counter_value(Counter *c, int64_t now)
 {
-    return c->base + (c->running ? counted(event_rate(c->event), now - c->since) : 0);
+    return c->base + (c->running ? counted(event_rate(c), now - c->since) : 0);
 }
 
 /* Sets a counter's value (and whether it runs) from now on. */
@@ -144,7 +252,14 @@ static void counter_set(Counter *c, uint64_t v, bool running, int64_t now)
 /* Changes what a counter counts from now on, keeping what it counted. */
 static void counter_event(Counter *c, uint32_t event, int64_t now)
 {
+    if (event == c->event) {
+        return;
+    }
+    if ((c->b->mutants & M_RESTORE_WRONG_EVENT) && event == c->prev_event) {
+        return;
+    }
     counter_set(c, counter_value(c, now), c->running, now);
+    c->prev_event = c->event;
     c->event = event;
 }
 
@@ -252,7 +367,8 @@ static void l3_write(Block *b, uint64_t off, uint32_t v, int64_t now)
         for (uint32_t i = 0; i < n; i++) {
             Counter *c = &b->c[i];
             uint64_t keep = (v & L3_RST) ? 0 : counter_value(c, now);
-            counter_set(c, keep, (v & L3_EN) != 0, now);
+            bool on = (v & L3_EN) || (b->mutants & M_L3_ENABLE_IGNORED);
+            counter_set(c, keep, on, now);
         }
     } else if (off == L3_SEL || off == L3_SEL_1) {
         b->sel[off == L3_SEL_1] = v;
@@ -288,8 +404,15 @@ static uint64_t crspace_read(Block *b, uint64_t off, int64_t now)
     if (off == ctl) {
         return b->ctl;
     }
+    if (off == ctl + 4) {
+        return b->count_clock;
+    }
     if (off >= val0 && off < val0 + 4ULL * b->counters && (off - val0) % 4 == 0) {
-        return (uint32_t)counter_value(&b->c[(off - val0) / 4], now);
+        uint64_t v = counter_value(&b->c[(off - val0) / 4], now);
+        if (b->mutants & M_CRSPACE_WRAP_REMOVED) {
+            return MIN(v, 0xffffffffULL);
+        }
+        return (uint32_t)v;
     }
     return 0;
 }
@@ -309,6 +432,14 @@ static void crspace_write(Block *b, uint64_t off, uint32_t v, int64_t now)
             uint64_t keep = (v & CR_CLR) ? 0 : counter_value(c, now);
             counter_set(c, keep, (v & CR_EN) != 0, now);
         }
+    } else if (off == ctl + 4) {
+        /* Every counter keeps what it counted; from now on those with their bit
+         * set count clock cycles. */
+        for (uint32_t i = 0; i < b->counters; i++) {
+            Counter *c = &b->c[i];
+            counter_set(c, counter_value(c, now), c->running, now);
+        }
+        b->count_clock = v;
     } else if (off >= val0 && off < val0 + 4ULL * b->counters && (off - val0) % 4 == 0) {
         Counter *c = &b->c[(off - val0) / 4];
         counter_set(c, v, c->running, now);
@@ -317,18 +448,24 @@ static void crspace_write(Block *b, uint64_t off, uint32_t v, int64_t now)
 
 /* ---- register blocks ---- */
 
-static bool is_ecc(Block *b)
+/* 32-bit registers (ecc, clock_measure) at any 4-byte offset; the others are 64
+ * bits at 8-byte ones. */
+static bool narrow(Block *b)
 {
-    return strstr(b->name, "ecc") != NULL;
+    return !strcmp(b->kind, "ecc") || !strcmp(b->kind, "clock_measure");
 }
 
-/* Registers by 4-byte slot: ecc's are 32 bits wide at any 4-byte offset, the others
- * 64 bits at 8-byte ones. The one at byte offset R counts (R / 8 + 1) * REG_UNIT. */
 static uint64_t reg_value(Block *b, uint32_t slot, int64_t now)
 {
-    uint64_t rate = skewed((slot / 2 + 1) * REG_UNIT);
+    uint32_t key_slot = (b->mutants & M_REGISTER_PAIR_SWAPPED) ? slot ^ 1 : slot;
+    uint32_t key = 53 * key_slot + 29 * b->rid + 17;
+    if (!strcmp(b->kind, "clock_measure")) {
+        /* Levels: a clock monitor's last count and its window hold still. */
+        return (uint32_t)key_rate(LEVEL_BASE, key);
+    }
+    uint64_t rate = key_rate(REG_BASE, key);
     uint64_t v = b->reg[slot] + counted(rate, now - b->reg_since[slot]);
-    return is_ecc(b) ? (uint32_t)v : v;
+    return narrow(b) ? (uint32_t)v : v;
 }
 
 static uint64_t register_read(Block *b, uint64_t off, int64_t now)
@@ -341,7 +478,7 @@ static void register_write(Block *b, uint64_t off, uint64_t v, int64_t now)
 {
     uint32_t slot = off / 4;
     if (off % 4 == 0 && slot < MAX_REGS) {
-        b->reg[slot] = is_ecc(b) ? (uint32_t)v : v;
+        b->reg[slot] = narrow(b) ? (uint32_t)v : v;
         b->reg_since[slot] = now;
     }
 }
@@ -507,9 +644,77 @@ static void load_blocks(BfPmcState *s, Error **errp)
         b->counters = counters;
         b->type = (type == T_COUNTER && strstr(name, "l3cache")) ? T_L3 : (int)type;
         b->s = s;
+        pstrcpy(b->kind, sizeof(b->kind), name);
+        for (size_t k = strlen(b->kind); k > 0 && g_ascii_isdigit(b->kind[k - 1]); k--) {
+            b->kind[k - 1] = 0;
+        }
+        b->rid = s->n;
+        for (size_t k = 0; k < ARRAY_SIZE(zero_is_disable); k++) {
+            b->zero_disabled |= !strcmp(b->kind, zero_is_disable[k]);
+        }
+        b->zero_disabled |= !strcmp(b->kind, "mss") && type == T_COUNTER;
+        for (uint32_t i = 0; i < MAX_COUNTERS; i++) {
+            b->c[i].index = i;
+            b->c[i].b = b;
+            b->c[i].prev_event = NO_EVENT;
+        }
         s->n++;
     }
     fclose(f);
+}
+
+/* mutants=NAME:KIND[+NAME:KIND...]: each applies to every block of KIND. */
+static void load_mutants(BfPmcState *s, Error **errp)
+{
+    g_auto(GStrv) items = g_strsplit(s->mutants ? s->mutants : "", "+", -1);
+
+    for (int i = 0; items[i]; i++) {
+        char *colon = strchr(items[i], ':');
+        uint32_t bit = 0;
+        if (!*items[i]) {
+            continue;
+        }
+        if (!colon) {
+            error_setg(errp, "bfpmc: mutant '%s' is not NAME:KIND", items[i]);
+            return;
+        }
+        *colon = 0;
+        for (size_t k = 0; k < ARRAY_SIZE(mutant_names); k++) {
+            if (!strcmp(items[i], mutant_names[k].name)) {
+                bit = mutant_names[k].bit;
+            }
+        }
+        if (!bit) {
+            error_setg(errp, "bfpmc: no mutant named '%s'", items[i]);
+            return;
+        }
+        Block *first = NULL, *second = NULL;
+        for (int j = 0; j < s->n; j++) {
+            Block *b = &s->b[j];
+            if (strcmp(b->kind, colon + 1)) {
+                continue;
+            }
+            b->mutants |= bit;
+            if (!first) {
+                first = b;
+            } else if (!second) {
+                second = b;
+            }
+        }
+        if (!first) {
+            error_setg(errp, "bfpmc: mutant %s: no block of kind '%s'", items[i], colon + 1);
+            return;
+        }
+        if (bit == M_BLOCKS_SWAPPED) {
+            if (!second) {
+                error_setg(errp, "bfpmc: blocks-swapped needs two blocks of '%s'", colon + 1);
+                return;
+            }
+            uint32_t r = first->rid;
+            first->rid = second->rid;
+            second->rid = r;
+        }
+    }
 }
 
 static void bfpmc_realize(DeviceState *dev, Error **errp)
@@ -528,6 +733,10 @@ static void bfpmc_realize(DeviceState *dev, Error **errp)
     if (*errp) {
         return;
     }
+    load_mutants(s, errp);
+    if (*errp) {
+        return;
+    }
     for (int i = 0; i < s->n; i++) {
         Block *b = &s->b[i];
         memory_region_init_io(&b->mr, OBJECT(s), &bfpmc_ops, b, b->name, b->size);
@@ -538,6 +747,7 @@ static void bfpmc_realize(DeviceState *dev, Error **errp)
 
 static const Property bfpmc_properties[] = {
     DEFINE_PROP_STRING("blocks", BfPmcState, blocks_file),
+    DEFINE_PROP_STRING("mutants", BfPmcState, mutants),
     DEFINE_PROP_INT32("skew-ppm", BfPmcState, skew_ppm, 0),
 };
 
