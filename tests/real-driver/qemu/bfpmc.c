@@ -36,7 +36,8 @@
  * Rates, the truth the tests count against, and distinct enough that reading the
  * wrong counter, event, block or register shows. A counter's rate depends on the
  * block's place r in FILE (0 for the first line), the counter's index c and its event
- * E (256 for clock cycles):
+ * E (256 for clock cycles, which count half a step up: 1.01^(key + 1/2), never at an
+ * event's rate):
  *
  *   key = (97 E + 41 c + 29 r) mod 128,   rate = round(5 * 10^8 * 1.01^key) a second
  *
@@ -199,10 +200,15 @@ static uint64_t skewed(uint64_t rate)
     return (uint64_t)(((__int128)rate * (1000000 + ppm)) / 1000000);
 }
 
-/* round(base * 1.01^key), the rate of a key. */
+/* round(base * 1.01^key), the rate of a key; half a step up for clock cycles. */
+static uint64_t key_rate_at(double base, uint32_t key, double half)
+{
+    return skewed((uint64_t)llround(base * pow(1.01, (key % KEYS) + half)));
+}
+
 static uint64_t key_rate(double base, uint32_t key)
 {
-    return skewed((uint64_t)llround(base * pow(1.01, key % KEYS)));
+    return key_rate_at(base, key, 0);
 }
 
 /* What a counter counts a second: see the rates above. */
@@ -210,8 +216,9 @@ static uint64_t event_rate(Counter *c)
 {
     Block *b = c->b;
     uint32_t e = c->event, index = c->index;
+    bool clock = b->type == T_CRSPACE && (b->count_clock >> index) & 1;
 
-    if (b->type == T_CRSPACE && (b->count_clock >> index) & 1) {
+    if (clock) {
         e = CLOCK_EVENT;
     } else {
         if (e >= 0xff || (e == 0 && b->zero_disabled)) {
@@ -227,7 +234,7 @@ static uint64_t event_rate(Counter *c)
     if ((b->mutants & M_COUNTERS_SWAPPED) && index < 2) {
         index ^= 1;
     }
-    return key_rate(EVENT_BASE, 97 * e + 41 * index + 29 * b->rid);
+    return key_rate_at(EVENT_BASE, 97 * e + 41 * index + 29 * b->rid, clock ? 0.5 : 0);
 }
 
 /* What `events` at `rate` a second amount to over `ns`, exactly. */
