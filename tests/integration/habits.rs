@@ -672,3 +672,42 @@ fn every_100_ms_interval_is_right_or_marked() {
         );
     }
 }
+
+/// `-I` takes milliseconds, at least 10, as perf's does; a shorter one or a unit is
+/// refused saying the minimum in milliseconds (not a range up to 2^64 - 1), before
+/// anything is counted.
+#[test]
+fn an_interval_below_10_ms_is_refused_saying_the_minimum() {
+    for (arg, says) in [
+        (
+            "5",
+            "the shortest interval is 10 ms (as perf stat's); '5' is 5 ms: give -I 10 or more",
+        ),
+        (
+            "1s",
+            "-I takes a whole number of milliseconds (as perf stat -I), not '1s'",
+        ),
+    ] {
+        let out = bfperf()
+            .args([
+                "--sim", "bf3", "stat", "-I", arg, "-e", "llt/0x1/", "--", "true",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "-I {arg}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "-I {arg}: {err}");
+        assert!(!err.contains("18446744073709551615"), "{err}");
+    }
+    succeeded(&[
+        "--sim",
+        "bf3",
+        "stat",
+        "-I",
+        "10",
+        "-e",
+        "llt/0x1/",
+        "--duration",
+        "30ms",
+    ]);
+}

@@ -43,7 +43,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "TIME", value_parser = parse_duration, conflicts_with = "command")]
     duration: Option<std::time::Duration>,
     /// Print counts every MS milliseconds
-    #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = clap::value_parser!(u64).range(10..))]
+    #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = interval_ms)]
     interval: Option<u64>,
     /// Repeat the measurement N times and show the mean and its spread
     #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -137,6 +137,19 @@ pub(crate) struct Args {
 /// The writer lock, or — when a long-running bfperf (the exporter) owns the device
 /// and listens beside the lock — a measurement it counts for this one. Only the
 /// device's blocks need either; perf events alone need neither.
+/// `-I MS`: milliseconds, at least 10, as perf takes them.
+fn interval_ms(text: &str) -> std::result::Result<u64, String> {
+    let ms: u64 = text.parse().map_err(|_| {
+        format!("-I takes a whole number of milliseconds (as perf stat -I), not '{text}'")
+    })?;
+    if ms < 10 {
+        return Err(format!(
+            "the shortest interval is 10 ms (as perf stat's); '{text}' is {ms} ms: give -I 10 or more"
+        ));
+    }
+    Ok(ms)
+}
+
 fn writer_or_client<'d>(
     global: &Global,
     device: &'d crate::device::Device,
