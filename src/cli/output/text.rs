@@ -62,11 +62,16 @@ pub(crate) fn readable(x: f64, unit: &str) -> (String, String) {
         return (group_f(x), unit.to_string());
     };
     let v = x * factor;
-    let (p, f) = PREFIXES
+    let mut i = PREFIXES
         .iter()
-        .rev()
-        .find(|(_, f)| v.abs() >= *f)
-        .unwrap_or(&PREFIXES[0]);
+        .rposition(|(_, f)| v.abs() >= *f)
+        .unwrap_or(0);
+    // Rounded as shown first: a value that rounds up to 1000 of its prefix reads
+    // `1.00 GB/s`, not `1000.00 MB/s`.
+    if i + 1 < PREFIXES.len() && (v.abs() / PREFIXES[i].1 * 100.0).round() >= 100_000.0 {
+        i += 1;
+    }
+    let (p, f) = PREFIXES[i];
     (format!("{:.2}", v / f), format!("{p}{base}"))
 }
 
@@ -127,6 +132,13 @@ mod tests {
         assert_eq!(readable(2000.0, "MHz"), ("2.00".into(), "GHz".into()));
         assert_eq!(readable(75.0, "%"), ("75.00".into(), "%".into()));
         assert_eq!(readable(256.0, "B"), ("256.00".into(), "B".into()));
+        // Rounded first, then the unit chosen (perf's habit): 0.99999769 GB/s.
+        assert_eq!(readable(0.99999769, "GB/s"), ("1.00".into(), "GB/s".into()));
+        assert_eq!(readable(0.999994, "GB/s"), ("999.99".into(), "MB/s".into()));
+        assert_eq!(
+            readable(-0.9999977, "GB/s"),
+            ("-1.00".into(), "GB/s".into())
+        );
     }
 
     #[test]
