@@ -711,3 +711,77 @@ fn an_interval_below_10_ms_is_refused_saying_the_minimum() {
         "30ms",
     ]);
 }
+
+/// `-r N --json` ends with the metrics of the mean, as the table shows them (and
+/// `--format csv` alike): `record: metric, of: mean`, the mean of the runs' values,
+/// and right against the simulator's rate.
+#[test]
+fn repeated_runs_give_the_mean_metrics_in_json_and_csv() {
+    let out = succeeded(&[
+        "--sim",
+        "bf3",
+        "stat",
+        "-r",
+        "3",
+        "--json",
+        "-o",
+        "-",
+        "-M",
+        "ddr",
+        "--duration",
+        "200ms",
+    ]);
+    let records: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |of: &str| -> Vec<f64> {
+        records
+            .iter()
+            .filter(|r| {
+                r["record"] == "metric" && r["of"] == of && r["metric"] == "ddr_read_bandwidth"
+            })
+            .map(|r| r["value"].as_f64().unwrap())
+            .collect()
+    };
+    let (totals, mean) = (of("total"), of("mean"));
+    assert_eq!((totals.len(), mean.len()), (3, 1), "{records:?}");
+    let avg = totals.iter().sum::<f64>() / 3.0;
+    assert!(
+        (mean[0] - avg).abs() / avg < 1e-4,
+        "mean {} of {totals:?}",
+        mean[0]
+    );
+    let truth = ddr_read_truth();
+    assert!(
+        (mean[0] - truth).abs() / truth < 0.01,
+        "mean {} against {truth}",
+        mean[0]
+    );
+    // The mean comes before the end record.
+    let end = records.iter().position(|r| r["record"] == "end").unwrap();
+    let last_mean = records.iter().rposition(|r| r["of"] == "mean").unwrap();
+    assert!(last_mean < end);
+
+    let out = succeeded(&[
+        "--sim",
+        "bf3",
+        "stat",
+        "-r",
+        "2",
+        "--format",
+        "csv",
+        "-o",
+        "-",
+        "-M",
+        "ddr",
+        "--duration",
+        "100ms",
+    ]);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let means: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.starts_with("metric,") && l.ends_with(",mean"))
+        .collect();
+    assert_eq!(means.len(), 3, "{csv}");
+}

@@ -106,7 +106,8 @@ struct Line<'a> {
 #[derive(Serialize)]
 struct MetricLine<'a> {
     record: &'static str,
-    /// What the metric is computed over: `interval` or `total` (a run).
+    /// What the metric is computed over: `interval`, `total` (a run) or `mean` (the
+    /// mean over -r runs).
     of: &'static str,
     run: Option<u32>,
     time_s: Option<f64>,
@@ -737,6 +738,10 @@ impl<'w> StatWriter<'w> {
             let line = self.mean_line(c, *sd);
             self.ndjson(&line)?;
         }
+        // The metrics of the mean, as the table shows them with -r.
+        if runs.len() > 1 {
+            self.metrics("mean", None, None, &mean_metrics(metrics))?;
+        }
         #[derive(Serialize)]
         struct End<'a> {
             record: &'static str,
@@ -773,6 +778,9 @@ impl<'w> StatWriter<'w> {
         self.csv_rows(&lines)?;
         for (r, m) in runs.iter().zip(metrics) {
             self.csv_metrics("total", Some(r.run), Some(r.elapsed_s), m)?;
+        }
+        if runs.len() > 1 {
+            self.csv_metrics("mean", None, None, &mean_metrics(metrics))?;
         }
         Ok(())
     }
