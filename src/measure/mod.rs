@@ -384,13 +384,17 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
     // A sum of one block is named for that block (`tile2`, not `tile`, which reads
     // as every tile), with its counter.
     let mut first: Vec<(String, Option<u32>)> = Vec::new();
+    // Each sum's blocks' reasons, to be said once for the blocks that share one.
+    let mut reasons: Vec<Vec<(String, String)>> = Vec::new();
     for c in counts {
+        let reason = c.invalid.clone().map(|w| (c.block.clone(), w));
         match out
-            .iter_mut()
-            .find(|o| o.kind == c.kind && o.event == c.event)
+            .iter()
+            .position(|o| o.kind == c.kind && o.event == c.event)
         {
-            Some(o) => {
+            Some(i) => {
                 // A sum missing a block's count is no count.
+                let o = &mut out[i];
                 o.blocks += 1;
                 o.value = o.value.zip(c.value).map(|(a, b)| a + b);
                 o.counted &= c.counted;
@@ -398,36 +402,47 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
                 o.coverage = o.coverage.min(c.coverage);
                 o.valid &= c.valid;
                 o.supported &= c.supported;
-                if o.invalid.is_none() {
-                    o.invalid = c.invalid.as_ref().map(|w| format!("{}: {w}", c.block));
-                }
+                reasons[i].extend(reason);
             }
             None => {
                 first.push((c.block.clone(), c.counter));
+                reasons.push(reason.into_iter().collect());
                 out.push(Count {
                     block: c.kind.as_str().to_string(),
                     counter: None,
-                    invalid: c.invalid.as_ref().map(|w| format!("{}: {w}", c.block)),
                     ..c.clone()
                 })
             }
         }
     }
-    for (o, (block, counter)) in out.iter_mut().zip(first) {
+    for ((o, (block, counter)), why) in out.iter_mut().zip(first).zip(reasons) {
+        o.invalid = reasons_of(&why, o.blocks);
         if o.blocks == 1 {
-            o.invalid = invalid_of_one(o.invalid.take(), &block);
             (o.block, o.counter) = (block, counter);
         }
     }
     out
 }
 
-/// A one-block sum's reason, without the block's name its label now has.
-fn invalid_of_one(invalid: Option<String>, block: &str) -> Option<String> {
-    invalid.map(|w| {
-        w.strip_prefix(&format!("{block}: "))
-            .map_or(w.clone(), str::to_string)
-    })
+/// A sum's reason from its blocks' (block, reason) pairs: each reason once, after the
+/// blocks that gave it (`mss0, mss2: …`), or alone when every block of the sum gave
+/// it (a one-block sum's label already names its block).
+fn reasons_of(why: &[(String, String)], blocks: usize) -> Option<String> {
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+    for (block, reason) in why {
+        match groups.iter_mut().find(|(_, r)| r == reason) {
+            Some((bs, _)) => bs.push(block),
+            None => groups.push((vec![block], reason)),
+        }
+    }
+    let said: Vec<String> = groups
+        .iter()
+        .map(|(bs, r)| match bs.len() == blocks {
+            true => r.to_string(),
+            false => format!("{}: {r}", bs.join(", ")),
+        })
+        .collect();
+    (!said.is_empty()).then(|| said.join("; "))
 }
 
 /// The counts of one interval (`-I`), from the start of the run.
@@ -1185,6 +1200,29 @@ pub(crate) fn measure_via<'d>(
 #[cfg(test)]
 mod tests {
     use super::next_deadline;
+
+    #[test]
+    fn a_sum_says_each_reason_once_naming_the_blocks_only_where_not_all_gave_it() {
+        let pair = |b: &str, r: &str| (b.to_string(), r.to_string());
+        let why = [
+            pair("mss0", "counting enabled 1.0 s of 1.5 s"),
+            pair("mss1", "counting enabled 1.0 s of 1.5 s"),
+        ];
+        assert_eq!(
+            super::reasons_of(&why, 2).as_deref(),
+            Some("counting enabled 1.0 s of 1.5 s")
+        );
+        assert_eq!(
+            super::reasons_of(&why[..1], 2).as_deref(),
+            Some("mss0: counting enabled 1.0 s of 1.5 s")
+        );
+        let mixed = [pair("tile0", "a"), pair("tile1", "b"), pair("tile2", "a")];
+        assert_eq!(
+            super::reasons_of(&mixed, 4).as_deref(),
+            Some("tile0, tile2: a; tile1: b")
+        );
+        assert_eq!(super::reasons_of(&[], 3), None);
+    }
 
     #[test]
     fn a_late_tick_lengthens_the_next_interval_and_never_leaves_a_sliver() {

@@ -785,3 +785,19 @@ fn repeated_runs_give_the_mean_metrics_in_json_and_csv() {
         .collect();
     assert_eq!(means.len(), 3, "{csv}");
 }
+
+/// A summed row's note says a reason every block shares once, naming no block (it
+/// named the first block, as if only it had been delayed).
+#[test]
+fn a_summed_row_says_a_shared_reason_without_naming_one_block() {
+    let out = succeeded(&[
+        "--sim", "bf3", "stat", "-D", "200", "-e", "mss/0x1/", "--", "sleep", "0.5",
+    ]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("mss (2 blocks)"))
+        .unwrap_or_else(|| panic!("no mss row:\n{text}"));
+    assert!(row.contains("counting enabled"), "{row}");
+    assert!(!row.contains("mss0") && !row.contains("mss1"), "{row}");
+}
