@@ -356,7 +356,12 @@ impl<'w> StatWriter<'w> {
                     Shown::Msec(ms) => format!("{ms:.2}"),
                     Shown::Missing(text) => text.into(),
                 });
-                r.push(unit.to_string());
+                // perf leaves the unit empty for a plain count, and names one
+                // only where there is one (`msec`).
+                r.push(match unit {
+                    "events" | "count" => String::new(),
+                    other => other.to_string(),
+                });
                 // perf's own events are named as perf names them (`cycles`, `PMU/EV/`).
                 r.push(self.text(&match c.kind {
                     crate::block::BlockKind::Perf => c.event.clone(),
