@@ -107,6 +107,24 @@ pub(crate) fn wait_serving(e: &mut Running, port: u16) -> Result<(), String> {
     Err(format!("nothing listens on {port} after a minute"))
 }
 
+/// A connection to `port` on loopback, retried while it is refused (a server not
+/// yet listening on a busy machine), for 30 s at most; its reads time out after 20 s.
+pub(crate) fn connect(port: u16) -> TcpStream {
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => {
+                s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                return s;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused && Instant::now() < end => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            Err(e) => panic!("connecting to 127.0.0.1:{port}: {e}"),
+        }
+    }
+}
+
 pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -127,7 +145,7 @@ pub(crate) fn get(port: u16, path: &str, accept: &str) -> (String, String) {
 /// A plain HTTP/1.0 GET on loopback with one more `header` line; returns the
 /// response's head (status line and headers) and its body's bytes.
 fn get_with(port: u16, path: &str, header: &str) -> (String, Vec<u8>) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut s = connect(port);
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
         s,
@@ -185,13 +203,30 @@ impl Drop for Running {
         // SAFETY: signals our own child.
         unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
         let end = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
+        let mut ended = false;
+        while !ended && Instant::now() < end {
+            ended = matches!(self.0.try_wait(), Ok(Some(_)));
+            if !ended {
+                std::thread::sleep(Duration::from_millis(50));
             }
-            std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = self.0.kill();
+        if !ended {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+        // A failing test shows what its exporter said (the last 16 KiB of it).
+        if std::thread::panicking() {
+            if let Some(mut stderr) = self.0.stderr.take() {
+                let mut said = Vec::new();
+                let _ = stderr.read_to_end(&mut said);
+                let tail = &said[said.len().saturating_sub(16 * 1024)..];
+                eprintln!(
+                    "--- the exporter's standard error (pid {}) ---\n{}",
+                    self.0.id(),
+                    String::from_utf8_lossy(tail)
+                );
+            }
+        }
     }
 }
 
@@ -724,7 +759,7 @@ fn raise_nofile() -> u64 {
 /// Writes raw bytes on a new connection and returns the first response line (empty
 /// when the server closed it).
 fn raw(port: u16, bytes: &[u8]) -> String {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut s = connect(port);
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let _ = s.write_all(bytes);
     let mut buf = vec![0u8; 4096];
@@ -808,7 +843,7 @@ fn hostile_clients_never_stop_a_scrape() {
 
     // 2,000 pipelined requests on one connection: a concurrent scrape answers
     // within 1 s, and every pipelined request gets its answer.
-    let mut pipe = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut pipe = connect(port);
     let request = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
     let all: Vec<u8> = request
         .iter()
@@ -1222,12 +1257,6 @@ fn keep_alive_get(s: &mut TcpStream, user_pass: &str) -> Option<(u16, bool)> {
     let mut body = vec![0u8; length];
     s.read_exact(&mut body).ok()?;
     Some((status, head.contains("connection: close")))
-}
-
-fn connect(port: u16) -> TcpStream {
-    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    s
 }
 
 /// A connection from another client: 127.0.0.2 (any 127/8 address is this machine).

@@ -71,8 +71,14 @@ pub(super) struct Exposition {
 /// Binds `addr` now (so that an error is said before the device is touched) and
 /// serves it from a thread of its own, with TLS and authentication as `web` says;
 /// scrapes arrive on the returned channel.
-pub(super) fn serve(addr: SocketAddr, web: Web) -> std::io::Result<mpsc::Receiver<Scrape>> {
+/// Returns the scrapes to answer and the address bound (port 0 takes a free one,
+/// which it tells).
+pub(super) fn serve(
+    addr: SocketAddr,
+    web: Web,
+) -> std::io::Result<(mpsc::Receiver<Scrape>, SocketAddr)> {
     let listener = std::net::TcpListener::bind(addr)?;
+    let bound = listener.local_addr()?;
     listener.set_nonblocking(true)?;
     let (tx, rx) = mpsc::channel();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -82,7 +88,7 @@ pub(super) fn serve(addr: SocketAddr, web: Web) -> std::io::Result<mpsc::Receive
     std::thread::Builder::new()
         .name("bfperf-http".into())
         .spawn(move || runtime.block_on(accept_loop(listener, tx, Arc::new(web))))?;
-    Ok(rx)
+    Ok((rx, bound))
 }
 
 /// What a connection is doing, from the first to be closed to make room to the

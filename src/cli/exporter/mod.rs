@@ -345,12 +345,13 @@ fn http_loop(r: &mut Running, sig: &Signals, web: web::Web) -> Result<()> {
         }
     }
     let scheme = if web.tls.is_some() { "https" } else { "http" };
-    let scrapes = http::serve(parsed, web).map_err(|err| Error::File {
+    let (scrapes, bound) = http::serve(parsed, web).map_err(|err| Error::File {
         what: "cannot listen on",
         path: addr.clone().into(),
         source: err,
     })?;
-    diag(&format!("serving {scheme}://{addr}/metrics"));
+    // The address bound: with port 0 (`--listen 127.0.0.1:0`), the one the kernel chose.
+    diag(&format!("serving {scheme}://{bound}/metrics"));
     let mut last: Option<Arc<http::Exposition>> = None;
     loop {
         if r.between(sig)? {
