@@ -2778,3 +2778,32 @@ fn the_log_is_logfmt_or_json_with_levels_and_no_time_under_journald() {
         "{journald}"
     );
 }
+
+/// `--listen 127.0.0.1:0` takes a port the kernel chooses and says which, so that a
+/// server needs no port found free beforehand (which another can take first).
+#[test]
+fn an_exporter_on_port_0_says_the_port_it_took_and_serves_there() {
+    use std::io::BufRead;
+    let mut child = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+        .args(["--sim", "bf3", "exporter", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let port: u16 = loop {
+        let line = lines
+            .next()
+            .expect("the exporter ended before serving")
+            .unwrap();
+        if let Some(rest) = line.split("serving http://127.0.0.1:").nth(1) {
+            break rest.split('/').next().unwrap().parse().unwrap();
+        }
+    };
+    let e = Running(child);
+    assert_ne!(port, 0);
+    let (status, body) = get(port, "/metrics", "text/plain");
+    assert!(status.contains("200"), "{status}");
+    assert!(body.contains("bfperf_up 1"), "{body}");
+    drop(e);
+}
