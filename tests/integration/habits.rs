@@ -717,20 +717,11 @@ fn an_interval_below_10_ms_is_refused_saying_the_minimum() {
 /// and right against the simulator's rate.
 #[test]
 fn repeated_runs_give_the_mean_metrics_in_json_and_csv() {
-    let out = succeeded(&[
-        "--sim",
-        "bf3",
-        "stat",
-        "-r",
-        "3",
-        "--json",
-        "-o",
-        "-",
-        "-M",
-        "ddr",
-        "--duration",
-        "200ms",
-    ]);
+    let out = succeeded(
+        &"--sim bf3 stat -r 3 --json -o - -M ddr --duration 200ms"
+            .split(' ')
+            .collect::<Vec<_>>(),
+    );
     let records: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -763,21 +754,11 @@ fn repeated_runs_give_the_mean_metrics_in_json_and_csv() {
     let last_mean = records.iter().rposition(|r| r["of"] == "mean").unwrap();
     assert!(last_mean < end);
 
-    let out = succeeded(&[
-        "--sim",
-        "bf3",
-        "stat",
-        "-r",
-        "2",
-        "--format",
-        "csv",
-        "-o",
-        "-",
-        "-M",
-        "ddr",
-        "--duration",
-        "100ms",
-    ]);
+    let out = succeeded(
+        &"--sim bf3 stat -r 2 --format csv -o - -M ddr --duration 100ms"
+            .split(' ')
+            .collect::<Vec<_>>(),
+    );
     let csv = String::from_utf8_lossy(&out.stdout);
     let means: Vec<&str> = csv
         .lines()
