@@ -134,9 +134,6 @@ pub(crate) struct Args {
     command: Vec<String>,
 }
 
-/// The writer lock, or — when a long-running bfperf (the exporter) owns the device
-/// and listens beside the lock — a measurement it counts for this one. Only the
-/// device's blocks need either; perf events alone need neither.
 /// `-I MS`: milliseconds, at least 10, as perf takes them.
 fn interval_ms(text: &str) -> std::result::Result<u64, String> {
     let ms: u64 = text.parse().map_err(|_| {
@@ -150,6 +147,9 @@ fn interval_ms(text: &str) -> std::result::Result<u64, String> {
     Ok(ms)
 }
 
+/// The writer lock, or — when a long-running bfperf (the exporter) owns the device
+/// and listens beside the lock — a measurement it counts for this one. Only the
+/// device's blocks need either; perf events alone need neither.
 fn writer_or_client<'d>(
     global: &Global,
     device: &'d crate::device::Device,
