@@ -242,41 +242,36 @@ pub(crate) fn parse_page_size(text: &str) -> Result<usize, String> {
         })
 }
 
-/// A BlueField PMC the firmware's ACPI tables describe, and whether a driver took it.
+/// A device the firmware's ACPI tables describe, and whether a driver took it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FirmwarePmc {
-    /// The ACPI device's name (`MLNXBFD1:00`).
+pub(crate) struct FirmwareDevice {
+    /// The ACPI device's name (`MLNXBFD1:00`): its HID and instance.
     pub(crate) name: String,
-    /// Its generation (`BlueField-2`).
-    pub(crate) generation: &'static str,
     /// A driver is bound to its platform device.
     pub(crate) bound: bool,
 }
 
-/// What the system says of the PMC when no hwmon device is named bfperf: the PMCs
-/// the firmware describes (None where the sysfs root has no ACPI bus: not an ACPI
-/// system, or a copied tree), and whether the mlxbf-pmc driver is loaded.
-pub(crate) fn pmc_firmware(root: &Path) -> (Option<Vec<FirmwarePmc>>, bool) {
+/// What the system says of the PMC when no hwmon device is named bfperf: the
+/// devices the firmware describes with one of `hids` (None where the sysfs root has
+/// no ACPI bus: not an ACPI system, or a copied tree), and whether the mlxbf-pmc
+/// driver is loaded.
+pub(crate) fn pmc_firmware(root: &Path, hids: &[&str]) -> (Option<Vec<FirmwareDevice>>, bool) {
     let loaded = root.join(layout::PMC_DRIVER).is_dir();
     let Ok(entries) = std::fs::read_dir(root.join(layout::ACPI_DEVICES)) else {
         return (None, loaded);
     };
-    let mut found: Vec<FirmwarePmc> = entries
+    let mut found: Vec<FirmwareDevice> = entries
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let (_, generation) = layout::PMC_HIDS
-                .iter()
-                .find(|(hid, _)| name.starts_with(&format!("{hid}:")))?;
-            let bound = e
-                .path()
-                .join(layout::PHYSICAL_NODE)
-                .join(layout::DRIVER_LINK)
-                .exists();
-            Some(FirmwarePmc {
+            let hid = name.split(':').next()?;
+            hids.contains(&hid).then(|| FirmwareDevice {
+                bound: e
+                    .path()
+                    .join(layout::PHYSICAL_NODE)
+                    .join(layout::DRIVER_LINK)
+                    .exists(),
                 name,
-                generation,
-                bound,
             })
         })
         .collect();
@@ -304,13 +299,6 @@ pub(crate) mod layout {
     pub(crate) const DRIVER_LINK: &str = "driver";
     /// The mlxbf-pmc driver, present while its module is loaded.
     pub(crate) const PMC_DRIVER: &str = "bus/platform/drivers/mlxbf-pmc";
-    /// The ACPI HIDs of the BlueField PMC and their generations, as the driver's
-    /// `mlxbf_pmc_acpi_ids` table has them.
-    pub(crate) const PMC_HIDS: &[(&str, &str)] = &[
-        ("MLNXBFD0", "BlueField-1"),
-        ("MLNXBFD1", "BlueField-2"),
-        ("MLNXBFD2", "BlueField-3"),
-    ];
     /// Entries of the device directory that are not blocks.
     pub(crate) const NON_BLOCKS: &[&str] = &["power", "device", "subsystem", "of_node", "driver"];
 

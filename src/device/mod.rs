@@ -53,19 +53,29 @@ pub fn discover(sysfs_root: &Path) -> Result<PathBuf> {
 /// whether the driver took it, and what to do.
 fn why_no_device(sysfs_root: &Path) -> String {
     let simulated = "not on a DPU? try a simulated one: --sim bf3";
-    let (firmware, loaded) = crate::sysfs::pmc_firmware(sysfs_root);
+    let hids: Vec<&str> = [Generation::Bf1, Generation::Bf2, Generation::Bf3]
+        .iter()
+        .filter_map(|g| g.acpi_hid())
+        .collect();
+    let (firmware, loaded) = crate::sysfs::pmc_firmware(sysfs_root, &hids);
     let Some(firmware) = firmware else {
         return format!(
             "the mlxbf-pmc driver may not be loaded: try `modprobe mlxbf-pmc` ({simulated})"
         );
     };
     let Some(pmc) = firmware.iter().find(|p| !p.bound).or(firmware.first()) else {
-        return format!("the firmware's ACPI tables describe no BlueField PMC (no MLNXBFD0, MLNXBFD1 or MLNXBFD2 device under {}): {simulated}",
-            sysfs_root.join(crate::sysfs::layout::ACPI_DEVICES).display());
+        return format!(
+            "the firmware's ACPI tables describe no BlueField PMC (no {} or {} device under {}): {simulated}",
+            hids[..hids.len() - 1].join(", "),
+            hids[hids.len() - 1],
+            sysfs_root.join(crate::sysfs::layout::ACPI_DEVICES).display()
+        );
     };
+    let generation = Generation::from_acpi_text(&pmc.name).unwrap_or(Generation::Unknown);
     let described = format!(
         "the firmware describes a {} PMC ({})",
-        pmc.generation, pmc.name
+        generation.label(),
+        pmc.name
     );
     if !loaded {
         format!("{described}, but the mlxbf-pmc driver is not loaded: try `modprobe mlxbf-pmc`")
