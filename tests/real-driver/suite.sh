@@ -96,22 +96,21 @@ second_of() { for d in "$dev"/*/; do basename "$d"; done | sort -V | awk -v f="$
   { k = $1; sub(/[0-9]+$/, "", k) } $1 == f { want = k; next } want != "" && k == want { print $1; exit }'; }
 counted=""
 
-# choose BLOCK SECOND C1 C2 [CLOCKKEY]: two events, E1 for counter C1 (and SECOND's
-# counter 0) and E2 for counter C2, whose keys are the suite's alone (CLOCKKEY taken
-# too), event 0 first where the table names it (a real event), then from the highest
+# choose BLOCK SECOND C1 C2: two events, E1 for counter C1 (and SECOND's counter 0)
+# and E2 for counter C2, whose keys are the suite's alone (cycles' keys, odd half
+# steps, never meet an event's), event 0 first where the table names it (a real event), then from the highest
 # number down; and two others, P1 and P2, to pre-program. Prints `E1 NAME1 E2 NAME2
 # P1 P2` or nothing.
 choose() {
-  blk=$1 second=$2 c1=$3 c2=$4 clock=$5 max=254
+  blk=$1 second=$2 c1=$3 c2=$4 max=254
   [ "$(echo "$blk" | sed 's/[0-9]*$//')" = l3cachehalf ] && max=63
   r=$(place "$blk") r2=$(place "${second:-$blk}")
   events "$blk" | awk -v m=$max '$1 <= m && $2 != "DISABLE"' | sort -n | awk -v r="$r" -v r2="$r2" \
-    -v c1="$c1" -v c2="$c2" -v second="$second" -v clock="$clock" -v keys="$(tr '\n' ' ' </tmp/keys.event)" '
+    -v c1="$c1" -v c2="$c2" -v second="$second" -v keys="$(tr '\n' ' ' </tmp/keys.event)" '
     BEGIN { split(keys, k); for (i in k) used[k[i]] = 1 }
     { n[++count] = $1; name[count] = $2 }
     function key(r, c, e) { return 2 * ((97 * e + 41 * c + 29 * r) % 128) }
     END {
-      if (clock != "") used[clock] = 1
       # Event 0 first (where it is an event), then down from the highest.
       for (i = 1; i <= count; i++) order[i] = (n[1] == 0) ? (i == 1 ? 1 : count - i + 2) : count - i + 1
       for (i = 1; i <= count; i++) {
@@ -141,7 +140,7 @@ counter_kind() {
   if [ -f "$dev/$blk/count_clock" ] && [ "$counters" -ge 3 ] && free event "$(half "$(event_key "$blk" 0 256)" 1)"; then
     clock=$(half "$(event_key "$blk" 0 256)" 1) c1=1 c2=2
   fi
-  set -- $(choose "$blk" "$second" "$c1" "$c2" "$clock")
+  set -- $(choose "$blk" "$second" "$c1" "$c2")
   [ $# = 6 ] || { skip "$blk" "no two events whose rates are the suite's alone"; return; }
   n1=$1 name1=$2 n2=$3 name2=$4 p1=$5 p2=$6
   hex2=$(printf '0x%x' "$n2")
