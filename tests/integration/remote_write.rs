@@ -80,6 +80,11 @@ fn times(port: u16, series: &str, range: &str) -> Vec<f64> {
         .unwrap_or_default()
 }
 
+/// The longest time between two neighbouring sample times.
+fn largest_gap(times: &[f64]) -> f64 {
+    times.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max)
+}
+
 fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
     let end = Instant::now() + limit;
     while !ok() {
@@ -140,7 +145,7 @@ fn remote_write_gives_the_simulators_rates_and_a_receiver_outage_loses_only_what
     });
     // The large queue: every push of the outage arrived, nothing dropped.
     let big = times(port, "bfperf_up{instance=\"big\"}", "90s");
-    let gap = big.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+    let gap = largest_gap(&big);
     assert!(
         gap < 2.0,
         "a gap of {gap} s in the large queue's pushes: {big:?}"
@@ -178,10 +183,7 @@ fn remote_write_gives_the_simulators_rates_and_a_receiver_outage_loses_only_what
     // (Within 2 s after it: pushes sampled while the sender waited to try again.)
     let kept = small[i + 1..].iter().filter(|t| **t < back + 2.0).count();
     // And none of them missing: after the gap, no other.
-    let after = small[i + 1..]
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .fold(0.0, f64::max);
+    let after = largest_gap(&small[i + 1..]);
     assert!(
         after < 2.5,
         "a gap of {after} s after the small queue's: {small:?}"
