@@ -38,12 +38,18 @@ impl From<Error> for Failure {
 
 /// A line on standard error, escaped; a closed stderr is ignored, never a panic.
 /// Once a long-running command chose a log format ([`set_log`]), as a log line of
-/// it, at level info (warn for a line that starts `warning: `).
+/// it, at level info (warn for a line that starts `warning: `, error for one that
+/// starts `error: `).
 pub(crate) fn diag(line: &str) {
-    match line.strip_prefix("warning: ") {
-        Some(rest) if LOG.get().is_some() => log(Level::Warn, rest),
-        _ => log(Level::Info, line),
+    if LOG.get().is_some() {
+        if let Some(rest) = line.strip_prefix("warning: ") {
+            return log(Level::Warn, rest);
+        }
+        if let Some(rest) = line.strip_prefix("error: ") {
+            return log(Level::Error, rest);
+        }
     }
+    log(Level::Info, line)
 }
 
 /// How serious a log line is, least first.

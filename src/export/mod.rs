@@ -620,6 +620,36 @@ impl<'d> Exporter<'d> {
         &self.set
     }
 
+    /// The device went away and was found again in another place (a driver loaded
+    /// again): nothing can be put back where it was. Drops the old place's journal
+    /// and returns what the device held before the exporter programmed it, for
+    /// [`Exporter::inherit`] at the new place.
+    pub fn forsake(self) -> Vec<Saved> {
+        if let Some(j) = self.journal {
+            let _ = j.remove();
+        }
+        self.saved
+    }
+
+    /// At stop, puts back `earlier` (what the device held before the exporter first
+    /// programmed it, at the place it was lost) rather than what this start found,
+    /// block by block: the device found in another place is the same hardware, and
+    /// may still hold the exporter's own programming. The journal records it.
+    pub fn inherit(&mut self, earlier: Vec<Saved>) -> Result<()> {
+        for s in &mut self.saved {
+            if let Some(e) = earlier
+                .iter()
+                .find(|e| e.block == s.block && e.same_counters(s))
+            {
+                *s = e.clone();
+            }
+        }
+        if self.journal.is_some() {
+            self.journal = Some(journal::write(self.device, &self.saved)?);
+        }
+        Ok(())
+    }
+
     /// Puts the device back as it was, and drops the journal.
     pub fn stop(mut self) -> Result<()> {
         let clients = self.release_all();

@@ -29,6 +29,18 @@ pub struct Saved {
     stop_number: u32,
 }
 
+impl Saved {
+    /// Whether `other` records the same counters of its block.
+    pub fn same_counters(&self, other: &Saved) -> bool {
+        self.events.len() == other.events.len()
+            && self
+                .events
+                .iter()
+                .zip(&other.events)
+                .all(|(a, b)| a.0 == b.0)
+    }
+}
+
 /// The `count_clock` mask each block had, for [`Sampler::open`]: the bits of
 /// counters a measurement does not use are kept as they were.
 ///

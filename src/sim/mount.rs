@@ -450,16 +450,15 @@ impl Filesystem for SimFs {
     }
 }
 
-/// Mounts the simulator at `dir` and serves it until SIGINT or SIGTERM (or until it is
-/// unmounted from outside), then unmounts.
-pub fn serve(sim: Arc<Sim>, dir: &Path) -> Result<()> {
+/// Mounts the simulator at `dir`, laid out as `layout` says, and serves it until
+/// SIGINT or SIGTERM (or until it is unmounted from outside), then unmounts.
+pub fn serve(sim: Arc<Sim>, dir: &Path, layout: SysfsRootLayout) -> Result<()> {
     let file_err = |what: &'static str, source| Error::File {
         what,
         path: dir.to_path_buf(),
         source,
     };
     std::fs::create_dir_all(dir).map_err(|e| file_err("cannot create the mount point", e))?;
-    let layout = SysfsRootLayout::default();
     let label = sim.location();
     let fs = SimFs::new(sim, layout).map_err(|e| file_err("cannot build the tree for", e))?;
 

@@ -313,8 +313,16 @@ impl Mount {
     /// The configuration files (events, enable, count_clock) of a block, to prove a
     /// rejected command changed nothing.
     pub fn config(&self, block: &str) -> Vec<(String, String)> {
+        block_config(&self.device(), block)
+    }
+}
+
+/// The configuration files (events, enable, count_clock) of `block` of the device
+/// at `device`.
+pub fn block_config(device: &Path, block: &str) -> Vec<(String, String)> {
+    {
         let mut out = Vec::new();
-        let mut names: Vec<String> = fs::read_dir(self.device().join(block))
+        let mut names: Vec<String> = fs::read_dir(device.join(block))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|n| {
@@ -323,7 +331,7 @@ impl Mount {
             .collect();
         names.sort();
         for n in names {
-            let v = fs::read_to_string(self.device().join(block).join(&n))
+            let v = fs::read_to_string(device.join(block).join(&n))
                 .unwrap_or_else(|e| format!("error: {e}"));
             out.push((n, v));
         }
@@ -373,13 +381,19 @@ impl Mount {
     /// The device comes back where it was lost ([`Mount::lose`]): the dead mount
     /// undone, a new simulator of generation `gen` mounted at the same path.
     pub fn revive(&mut self, gen: &str) {
+        self.revive_at(gen, 3)
+    }
+
+    /// As [`Mount::revive`], the device under `hwmon{hwmon}` this time (a driver
+    /// loaded again takes a new number).
+    pub fn revive_at(&mut self, gen: &str, hwmon: u32) {
         assert!(self.lost, "revive a lost mount");
         let _ = std::process::Command::new("umount")
             .arg("-l")
             .arg(self.dir.path())
             .status();
         self.child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("bfperf"))
-            .args(["sim", "mount", "--gen", gen])
+            .args(["sim", "mount", "--gen", gen, "--hwmon", &hwmon.to_string()])
             .arg(self.dir.path())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -387,7 +401,7 @@ impl Mount {
             .spawn()
             .unwrap();
         self.lost = false;
-        let name = self.device().join("name");
+        let name = self.root().join(format!("class/hwmon/hwmon{hwmon}/name"));
         for _ in 0..600 {
             if name.exists() {
                 return;

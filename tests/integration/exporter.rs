@@ -1175,6 +1175,7 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
     for (name, block, kind_level, expected) in &want {
         let q = rule(name, block, *kind_level);
         let got = prometheus_query(prom_port, &q).unwrap_or_else(|| panic!("no value for {q}"));
+        eprintln!("RATIO {q} {:.5}", got / expected);
         prometheus_close(got, *expected, &format!("{q} against stat"));
     }
     // The dashboard: every query returns data, its variables standing for everything.
@@ -2535,6 +2536,7 @@ fn a_lost_device_reads_up_0_its_series_left_out_is_logged_once_and_found_again()
     };
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "events = [\"default\"]\n");
+    let fresh = m.config("llt0");
     let log = dir.path().join("exporter.log");
     // A state directory of its own: the journal of a device that cannot be put
     // back stays, and must not meet another test's device.
@@ -2568,7 +2570,7 @@ fn a_lost_device_reads_up_0_its_series_left_out_is_logged_once_and_found_again()
             break;
         }
     }
-    let _e = e.expect("the exporter never served");
+    let mut e = e.expect("the exporter never served");
     let (_, before) = get(port, "/metrics", "text/plain");
     assert_eq!(sample(&before, "bfperf_up", &[]), 1.0);
     assert!(before.contains("bfperf_events_total{"), "{before}");
@@ -2602,6 +2604,59 @@ fn a_lost_device_reads_up_0_its_series_left_out_is_logged_once_and_found_again()
     }
     let logged = std::fs::read_to_string(&log).unwrap();
     assert_eq!(logged.matches("answers again").count(), 1, "{logged}");
+    // Lost again, and back under another hwmonN, as a driver loaded again: found
+    // there and programmed there, its series a counter reset.
+    let total = |body: &str| sample(body, "bfperf_cycles_total", &[("block", "llt0")]);
+    let at = |_| {
+        (
+            Instant::now(),
+            total(&get(port, "/metrics", "text/plain").1),
+        )
+    };
+    let (t0, c0) = at(());
+    std::thread::sleep(Duration::from_secs(1));
+    let (t1, before) = at(());
+    let rate = (before - c0) / (t1 - t0).as_secs_f64();
+    m.lose();
+    std::thread::sleep(Duration::from_secs(2));
+    m.revive_at("3", 7);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let body = loop {
+        let (_, body) = get(port, "/metrics", "text/plain");
+        if sample(&body, "bfperf_up", &[]) == 1.0 && body.contains("bfperf_events_total{") {
+            break body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the device was never found under hwmon7: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // A series that went on would have counted on from `before`; one that
+    // restarted counts from the new programming, 2 s or more after `before`.
+    let went_on = before + rate * t1.elapsed().as_secs_f64();
+    assert!(
+        total(&body) < went_on - rate,
+        "{before} at {rate}/s, then {body}"
+    );
+    let moved = m.root().join("class/hwmon/hwmon7");
+    assert_ne!(
+        std::fs::read_to_string(moved.join("llt0/count_clock"))
+            .unwrap()
+            .trim(),
+        "0",
+        "the exporter did not program the device where it was found"
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains(&format!("answers again at {}", moved.display())),
+        "{logged}"
+    );
+    // At its end the exporter puts the device back where it now is.
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
+    assert!(e.0.wait().unwrap().success(), "{logged}");
+    assert_eq!(block_config(&moved, "llt0"), fresh);
 }
 
 /// What every exporter has: `--version`; the process collector's `process_*`

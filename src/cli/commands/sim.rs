@@ -17,10 +17,14 @@ use crate::sim;
 pub(crate) enum SimCommand {
     /// Serve a simulated device as a FUSE filesystem laid out like /sys, until interrupted
     Mount {
-        /// An empty directory; the device appears at DIR/class/hwmon/hwmon3
+        /// An empty directory; the device appears at DIR/class/hwmon/hwmonN (--hwmon)
         dir: PathBuf,
         #[command(flatten)]
         sim: SimOpts,
+        /// N of the device's hwmonN (a driver loaded again takes a new one); hwmon0
+        /// and hwmon1 are the simulated machine's other devices
+        #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=9999))]
+        hwmon: u32,
     },
     /// Write a simulated device's tree as plain files (how fixtures/ is made)
     Export {
@@ -37,7 +41,7 @@ pub(crate) enum SimCommand {
 /// Serves or exports the simulated device.
 pub(super) fn exec(global: &Global, cmd: SimCommand) -> Result<()> {
     match cmd {
-        SimCommand::Mount { dir, sim: o } => {
+        SimCommand::Mount { dir, sim: o, hwmon } => {
             let c = parse_sim_opts(&o, global)?;
             let device = Arc::new(sim::Sim::with_options(
                 c.gen,
@@ -46,10 +50,10 @@ pub(super) fn exec(global: &Global, cmd: SimCommand) -> Result<()> {
                 &c.options,
             ));
             #[cfg(feature = "sim-mount")]
-            return sim::mount::serve(device, &dir);
+            return sim::mount::serve(device, &dir, sim::SysfsRootLayout { hwmon_index: hwmon });
             #[cfg(not(feature = "sim-mount"))]
             return {
-                let _ = (device, dir);
+                let _ = (device, dir, hwmon);
                 Err(crate::cli::setup::not_built("sim-mount"))
             };
         }

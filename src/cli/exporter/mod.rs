@@ -134,11 +134,10 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     args.listen = args.listen.or(serving.listen.clone());
     args.web_config = args.web_config.or(serving.web_config.clone());
     args.socket_group = args.socket_group.or(serving.socket_group.clone());
-    let group = args
-        .socket_group
-        .as_deref()
-        .map(clients::group_id)
-        .transpose()?;
+    // Checked before the device is touched.
+    if let Some(g) = &args.socket_group {
+        clients::group_id(g)?;
+    }
     let set = load_metrics(global, &[device.generation()])?;
     for s in export::check(&device, &config, &set)?.skipped {
         diag(&format!("warning: skipped {s} (strict = true refuses it)"));
@@ -156,43 +155,119 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         Some(rw) => Some(remote_write::RemoteWrite::check(rw, &config_path)?),
         None => None,
     };
-    let _lock = lock_device(global, &device)?;
+    let sig = signals();
+    let mut server = Serve::Pending(web);
+    let mut pusher = push.map(remote_write::Pusher::start);
+    let mut device = device;
+    let mut config = (config, set);
+    let mut earlier = None;
+    loop {
+        let outcome = run_on(
+            &device,
+            global,
+            &args,
+            (&mut config, &serving, earlier.take()),
+            (&mut pusher, &mut server),
+            &sig,
+        )?;
+        match outcome {
+            Outcome::Stopped(result) => {
+                diag("stopped; the counters are as they were");
+                return result;
+            }
+            Outcome::Moved(found, saved) => {
+                // The old place is gone: what the device held before the exporter
+                // is put back at the new place when the exporter stops.
+                earlier = Some(saved);
+                diag(&format!(
+                    "the device answers again at {} (it was at {}): programming it there (its series start again from 0, a counter reset)",
+                    found.location(),
+                    device.location()
+                ));
+                device = found;
+            }
+        }
+    }
+}
+
+/// How a run on one device ended.
+enum Outcome {
+    /// Asked to stop (or failed): the loop's result, the device put back.
+    Stopped(Result<()>),
+    /// The device was lost and found again in another place (another hwmonN),
+    /// with what it held before the exporter programmed it.
+    Moved(Device, Vec<crate::measure::session::Saved>),
+}
+
+/// What the device held before the exporter first programmed it.
+type Earlier = Option<Vec<crate::measure::session::Saved>>;
+
+/// The exporter on `device` until it stops or the device is found elsewhere: its
+/// lock and clients' socket taken, the loop run, the device put back (as `earlier`
+/// says, when the device was found here after it was lost elsewhere).
+fn run_on(
+    device: &Device,
+    global: &Global,
+    args: &ExporterOptions,
+    (config, serving, earlier): (
+        &mut (ExportConfig, crate::metrics::MetricSet),
+        &Serving,
+        Earlier,
+    ),
+    (pusher, server): (&mut Option<remote_write::Pusher>, &mut Serve),
+    sig: &Signals,
+) -> Result<Outcome> {
+    let _lock = lock_device(global, device)?;
+    let group = args
+        .socket_group
+        .as_deref()
+        .map(clients::group_id)
+        .transpose()?;
     // Clients (stat) count beside the exporter through a socket by the lock.
-    let clients = match lock_path(global, &device)? {
+    let clients = match lock_path(global, device)? {
         Some(lock) => Some(clients::Clients::open(&lock, group)?),
         None => None,
     };
-    let sig = signals();
+    let mut exporter = Exporter::start(device, &config.0, config.1.clone(), monotonic_ns)?;
+    if let Some(earlier) = earlier {
+        if let Err(e) = exporter.inherit(earlier) {
+            let _ = exporter.stop();
+            return Err(e);
+        }
+    }
     let mut running = Running {
-        device: &device,
+        device,
         global,
-        args: &args,
-        exporter: Some(Exporter::start(
-            &device,
-            &config,
-            set.clone(),
-            monotonic_ns,
-        )?),
-        config: (config, set),
-        serving,
+        args,
+        exporter: Some(exporter),
+        config: config.clone(),
+        serving: serving.clone(),
         clients,
-        pusher: push.map(remote_write::Pusher::start),
+        pusher: pusher.take(),
         last_sweep: Instant::now(),
         last_probe: Instant::now(),
         rediscover: (Instant::now(), REDISCOVER_FIRST),
+        moved: None,
     };
     let result = match &args.textfile {
-        Some(path) => textfile_loop(&mut running, path, &sig),
-        None => http_loop(&mut running, &sig, web),
+        Some(path) => textfile_loop(&mut running, path, sig),
+        None => server
+            .started(args)
+            .and_then(|server| http_loop(&mut running, sig, server)),
     };
     drop(running.clients.take());
-    drop(running.pusher.take());
-    let restored = match running.exporter.take() {
-        Some(e) => e.stop(),
-        None => Ok(()),
-    };
-    diag("stopped; the counters are as they were");
-    result.and(restored)
+    *pusher = running.pusher.take();
+    *config = running.config.clone();
+    let exporter = running.exporter.take();
+    Ok(match (result, running.moved.take()) {
+        (Ok(()), Some(found)) => {
+            Outcome::Moved(found, exporter.map(Exporter::forsake).unwrap_or_default())
+        }
+        (result, _) => {
+            let restored = exporter.map_or(Ok(()), Exporter::stop);
+            Outcome::Stopped(result.and(restored))
+        }
+    })
 }
 
 /// One scrape: a sweep, then the exposition in each of `formats`, the remote
@@ -210,7 +285,7 @@ fn swept_families(r: &mut Running) -> Vec<Family> {
     let up = match e.scrape(monotonic_ns()) {
         Ok(()) => true,
         Err(err) => {
-            diag(&format!("sweep failed: {err}"));
+            diag(&format!("warning: sweep failed: {err}"));
             false
         }
     };
@@ -241,6 +316,9 @@ struct Running<'d, 'a> {
     /// While the device cannot be read: when to look for it next, and the wait
     /// after that (doubling to [`REDISCOVER_MOST`]).
     rediscover: (Instant, Duration),
+    /// The device found again in another place (another hwmonN): the run ends, to
+    /// start again there.
+    moved: Option<Device>,
 }
 
 /// How soon a device that cannot be read is looked for, and the longest between
@@ -264,8 +342,33 @@ impl<'d> Running<'d, '_> {
             self.rediscover = (Instant::now(), REDISCOVER_FIRST);
             return true;
         }
+        self.moved = self.found_elsewhere();
         self.rediscover = (Instant::now() + wait, (wait * 2).min(REDISCOVER_MOST));
         false
+    }
+
+    /// The device, found by discovery in another place than the one it was lost
+    /// at (a driver loaded again takes a new hwmonN). Not for a device named by
+    /// `--hwmon`, nor a simulator.
+    fn found_elsewhere(&self) -> Option<Device> {
+        if self.global.device.is_some() || self.global.sim.is_some() {
+            return None;
+        }
+        let dir = crate::device::discover(&self.global.sysfs_root).ok()?;
+        if dir.display().to_string() == self.device.location() {
+            return None;
+        }
+        match open_device(self.global) {
+            Ok(found) if found.location() != self.device.location() => Some(found),
+            Ok(_) => None,
+            Err(e) => {
+                diag(&format!(
+                    "warning: a device appeared at {} but cannot be opened: {e}",
+                    dir.display()
+                ));
+                None
+            }
+        }
     }
 
     fn exporter(&mut self) -> &mut Exporter<'d> {
@@ -281,6 +384,9 @@ impl<'d> Running<'d, '_> {
             return Ok(true);
         }
         let back = self.device_back();
+        if self.moved.is_some() {
+            return Ok(true);
+        }
         if back {
             diag("the device answers again: programming it again (its series start again from 0, a counter reset)");
         }
@@ -305,7 +411,7 @@ impl<'d> Running<'d, '_> {
         if self.last_sweep.elapsed() >= SWEEP {
             let e = self.exporter();
             if let Err(err) = e.sweep(monotonic_ns()) {
-                diag(&format!("sweep failed: {err}"));
+                diag(&format!("warning: sweep failed: {err}"));
             }
             log_events(e);
             self.last_sweep = Instant::now();
@@ -334,25 +440,73 @@ fn listen_addr(args: &ExporterOptions) -> Result<(String, std::net::SocketAddr)>
     Ok((addr, parsed))
 }
 
-fn http_loop(r: &mut Running, sig: &Signals, web: web::Web) -> Result<()> {
-    let (addr, parsed) = listen_addr(r.args)?;
-    if !parsed.ip().is_loopback() {
-        diag(&format!(
-            "listening on {addr}, beyond this machine, as --listen asks"
-        ));
-        if !web.protected() {
-            diag("warning: without --web.config.file (TLS, basic auth) anyone who reaches this address reads the counters");
+/// The HTTP server: not started until the device is first programmed, then kept
+/// (with its port and connections) while the device is lost and found again.
+enum Serve {
+    Pending(web::Web),
+    Started(Server),
+    /// Between the two (a failed start).
+    Gone,
+}
+
+/// A started HTTP server: the scrapes it hands over, and the last exposition.
+struct Server {
+    scrapes: std::sync::mpsc::Receiver<http::Scrape>,
+    addr: String,
+    last: Option<Arc<http::Exposition>>,
+}
+
+impl Serve {
+    /// The server, started the first time it is asked for.
+    fn started(&mut self, args: &ExporterOptions) -> Result<&mut Server> {
+        if let Serve::Pending(_) = self {
+            let Serve::Pending(web) = std::mem::replace(self, Serve::Gone) else {
+                unreachable!()
+            };
+            *self = Serve::Started(Server::start(args, web)?);
+        }
+        match self {
+            Serve::Started(s) => Ok(s),
+            _ => Err(Error::BadOption {
+                problem: "the HTTP server could not be started".to_string(),
+            }),
         }
     }
-    let scheme = if web.tls.is_some() { "https" } else { "http" };
-    let (scrapes, bound) = http::serve(parsed, web).map_err(|err| Error::File {
-        what: "cannot listen on",
-        path: addr.clone().into(),
-        source: err,
-    })?;
-    // The address bound: with port 0 (`--listen 127.0.0.1:0`), the one the kernel chose.
-    diag(&format!("serving {scheme}://{bound}/metrics"));
-    let mut last: Option<Arc<http::Exposition>> = None;
+}
+
+impl Server {
+    fn start(args: &ExporterOptions, web: web::Web) -> Result<Server> {
+        let (addr, parsed) = listen_addr(args)?;
+        if !parsed.ip().is_loopback() {
+            diag(&format!(
+                "listening on {addr}, beyond this machine, as --listen asks"
+            ));
+            if !web.protected() {
+                diag("warning: without --web.config.file (TLS, basic auth) anyone who reaches this address reads the counters");
+            }
+        }
+        let scheme = if web.tls.is_some() { "https" } else { "http" };
+        let (scrapes, bound) = http::serve(parsed, web).map_err(|err| Error::File {
+            what: "cannot listen on",
+            path: addr.clone().into(),
+            source: err,
+        })?;
+        // The address bound: with port 0 (`--listen 127.0.0.1:0`), the one the kernel chose.
+        diag(&format!("serving {scheme}://{bound}/metrics"));
+        Ok(Server {
+            scrapes,
+            addr,
+            last: None,
+        })
+    }
+}
+
+fn http_loop(r: &mut Running, sig: &Signals, server: &mut Server) -> Result<()> {
+    let Server {
+        scrapes,
+        addr,
+        last,
+    } = server;
     loop {
         if r.between(sig)? {
             return Ok(());
@@ -367,7 +521,7 @@ fn http_loop(r: &mut Running, sig: &Signals, web: web::Web) -> Result<()> {
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(Error::File {
                     what: "the HTTP server stopped on",
-                    path: addr.into(),
+                    path: addr.clone().into(),
                     source: std::io::Error::other("its thread ended"),
                 })
             }
@@ -383,7 +537,7 @@ fn http_loop(r: &mut Running, sig: &Signals, web: web::Web) -> Result<()> {
             None => {
                 let e = Arc::new(both_formats(r));
                 r.last_sweep = Instant::now();
-                last = Some(e.clone());
+                *last = Some(e.clone());
                 e
             }
         };
