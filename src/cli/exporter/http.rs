@@ -59,6 +59,8 @@ const INDEX: &str = "<html><head><title>bfperf exporter</title></head><body><h1>
 /// A scrape waiting for the main thread: where to answer.
 pub(super) struct Scrape {
     pub reply: oneshot::Sender<Arc<Exposition>>,
+    /// When its request was read: the moment its values are to be of.
+    pub at: Instant,
 }
 
 /// One sweep's exposition in both formats.
@@ -504,7 +506,8 @@ async fn scrape(
             "the exporter is stopping or busy\n",
         )
     };
-    if scrapes.send(Scrape { reply: tx }).is_err() {
+    let at = Instant::now();
+    if scrapes.send(Scrape { reply: tx, at }).is_err() {
         return unavailable();
     }
     match tokio::time::timeout(SCRAPE_WAIT, rx).await {

@@ -535,8 +535,17 @@ fn http_loop(r: &mut Running, sig: &Signals, server: &mut Server) -> Result<()> 
         let exposition = match fresh {
             Some(e) => e,
             None => {
+                let began = Instant::now();
                 let e = Arc::new(both_formats(r));
                 r.last_sweep = Instant::now();
+                crate::cli::exit::log(
+                    crate::cli::exit::Level::Debug,
+                    &format!(
+                        "scrape: waited {:.1} ms for the sweep, which took {:.1} ms",
+                        (began - first.at).as_secs_f64() * 1e3,
+                        (r.last_sweep - began).as_secs_f64() * 1e3
+                    ),
+                );
                 *last = Some(e.clone());
                 e
             }

@@ -232,12 +232,12 @@ pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
     let mut writer = writer_of(&mut out, format, &a, width, to_terminal);
     let mut output_error: Option<std::io::Error> = None;
     let measuring_a_command = !a.command.is_empty();
-    // A last remainder under half an interval is no line (as perf); totals hold it.
-    // Only the last can be that short: a late tick lengthens the interval after it.
-    let sliver_s = a.interval.map_or(0.0, |ms| ms as f64 / 2000.0);
+    // The remainder after the last whole interval has its line, however short,
+    // as perf prints it; only the last can be under half an interval (a late tick
+    // lengthens the interval after it). An empty one is no line.
     let mut on_interval = |i: &measure::Interval| {
         let printed = match output_error {
-            None if i.span_s < sliver_s => Ok(()),
+            None if i.span_s <= 0.0 => Ok(()),
             None => writer.interval(i, &evaluate(&i.counts, i.enabled_s)),
             Some(_) => Ok(()),
         };
