@@ -115,6 +115,26 @@ impl Metric {
         }
     }
 
+    /// The events of its own kind its formula counts (`cycles` for the clock), in
+    /// the order the formula names them.
+    pub fn leads(&self) -> Vec<String> {
+        let mut named: Vec<(usize, String)> = self
+            .named_vars()
+            .into_iter()
+            .filter_map(|(name, var)| {
+                let event = match var {
+                    Var::Event(e) => e,
+                    Var::Other(k, e) if k == self.kind => e,
+                    Var::Cycles => "cycles".to_string(),
+                    _ => return None,
+                };
+                Some((self.def.expr.find(&name).unwrap_or(usize::MAX), event))
+            })
+            .collect();
+        named.sort();
+        named.into_iter().map(|(_, e)| e).collect()
+    }
+
     /// The formula's value for these values of its names (in `named_vars` order).
     pub fn eval(&self, values: &[f64]) -> Option<f64> {
         let c = self.compiled().as_ref().ok()?;
@@ -878,6 +898,12 @@ pub struct MetricValue {
     /// The value is for the sum of the kind's blocks, not one block.
     #[serde(skip)]
     pub of_kind: bool,
+    /// The events of its own kind its formula counts (`cycles` for the clock), in
+    /// the order the formula names them: perf's `-x` puts a metric on the line of
+    /// the first one shown.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub leads: Vec<String>,
 }
 
 /// Evaluates the chosen metrics per block (when `per_block`) and for each kind's sum.
@@ -941,6 +967,7 @@ pub fn evaluate(
                 coverage,
                 reason,
                 of_kind: scope.is_none(),
+                leads: m.leads(),
             });
         }
     }

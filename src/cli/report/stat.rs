@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use crate::block::BlockKind;
 use crate::cli::output::{escape, group, Cell, Document, Report, Table};
 use crate::measure::repeat::{mean_counts, mean_metrics, spread_of};
 use crate::measure::{aggregate, Count, Interval, Run};
@@ -327,9 +328,13 @@ impl<'w> StatWriter<'w> {
         out.flush()
     }
 
-    /// Counts as perf stat -x writes them: `[time,]value,unit,event,[variance,]
-    /// run_time_ns,percentage_running,,` (`<not counted>` for a count that never had
-    /// a turn, or was invalidated; the variance, `0.12%`, with -r as perf prints it).
+    /// Counts and metrics as perf stat -x writes them: `[time,]value,unit,event,
+    /// [variance,]run_time_ns,percentage_running,metric_value,metric_unit`
+    /// (`<not counted>` for a count that never had a turn, or was invalidated; the
+    /// variance, `0.12%`, with -r as perf prints it). A metric goes on the line of
+    /// the first count of its block its formula names, as perf puts a metric on
+    /// its leader's line; a second metric of that count, and a metric none of whose
+    /// counts is shown, on a line of its own with the count fields empty.
     fn perf_rows(
         &mut self,
         sep: u8,
@@ -337,75 +342,105 @@ impl<'w> StatWriter<'w> {
         span_s: f64,
         counts: &[Count],
         variance: Option<&[Option<f64>]>,
+        metrics: &[MetricValue],
     ) -> io::Result<()> {
-        let rows: Vec<Vec<String>> = counts
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
-                // -A: where it was counted first, as perf's `CPU0`.
-                if !self.aggregate {
-                    r.push(self.text(&c.block));
-                }
-                let (value, unit) = shown(c);
-                r.push(match value {
-                    // perf's CSV has no place for a reason: a count another program
-                    // (or the owner) invalidated is not given as a number.
-                    Shown::Count(_) | Shown::Msec(_) if !c.valid => "<not counted>".into(),
-                    Shown::Count(v) => v.to_string(),
-                    Shown::Msec(ms) => format!("{ms:.2}"),
-                    Shown::Missing(text) => text.into(),
-                });
-                // perf leaves the unit empty for a plain count, and names one
-                // only where there is one (`msec`).
-                r.push(match unit {
-                    "events" | "count" => String::new(),
-                    other => other.to_string(),
-                });
-                // perf's own events are named as perf names them (`cycles`, `PMU/EV/`).
-                r.push(self.text(&match c.kind {
-                    crate::block::BlockKind::Perf => c.event.clone(),
-                    _ => format!("{}/{}/", c.block, c.event),
-                }));
-                if self.repeated {
-                    r.push(
-                        variance
-                            .and_then(|v| v.get(i).copied().flatten())
-                            .map_or_else(String::new, |sd| format!("{sd:.2}%")),
-                    );
-                }
-                r.push(format!("{:.0}", span_s * c.coverage * 1e9));
-                r.push(crate::cli::output::percent(c.coverage));
-                r.push(String::new());
-                r.push(String::new());
-                r
+        let leader = |v: &MetricValue| {
+            v.leads.iter().find_map(|e| {
+                counts.iter().position(|c| {
+                    // perf's events are counted per PMU (`software`), their
+                    // metrics are of the kind.
+                    let of = c.block == v.block
+                        || c.kind == BlockKind::Perf && v.kind == BlockKind::Perf;
+                    of && c.event.eq_ignore_ascii_case(e)
+                })
             })
-            .collect();
+        };
+        let leaders: Vec<Option<usize>> = metrics.iter().map(leader).collect();
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for (i, c) in counts.iter().enumerate() {
+            let mut r = self.perf_count(
+                time,
+                span_s,
+                c,
+                variance.and_then(|v| v.get(i).copied().flatten()),
+            );
+            let mut mine = metrics
+                .iter()
+                .zip(&leaders)
+                .filter(|(_, l)| **l == Some(i))
+                .map(|(v, _)| v);
+            match mine.next() {
+                Some(v) => r.extend(self.perf_metric_fields(v)),
+                None => r.extend([String::new(), String::new()]),
+            }
+            rows.push(r);
+            for v in mine {
+                rows.push(self.perf_metric_line(time, v));
+            }
+        }
+        for (v, _) in metrics.iter().zip(&leaders).filter(|(_, l)| l.is_none()) {
+            rows.push(self.perf_metric_line(time, v));
+        }
         self.perf_write(sep, &rows)
     }
 
-    /// Metrics as perf stat -x writes them: empty count fields, then the metric's
-    /// value and `unit name` in the metric columns.
-    fn perf_metrics(
-        &mut self,
-        sep: u8,
+    /// A count's fields in perf's `-x` layout, up to the metric's.
+    fn perf_count(
+        &self,
         time: Option<f64>,
-        values: &[MetricValue],
-    ) -> io::Result<()> {
-        let rows: Vec<Vec<String>> = values
-            .iter()
-            .map(|v| {
-                let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
-                // The count fields, empty: value, unit, event, run time and
-                // percentage, with -A the location and with -r the variance.
-                let fields = 5 + usize::from(!self.aggregate) + usize::from(self.repeated);
-                r.extend(std::iter::repeat_n(String::new(), fields));
-                r.push(v.value.map(|x| format!("{x:.6}")).unwrap_or_default());
-                r.push(self.text(&format!("{} {} {}", v.unit, v.metric, v.block)));
-                r
-            })
-            .collect();
-        self.perf_write(sep, &rows)
+        span_s: f64,
+        c: &Count,
+        variance: Option<f64>,
+    ) -> Vec<String> {
+        let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
+        // -A: where it was counted first, as perf's `CPU0`.
+        if !self.aggregate {
+            r.push(self.text(&c.block));
+        }
+        let (value, unit) = shown(c);
+        r.push(match value {
+            // perf's CSV has no place for a reason: a count another program
+            // (or the owner) invalidated is not given as a number.
+            Shown::Count(_) | Shown::Msec(_) if !c.valid => "<not counted>".into(),
+            Shown::Count(v) => v.to_string(),
+            Shown::Msec(ms) => format!("{ms:.2}"),
+            Shown::Missing(text) => text.into(),
+        });
+        // perf leaves the unit empty for a plain count, and names one
+        // only where there is one (`msec`).
+        r.push(match unit {
+            "events" | "count" => String::new(),
+            other => other.to_string(),
+        });
+        // perf's own events are named as perf names them (`cycles`, `PMU/EV/`).
+        r.push(self.text(&match c.kind {
+            crate::block::BlockKind::Perf => c.event.clone(),
+            _ => format!("{}/{}/", c.block, c.event),
+        }));
+        if self.repeated {
+            r.push(variance.map_or_else(String::new, |sd| format!("{sd:.2}%")));
+        }
+        r.push(format!("{:.0}", span_s * c.coverage * 1e9));
+        r.push(crate::cli::output::percent(c.coverage));
+        r
+    }
+
+    /// A metric's two fields: its value (empty when it has none) and `unit name block`.
+    fn perf_metric_fields(&self, v: &MetricValue) -> [String; 2] {
+        [
+            v.value.map(|x| format!("{x:.6}")).unwrap_or_default(),
+            self.text(&format!("{} {} {}", v.unit, v.metric, v.block)),
+        ]
+    }
+
+    /// A metric on a line of its own: the count fields empty (value, unit, event,
+    /// run time and percentage, with -A the location and with -r the variance).
+    fn perf_metric_line(&self, time: Option<f64>, v: &MetricValue) -> Vec<String> {
+        let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
+        let fields = 5 + usize::from(!self.aggregate) + usize::from(self.repeated);
+        r.extend(std::iter::repeat_n(String::new(), fields));
+        r.extend(self.perf_metric_fields(v));
+        r
     }
 
     fn perf_write(&mut self, sep: u8, rows: &[Vec<String>]) -> io::Result<()> {
@@ -486,10 +521,8 @@ impl<'w> StatWriter<'w> {
                 Ok(())
             }
             StatFormat::Csv(_) => self.csv_metrics(of, run, time_s, values),
-            StatFormat::PerfCsv(sep) => match of {
-                "interval" => self.perf_metrics(sep, time_s, values),
-                _ => self.perf_metrics(sep, None, values),
-            },
+            // On their counts' lines ([`StatWriter::perf_rows`]).
+            StatFormat::PerfCsv(_) => Ok(()),
             StatFormat::Table => {
                 for v in values {
                     let (value, unit) = match v.value {
@@ -560,7 +593,7 @@ impl<'w> StatWriter<'w> {
             StatFormat::Csv(_) => self.csv_rows(&lines)?,
             StatFormat::PerfCsv(sep) => {
                 self.header_done = true;
-                self.perf_rows(sep, Some(i.time_s), i.enabled_s, &counts, None)?
+                self.perf_rows(sep, Some(i.time_s), i.enabled_s, &counts, None, metrics)?
             }
             StatFormat::Table => {
                 if !self.header_done {
@@ -619,10 +652,9 @@ impl<'w> StatWriter<'w> {
                 let counts: Vec<Count> = mean.iter().map(|(c, _)| c.clone()).collect();
                 let spread: Vec<Option<f64>> = mean.iter().map(|(_, sd)| *sd).collect();
                 let variance = (runs.len() > 1).then_some(&spread[..]);
-                self.perf_rows(sep, None, enabled_s, &counts, variance)?;
-                if let Some(m) = metrics.last() {
-                    self.perf_metrics(sep, None, m)?;
-                }
+                // As the counts: the mean over -r runs.
+                let mean_m = mean_metrics(metrics);
+                self.perf_rows(sep, None, enabled_s, &counts, variance, &mean_m)?;
             }
             StatFormat::Ndjson => self.summary_ndjson(runs, &per_run, &mean, metrics, ending)?,
             StatFormat::Csv(_) => self.summary_csv(runs, &per_run, &mean, metrics)?,
