@@ -267,7 +267,7 @@ fn a_metric_naming_a_pmu_the_machine_lacks_is_refused_before_any_write() {
 fn perf_csv_names_perf_events_as_perf_does() {
     let out = stdout_of(
         sim_stat("bf2")
-            .args(["-x,", "-e", "cpu-clock,cycles"])
+            .args(["-a", "-x,", "-e", "cpu-clock,cycles"])
             .args(["-e", "tile/MEMORY_READS/", "--", "sleep", "0.1"]),
     );
     let fields = |event: &str| -> Vec<String> {
@@ -276,7 +276,8 @@ fn perf_csv_names_perf_events_as_perf_does() {
             .find(|f| f[2] == event)
             .unwrap_or_else(|| panic!("no {event}:\n{out}"))
     };
-    // In milliseconds, as perf prints cpu-clock: every CPU's clock over the 0.1 s.
+    // In milliseconds, as perf prints cpu-clock: with -a, every CPU's clock over
+    // the 0.1 s.
     assert_eq!(fields("cpu-clock")[1], "msec", "{out}");
     let clock_ms: f64 = fields("cpu-clock")[0].parse().unwrap();
     assert!(clock_ms > 95.0 * online_cpus(), "{out}");

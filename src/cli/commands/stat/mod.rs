@@ -72,13 +72,13 @@ pub(crate) struct Args {
     /// NDJSON, one record per line (as perf stat -j; same as --json)
     #[arg(short = 'j', long = "json-lines")]
     json_lines: bool,
-    /// Accepted for perf's habit: the DPU's counters and perf events are counted
-    /// system-wide already
+    /// Count perf events (cycles, task-clock...) on every CPU, also while a command
+    /// runs (as perf stat -a); the DPU's blocks are system-wide always
     #[arg(short = 'a', long = "all-cpus")]
     all_cpus: bool,
     /// Count perf events (cycles, task-clock...) for COMMAND and the processes it
-    /// starts only, from its exec, instead of system-wide; the DPU's blocks are
-    /// counted as always
+    /// starts only, from its exec: the default with a command (as perf stat), unless
+    /// -a, -C or -A; the DPU's blocks are counted as always
     #[arg(
         long = "per-process",
         requires = "command",

@@ -120,9 +120,14 @@ pub(super) fn plan(
     device: &crate::device::Device,
     a: &mut Args,
 ) -> Result<Planned> {
-    if a.all_cpus {
+    if a.all_cpus && a.command.is_empty() {
         diag("-a: the DPU's counters and perf events are system-wide already; nothing changes");
     }
+    // As perf stat: with a command, perf events count that command (and what it
+    // starts); -a, -C and -A count them system-wide. The DPU's blocks are uncore:
+    // system-wide always.
+    let asked_per_process = a.per_process;
+    a.per_process |= !a.command.is_empty() && !a.all_cpus && a.cpu.is_none() && !a.no_aggr;
     if let (Some(n), Some(ms)) = (a.interval_count, a.interval) {
         a.duration = Some(Duration::from_millis(ms * n));
     }
@@ -174,7 +179,7 @@ pub(super) fn plan(
     if let Some(pid) = a.pid {
         running(pid)?;
     }
-    if a.per_process && req.perf.is_empty() {
+    if asked_per_process && req.perf.is_empty() {
         diag("--per-process: no perf events to count (cycles, task-clock...); the blocks are counted as always");
     }
     let (_, said) = measure::prepare(device, &req)?;
