@@ -44,6 +44,7 @@ mod grammar;
 mod habits;
 mod kernels;
 mod metrics;
+mod otlp;
 mod output;
 mod perf;
 mod plot;

@@ -85,7 +85,7 @@ fn largest_gap(times: &[f64]) -> f64 {
     times.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max)
 }
 
-fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
     let end = Instant::now() + limit;
     while !ok() {
         assert!(Instant::now() < end, "{what}: not within {limit:?}");
@@ -477,7 +477,7 @@ fn pusher_serving(dir: &Path, name: &str, port: u16) -> (Running, u16) {
 /// An exporter of the simulated BlueField-3 with config `cfg` (its lock in `sub`),
 /// serving on a port found free, tried again if another took it meanwhile; it is
 /// serving when this returns.
-fn sim_exporter(sub: &Path, cfg: &Path) -> (Running, u16) {
+pub(crate) fn sim_exporter(sub: &Path, cfg: &Path) -> (Running, u16) {
     let mut last = String::new();
     for _ in 0..5 {
         let listen = free_port();

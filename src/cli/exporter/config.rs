@@ -39,7 +39,9 @@ pub(super) struct ConfigFile {
     /// overrides it); otherwise only its user.
     pub(super) socket_group: Option<String>,
     /// Push the series to a Prometheus remote-write receiver too.
-    pub(super) remote_write: Option<remote_write::RemoteWriteFile>,
+    pub(super) remote_write: Option<remote_write::PushFile>,
+    /// Push them over OTLP/HTTP too (an OpenTelemetry Collector).
+    pub(super) otlp: Option<remote_write::PushFile>,
     /// The share of a block's free counters one user other than root may hold
     /// (0 to 1; default 0.5).
     pub(super) user_share: Option<f64>,
@@ -52,7 +54,9 @@ pub(super) struct Serving {
     pub(super) web_config: Option<PathBuf>,
     pub(super) socket_group: Option<String>,
     /// `[remote_write]`, its file names relative to the config's directory.
-    pub(super) remote_write: Option<remote_write::RemoteWriteFile>,
+    pub(super) remote_write: Option<remote_write::PushFile>,
+    /// `[otlp]`, the same.
+    pub(super) otlp: Option<remote_write::PushFile>,
 }
 
 pub(super) fn read_config(path: Option<&Path>, global: &Global) -> Result<(ExportConfig, Serving)> {
@@ -98,6 +102,7 @@ pub(super) fn read_config(path: Option<&Path>, global: &Global) -> Result<(Expor
         web_config: file.web_config_file.map(|w| dir.join(w)),
         socket_group: file.socket_group,
         remote_write: file.remote_write.map(|r| r.relative_to(dir)),
+        otlp: file.otlp.map(|r| r.relative_to(dir)),
     };
     let config = ExportConfig {
         events: file.events,

@@ -58,7 +58,7 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>, carry: bool) -> Re
     let (device, global) = (r.device, r.global);
     let checked = read_config(r.args.config.as_deref(), global).and_then(|(c, serving)| {
         if serving != r.serving {
-            diag("listen, web_config_file, socket_group and remote_write take effect when the exporter restarts; the rest of the configuration is reloaded");
+            diag("listen, web_config_file, socket_group, remote_write and otlp take effect when the exporter restarts; the rest of the configuration is reloaded");
         }
         let set = load_metrics(global, &[device.generation()])?;
         for s in export::check(device, &c, &set)?.skipped {
@@ -151,13 +151,21 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         None => web::Web::open(),
     };
     let config_path = args.config.clone().unwrap_or_else(|| DEFAULT_CONFIG.into());
-    let push = match &serving.remote_write {
-        Some(rw) => Some(remote_write::RemoteWrite::check(rw, &config_path)?),
-        None => None,
-    };
+    let mut push = Vec::new();
+    if let Some(rw) = &serving.remote_write {
+        let p = remote_write::Protocol::RemoteWrite;
+        push.push(remote_write::RemoteWrite::check(rw, &config_path, p)?);
+    }
+    if let Some(o) = &serving.otlp {
+        push.push(remote_write::RemoteWrite::check(
+            o,
+            &config_path,
+            otlp_of(&device),
+        )?);
+    }
     let sig = signals();
     let mut server = Serve::Pending(web);
-    let mut pusher = push.map(remote_write::Pusher::start);
+    let mut pusher: Vec<_> = push.into_iter().map(remote_write::Pusher::start).collect();
     let mut device = device;
     let mut config = (config, set);
     let mut earlier = None;
@@ -190,6 +198,22 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     }
 }
 
+/// OTLP's Resource for `device`: who sends (bfperf, its version, this host) and
+/// which device (its place and generation); points carry the generation too.
+fn otlp_of(device: &Device) -> remote_write::Protocol {
+    let generation = device.generation().label().to_string();
+    remote_write::Protocol::Otlp {
+        resource: vec![
+            ("service.name".into(), "bfperf".into()),
+            ("service.version".into(), env!("CARGO_PKG_VERSION").into()),
+            ("host.name".into(), remote_write::host_name()),
+            ("bfperf.device".into(), device.canonical_location()),
+            ("bfperf.generation".into(), generation.clone()),
+        ],
+        generation,
+    }
+}
+
 /// How a run on one device ended.
 enum Outcome {
     /// Asked to stop (or failed): the loop's result, the device put back.
@@ -214,7 +238,7 @@ fn run_on(
         &Serving,
         Earlier,
     ),
-    (pusher, server): (&mut Option<remote_write::Pusher>, &mut Serve),
+    (pusher, server): (&mut Vec<remote_write::Pusher>, &mut Serve),
     sig: &Signals,
 ) -> Result<Outcome> {
     let _lock = lock_device(global, device)?;
@@ -243,7 +267,7 @@ fn run_on(
         config: config.clone(),
         serving: serving.clone(),
         clients,
-        pusher: pusher.take(),
+        pusher: std::mem::take(pusher),
         last_sweep: Instant::now(),
         last_probe: Instant::now(),
         rediscover: (Instant::now(), REDISCOVER_FIRST),
@@ -256,7 +280,7 @@ fn run_on(
             .and_then(|server| http_loop(&mut running, sig, server)),
     };
     drop(running.clients.take());
-    *pusher = running.pusher.take();
+    *pusher = std::mem::take(&mut running.pusher);
     *config = running.config.clone();
     let exporter = running.exporter.take();
     Ok(match (result, running.moved.take()) {
@@ -279,7 +303,7 @@ fn exposition<const N: usize>(r: &mut Running, formats: [TextFormat; N]) -> [Str
 
 /// A sweep, then every family a scrape sees.
 fn swept_families(r: &mut Running) -> Vec<Family> {
-    let extra = r.pusher.as_ref().map(|p| p.families()).unwrap_or_default();
+    let extra: Vec<Family> = r.pusher.iter().flat_map(|p| p.families()).collect();
     let e = r.exporter();
     let start = Instant::now();
     let up = match e.scrape(monotonic_ns()) {
@@ -310,7 +334,7 @@ struct Running<'d, 'a> {
     serving: Serving,
     clients: Option<clients::Clients>,
     /// Remote write, when the config asks for it.
-    pusher: Option<remote_write::Pusher>,
+    pusher: Vec<remote_write::Pusher>,
     last_sweep: Instant,
     last_probe: Instant,
     /// While the device cannot be read: when to look for it next, and the wait
@@ -400,9 +424,10 @@ impl<'d> Running<'d, '_> {
         if let (Some(c), Some(e)) = (&mut self.clients, &mut self.exporter) {
             c.poll(e);
         }
-        if self.pusher.as_ref().is_some_and(|p| p.due()) {
+        if self.pusher.iter().any(|p| p.due()) {
+            // One sweep for every pusher due: the same values, whatever the wire.
             let fams = swept_families(self);
-            if let Some(p) = &mut self.pusher {
+            for p in self.pusher.iter_mut().filter(|p| p.due()) {
                 p.push(&fams);
             }
             self.last_sweep = Instant::now();

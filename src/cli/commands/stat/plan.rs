@@ -113,6 +113,18 @@ impl Planned {
     }
 }
 
+/// Where perf events count, as perf stat: with a command, that command (and what it
+/// starts); -a, -C and -A count them system-wide. The DPU's blocks are uncore:
+/// system-wide always. Returns whether --per-process was asked for.
+fn perf_scope(a: &mut Args) -> bool {
+    if a.all_cpus && a.command.is_empty() {
+        diag("-a: the DPU's counters and perf events are system-wide already; nothing changes");
+    }
+    let asked = a.per_process;
+    a.per_process |= !a.command.is_empty() && !a.all_cpus && a.cpu.is_none() && !a.no_aggr;
+    asked
+}
+
 /// Turns -e, -M (or the default set) into the measurement's request, checked
 /// against the device before anything is written.
 pub(super) fn plan(
@@ -120,14 +132,7 @@ pub(super) fn plan(
     device: &crate::device::Device,
     a: &mut Args,
 ) -> Result<Planned> {
-    if a.all_cpus && a.command.is_empty() {
-        diag("-a: the DPU's counters and perf events are system-wide already; nothing changes");
-    }
-    // As perf stat: with a command, perf events count that command (and what it
-    // starts); -a, -C and -A count them system-wide. The DPU's blocks are uncore:
-    // system-wide always.
-    let asked_per_process = a.per_process;
-    a.per_process |= !a.command.is_empty() && !a.all_cpus && a.cpu.is_none() && !a.no_aggr;
+    let asked_per_process = perf_scope(a);
     if let (Some(n), Some(ms)) = (a.interval_count, a.interval) {
         a.duration = Some(Duration::from_millis(ms * n));
     }

@@ -1,13 +1,16 @@
-//! Prometheus remote write, for DPUs a Prometheus server cannot reach: every
-//! `interval` the exporter sweeps and queues the series a scrape would see (the same
-//! names and labels, plus `job` and `instance`, which a scrape would add); a thread
-//! of its own sends them. The queue is bounded in samples and drops the oldest
+//! Pushing, for DPUs a Prometheus server cannot reach: Prometheus remote write, and
+//! OTLP/HTTP for an OpenTelemetry Collector (one implementation, the wire apart).
+//! Every `interval` the exporter sweeps and queues the series a scrape would see
+//! (the same names and labels, plus for remote write `job` and `instance`, which a
+//! scrape would add; for OTLP a Resource says whose they are); a thread of its own
+//! sends them. The queue is bounded in samples and drops the oldest
 //! (counted) when the receiver is down for longer than it holds; a request that fails
 //! is retried with backoff (1 s doubling to 30 s, or the receiver's `Retry-After`,
 //! at most 5 minutes), one the receiver refuses (a 4xx
 //! other than 429) is dropped and counted. Sampling never waits on the receiver: the
 //! main thread only appends to the queue.
 
+mod otlp;
 mod post;
 mod queue;
 mod wire;
@@ -47,12 +50,24 @@ const MAX_CA: u64 = 4 * 1024 * 1024;
 /// Debian's bundle of the system's trusted authorities, when no `ca_file` is given.
 const SYSTEM_CA: &str = "/etc/ssl/certs/ca-certificates.crt";
 
-/// `[remote_write]` in the exporter's config.
+/// `[remote_write]` or `[otlp]` in the exporter's config: the same keys, but for
+/// the receiver's address (`url`, `endpoint`) and what only one protocol has.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RemoteWriteFile {
-    /// The receiver's endpoint (`https://prometheus:9090/api/v1/write`).
-    url: String,
+pub(super) struct PushFile {
+    /// Remote write's endpoint (`https://prometheus:9090/api/v1/write`).
+    url: Option<String>,
+    /// OTLP's endpoint (`https://collector:4318/v1/metrics`).
+    endpoint: Option<String>,
+    /// Headers sent with every request (a tenant, an API key's name).
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// The name the receiver's certificate is checked against, when not the
+    /// endpoint's host.
+    server_name: Option<String>,
+    /// OTLP: attributes added to the Resource (`deployment.environment`).
+    #[serde(default)]
+    resource_attributes: BTreeMap<String, String>,
     /// Time between pushes (`15s`).
     interval: Option<String>,
     /// A file holding a bearer token.
@@ -76,26 +91,70 @@ struct BasicAuthFile {
     password_file: PathBuf,
 }
 
-/// A checked `[remote_write]`: everything read and valid before the device is
-/// touched.
+/// The protocol a pusher speaks.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Protocol {
+    /// Prometheus remote write 1.0 (snappy, `prompb.WriteRequest`).
+    RemoteWrite,
+    /// OTLP/HTTP (gzip, `ExportMetricsServiceRequest`), under this Resource, each
+    /// point with the device's generation among its attributes.
+    Otlp {
+        resource: Vec<(String, String)>,
+        generation: String,
+    },
+}
+
+impl Protocol {
+    /// Its section in the config, and the prefix of its own series.
+    fn section(&self) -> &'static str {
+        match self {
+            Protocol::RemoteWrite => "remote_write",
+            Protocol::Otlp { .. } => "otlp",
+        }
+    }
+}
+
+/// A checked `[remote_write]` or `[otlp]`: everything read and valid before the
+/// device is touched.
 pub(super) struct RemoteWrite {
     target: Target,
     url: String,
     interval: Duration,
     bound: usize,
     labels: Vec<(String, String)>,
+    protocol: Protocol,
 }
 
-fn bad(config: &Path, problem: String) -> Error {
-    Error::BadConfig {
-        path: config.to_path_buf(),
-        problem: format!("remote_write: {problem}"),
+/// A section of the config file, for its messages.
+struct Section<'a> {
+    config: &'a Path,
+    name: &'static str,
+}
+
+impl Section<'_> {
+    /// What failed, when a file the section names cannot be read.
+    fn cannot_read(&self, key: &str) -> &'static str {
+        match (self.name, key) {
+            ("otlp", "bearer_token_file") => "cannot read otlp's bearer_token_file",
+            ("otlp", "password_file") => "cannot read otlp's password_file",
+            ("otlp", _) => "cannot read otlp's CA (ca_file)",
+            (_, "bearer_token_file") => "cannot read remote_write's bearer_token_file",
+            (_, "password_file") => "cannot read remote_write's password_file",
+            _ => "cannot read remote_write's CA (ca_file)",
+        }
+    }
+
+    fn bad(&self, problem: String) -> Error {
+        Error::BadConfig {
+            path: self.config.to_path_buf(),
+            problem: format!("{}: {problem}", self.name),
+        }
     }
 }
 
-impl RemoteWriteFile {
+impl PushFile {
     /// The same, its file names taken relative to `dir` (the config's directory).
-    pub(super) fn relative_to(mut self, dir: &Path) -> RemoteWriteFile {
+    pub(super) fn relative_to(mut self, dir: &Path) -> PushFile {
         let join = |p: &mut PathBuf| *p = dir.join(&*p);
         self.bearer_token_file.as_mut().map(join);
         self.ca_file.as_mut().map(join);
@@ -108,76 +167,206 @@ impl RemoteWriteFile {
 
 impl RemoteWrite {
     /// Checks `file` (its paths made relative to the config's directory), named
-    /// `config` in messages.
-    pub(super) fn check(file: &RemoteWriteFile, config: &Path) -> Result<RemoteWrite> {
-        let uri: hyper::Uri = file
-            .url
-            .parse()
-            .map_err(|e| bad(config, format!("url '{}': {e}", file.url)))?;
-        let https = match uri.scheme_str() {
-            Some("https") => true,
-            Some("http") => false,
-            _ => {
-                return Err(bad(
-                    config,
-                    format!("url '{}' is not http:// or https://", file.url),
-                ))
-            }
+    /// `config` in messages, for `protocol` (for OTLP, the Resource bfperf gives;
+    /// the file's `resource_attributes` are added to it).
+    pub(super) fn check(file: &PushFile, config: &Path, protocol: Protocol) -> Result<RemoteWrite> {
+        let at = Section {
+            config,
+            name: protocol.section(),
         };
-        let host = uri
-            .host()
-            .ok_or_else(|| bad(config, format!("url '{}' names no host", file.url)))?
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let interval = match &file.interval {
-            Some(t) => crate::cli::args::parse_duration(t)
-                .map_err(|e| bad(config, format!("interval: {e}")))?,
-            None => DEFAULT_INTERVAL,
-        };
-        if interval < Duration::from_secs(1) {
-            return Err(bad(config, "interval must be 1s or more".into()));
-        }
-        let bound = file.queue_samples.unwrap_or(DEFAULT_QUEUE);
-        if !(1_000..=10_000_000).contains(&bound) {
-            return Err(bad(
-                config,
-                format!("queue_samples {bound} is not between 1000 and 10000000"),
-            ));
-        }
+        let (key, url) = address(file, &protocol, &at)?;
+        let (uri, https, host, port) = endpoint(url, key, &at)?;
+        let (interval, bound) = pace(file, &at)?;
         let tls = match https {
-            true => Some(client_tls(config, &file.ca_file)?),
+            true => Some(client_tls(&at, &file.ca_file)?),
             false => None,
         };
-        let authorization = authorization(file, config)?;
+        let authorization = authorization(file, &at)?;
         if authorization.is_some() && !https && !loopback(&host) {
             diag(&format!(
-                "warning: remote_write sends its credentials to {host} over plain http, readable by anyone on the path; use https:// ({})",
+                "warning: {} sends its credentials to {host} over plain http, readable by anyone on the path; use https:// ({})",
+                at.name,
                 config.display()
             ));
         }
-        let labels = labels(&file.labels, config)?;
+        let headers = headers(&protocol, &file.headers, &at)?;
+        let (labels, protocol) = labelled(protocol, file, &at)?;
+        let retryable = match protocol {
+            Protocol::RemoteWrite => post::retry_remote_write,
+            Protocol::Otlp { .. } => post::retry_otlp,
+        };
         let url = format!(
             "{}://{}{}",
             if https { "https" } else { "http" },
             uri.authority().map_or("", |a| a.as_str()),
             uri.path()
         );
+        let server_name = file.server_name.clone().unwrap_or_else(|| host.clone());
         Ok(RemoteWrite {
             target: Target {
                 uri,
                 host,
+                server_name,
                 port,
                 tls,
                 authorization,
+                headers,
+                retryable,
             },
             url,
             interval,
             bound,
             labels,
+            protocol,
         })
     }
+}
+
+/// The section's key naming the receiver (`url`, `endpoint`) and its value; the
+/// other protocol's keys refused.
+fn address<'f>(
+    file: &'f PushFile,
+    protocol: &Protocol,
+    at: &Section,
+) -> Result<(&'static str, &'f str)> {
+    let (key, value, wrong) = match protocol {
+        Protocol::RemoteWrite => (
+            "url",
+            &file.url,
+            [
+                ("endpoint", file.endpoint.is_some()),
+                ("resource_attributes", !file.resource_attributes.is_empty()),
+            ],
+        ),
+        Protocol::Otlp { .. } => (
+            "endpoint",
+            &file.endpoint,
+            [
+                ("url", file.url.is_some()),
+                ("labels", !file.labels.is_empty()),
+            ],
+        ),
+    };
+    if let Some((other, _)) = wrong.iter().find(|(_, given)| *given) {
+        return Err(at.bad(format!("{other} is not a key of this section")));
+    }
+    match value {
+        Some(v) => Ok((key, v)),
+        None => Err(at.bad(format!("{key} is missing: where to send"))),
+    }
+}
+
+/// The labels each pushed series gets, and the protocol with the file's additions:
+/// remote write's `job`, `instance` and the config's labels; OTLP's `generation`
+/// on each point and the config's Resource attributes.
+fn labelled(
+    protocol: Protocol,
+    file: &PushFile,
+    at: &Section,
+) -> Result<(Vec<(String, String)>, Protocol)> {
+    Ok(match protocol {
+        Protocol::RemoteWrite => (labels(&file.labels, at)?, Protocol::RemoteWrite),
+        Protocol::Otlp {
+            mut resource,
+            generation,
+        } => {
+            for (k, v) in &file.resource_attributes {
+                resource.retain(|(key, _)| key != k);
+                resource.push((k.clone(), v.clone()));
+            }
+            let point = vec![("generation".to_string(), generation.clone())];
+            (
+                point,
+                Protocol::Otlp {
+                    resource,
+                    generation,
+                },
+            )
+        }
+    })
+}
+
+/// The receiver's address `url` (the section's `key`): its URI, whether it is
+/// https, its host and port.
+fn endpoint(url: &str, key: &str, at: &Section) -> Result<(hyper::Uri, bool, String, u16)> {
+    let uri: hyper::Uri = url
+        .parse()
+        .map_err(|e| at.bad(format!("{key} '{url}': {e}")))?;
+    let https = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        _ => return Err(at.bad(format!("{key} '{url}' is not http:// or https://"))),
+    };
+    let host = uri
+        .host()
+        .ok_or_else(|| at.bad(format!("{key} '{url}' names no host")))?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    Ok((uri, https, host, port))
+}
+
+/// How often to push, and the queue's bound in samples.
+fn pace(file: &PushFile, at: &Section) -> Result<(Duration, usize)> {
+    let interval = match &file.interval {
+        Some(t) => {
+            crate::cli::args::parse_duration(t).map_err(|e| at.bad(format!("interval: {e}")))?
+        }
+        None => DEFAULT_INTERVAL,
+    };
+    if interval < Duration::from_secs(1) {
+        return Err(at.bad("interval must be 1s or more".into()));
+    }
+    let bound = file.queue_samples.unwrap_or(DEFAULT_QUEUE);
+    if !(1_000..=10_000_000).contains(&bound) {
+        return Err(at.bad(format!(
+            "queue_samples {bound} is not between 1000 and 10000000"
+        )));
+    }
+    Ok((interval, bound))
+}
+
+/// The protocol's headers, then the config's (which may not replace them).
+fn headers(
+    protocol: &Protocol,
+    given: &BTreeMap<String, String>,
+    at: &Section,
+) -> Result<Vec<(hyper::header::HeaderName, hyper::header::HeaderValue)>> {
+    use hyper::header::{HeaderName, HeaderValue};
+    let own: &[(&str, &str)] = match protocol {
+        Protocol::RemoteWrite => &[
+            ("content-encoding", "snappy"),
+            ("content-type", "application/x-protobuf"),
+            ("x-prometheus-remote-write-version", "0.1.0"),
+        ],
+        Protocol::Otlp { .. } => &[
+            ("content-encoding", "gzip"),
+            ("content-type", "application/x-protobuf"),
+        ],
+    };
+    let mut out: Vec<(HeaderName, HeaderValue)> = own
+        .iter()
+        .map(|(k, v)| (HeaderName::from_static(k), HeaderValue::from_static(v)))
+        .collect();
+    for (k, v) in given {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| at.bad(format!("headers: '{k}' is not a header name")))?;
+        let reserved = ["host", "authorization", "content-length", "user-agent"];
+        if out.iter().any(|(n, _)| *n == name) || reserved.contains(&name.as_str()) {
+            return Err(at.bad(format!(
+                "headers: {k} is bfperf's to send (credentials go in bearer_token_file or basic_auth)"
+            )));
+        }
+        let mut value = HeaderValue::from_str(v).map_err(|_| {
+            at.bad(format!(
+                "headers: the value of {k} holds characters a header cannot"
+            ))
+        })?;
+        value.set_sensitive(true);
+        out.push((name, value));
+    }
+    Ok(out)
 }
 
 /// Whether `host` (a name or an address) is this machine's loopback.
@@ -190,48 +379,36 @@ fn loopback(host: &str) -> bool {
 
 /// The Authorization header the config asks for (token or basic), its secret read
 /// from its file now.
-fn authorization(
-    file: &RemoteWriteFile,
-    config: &Path,
-) -> Result<Option<hyper::header::HeaderValue>> {
+fn authorization(file: &PushFile, at: &Section) -> Result<Option<hyper::header::HeaderValue>> {
     // One line: its line end is not part of it, and a second line means the file
     // is not what the config meant (never sent).
-    let secret = |p: &PathBuf, what: &'static str| -> Result<String> {
-        let bytes = crate::sysfs::read_secret(p, what, MAX_SECRET)?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| bad(config, format!("{} is not text", p.display())))?;
+    let secret = |p: &PathBuf, key: &str| -> Result<String> {
+        let bytes = crate::sysfs::read_secret(p, at.cannot_read(key), MAX_SECRET)?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| at.bad(format!("{} is not text", p.display())))?;
         let line = text
             .strip_suffix('\n')
             .map_or(text.as_str(), |l| l.strip_suffix('\r').unwrap_or(l));
         if line.contains(['\n', '\r']) || line.is_empty() {
-            return Err(bad(
-                config,
-                format!(
-                    "{} holds {}, not one line: a token or password file holds the secret alone",
-                    p.display(),
-                    match line.is_empty() {
-                        true => "nothing".to_string(),
-                        false => format!("{} lines", text.lines().count()),
-                    }
-                ),
-            ));
+            return Err(at.bad(format!(
+                "{} holds {}, not one line: a token or password file holds the secret alone",
+                p.display(),
+                match line.is_empty() {
+                    true => "nothing".to_string(),
+                    false => format!("{} lines", text.lines().count()),
+                }
+            )));
         }
         Ok(line.to_string())
     };
     let value = match (&file.bearer_token_file, &file.basic_auth) {
         (Some(_), Some(_)) => {
-            return Err(bad(
-                config,
-                "bearer_token_file and basic_auth exclude each other".into(),
-            ))
+            return Err(at.bad("bearer_token_file and basic_auth exclude each other".into()))
         }
-        (Some(t), None) => format!(
-            "Bearer {}",
-            secret(t, "cannot read remote_write's bearer_token_file")?
-        ),
+        (Some(t), None) => format!("Bearer {}", secret(t, "bearer_token_file")?),
         (None, Some(b)) => {
             use base64::Engine;
-            let pass = secret(&b.password_file, "cannot read remote_write's password_file")?;
+            let pass = secret(&b.password_file, "password_file")?;
             let pair = format!("{}:{pass}", b.username);
             format!(
                 "Basic {}",
@@ -240,29 +417,24 @@ fn authorization(
         }
         (None, None) => return Ok(None),
     };
-    let mut v = hyper::header::HeaderValue::from_str(&value).map_err(|_| {
-        bad(
-            config,
-            "the token or password holds characters a header cannot".into(),
-        )
-    })?;
+    let mut v = hyper::header::HeaderValue::from_str(&value)
+        .map_err(|_| at.bad("the token or password holds characters a header cannot".into()))?;
     v.set_sensitive(true);
     Ok(Some(v))
 }
 
 /// The labels every pushed series carries: the config's, `job` and `instance`
 /// (the host name) unless it names them.
-fn labels(given: &BTreeMap<String, String>, config: &Path) -> Result<Vec<(String, String)>> {
+fn labels(given: &BTreeMap<String, String>, at: &Section) -> Result<Vec<(String, String)>> {
     for name in given.keys() {
         let ok = name
             .chars()
             .enumerate()
             .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
         if !ok || name.is_empty() || name.starts_with("__") {
-            return Err(bad(
-                config,
-                format!("'{name}' is not a label name (letters, digits, _; not __ first)"),
-            ));
+            return Err(at.bad(format!(
+                "'{name}' is not a label name (letters, digits, _; not __ first)"
+            )));
         }
     }
     let mut l: BTreeMap<String, String> = given.clone();
@@ -273,7 +445,8 @@ fn labels(given: &BTreeMap<String, String>, config: &Path) -> Result<Vec<(String
     Ok(l.into_iter().collect())
 }
 
-fn host_name() -> String {
+/// This machine's name (`gethostname`), `localhost` when it has none.
+pub(super) fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes into the buffer we own.
     let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
@@ -285,28 +458,25 @@ fn host_name() -> String {
 }
 
 /// rustls' client side, trusting `ca` or the system's authorities.
-fn client_tls(config: &Path, ca: &Option<PathBuf>) -> Result<Arc<rustls::ClientConfig>> {
+fn client_tls(at: &Section, ca: &Option<PathBuf>) -> Result<Arc<rustls::ClientConfig>> {
     use rustls_pki_types::pem::PemObject;
     use rustls_pki_types::CertificateDer;
     let path = ca.clone().unwrap_or_else(|| PathBuf::from(SYSTEM_CA));
-    let pem = crate::sysfs::read_regular(&path, "cannot read remote_write's CA (ca_file)", MAX_CA)?;
+    let pem = crate::sysfs::read_regular(&path, at.cannot_read("ca_file"), MAX_CA)?;
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(&pem) {
-        let cert = cert.map_err(|e| bad(config, format!("ca_file {}: {e}", path.display())))?;
+        let cert = cert.map_err(|e| at.bad(format!("ca_file {}: {e}", path.display())))?;
         roots
             .add(cert)
-            .map_err(|e| bad(config, format!("ca_file {}: {e}", path.display())))?;
+            .map_err(|e| at.bad(format!("ca_file {}: {e}", path.display())))?;
     }
     if roots.is_empty() {
-        return Err(bad(
-            config,
-            format!("ca_file {}: no certificate in it", path.display()),
-        ));
+        return Err(at.bad(format!("ca_file {}: no certificate in it", path.display())));
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| bad(config, format!("TLS: {e}")))?
+        .map_err(|e| at.bad(format!("TLS: {e}")))?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(Arc::new(tls))
@@ -324,6 +494,7 @@ struct Stats {
 }
 
 struct Shared {
+    protocol: Protocol,
     queue: Mutex<Queue>,
     /// The families' types and HELP, sent with every request (receivers that keep
     /// metadata, such as Mimir, show them).
@@ -346,6 +517,7 @@ impl Pusher {
     /// Starts the sending thread; the first push is due at once.
     pub(super) fn start(rw: RemoteWrite) -> Pusher {
         let shared = Arc::new(Shared {
+            protocol: rw.protocol.clone(),
             queue: Mutex::new(Queue::new(rw.bound)),
             metadata: Mutex::new(Vec::new()),
             wake: Condvar::new(),
@@ -353,7 +525,8 @@ impl Pusher {
             stats: Stats::default(),
         });
         diag(&format!(
-            "pushing to {} every {:.1} s (queue of {} samples)",
+            "pushing ({}) to {} every {:.1} s (queue of {} samples)",
+            rw.protocol.section(),
             rw.url,
             rw.interval.as_secs_f64(),
             rw.bound
@@ -361,7 +534,7 @@ impl Pusher {
         let s = shared.clone();
         let (target, url) = (rw.target, rw.url);
         let thread = std::thread::Builder::new()
-            .name("remote-write".into())
+            .name(rw.protocol.section().replace('_', "-"))
             .spawn(move || sender(&s, &target, &url))
             .ok();
         Pusher {
@@ -407,31 +580,37 @@ impl Pusher {
         }
     }
 
-    /// The pusher's own series, beside the exporter's.
+    /// The pusher's own series, beside the exporter's (`bfperf_remote_write_*`,
+    /// `bfperf_otlp_*`).
     pub(super) fn families(&self) -> Vec<Family> {
         let st = &self.shared.stats;
+        let p = self.shared.protocol.section();
+        let to = match self.shared.protocol {
+            Protocol::RemoteWrite => "the remote-write receiver",
+            Protocol::Otlp { .. } => "the OTLP receiver",
+        };
         let v = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64;
-        let fam = |name: &str, help: &str, counter, samples| Family {
-            name: format!("bfperf_{name}"),
-            help: help.into(),
+        let fam = |name: &str, help: String, counter, samples| Family {
+            name: format!("bfperf_{p}_{name}"),
+            help,
             counter,
             samples,
         };
         vec![
-            fam("remote_write_samples_in", "Samples queued for the remote-write receiver", true, vec![(vec![], v(&st.queued_in))]),
-            fam("remote_write_samples", "Samples the remote-write receiver accepted", true, vec![(vec![], v(&st.sent))]),
+            fam("samples_in", format!("Samples queued for {to}"), true, vec![(vec![], v(&st.queued_in))]),
+            fam("samples", format!("Samples {to} accepted"), true, vec![(vec![], v(&st.sent))]),
             fam(
-                "remote_write_dropped_samples",
-                "Samples never delivered: the queue was full (the oldest go) or the receiver refused them",
+                "dropped_samples",
+                "Samples never delivered: the queue was full (the oldest go) or the receiver refused them".into(),
                 true,
                 vec![
                     (vec![("reason", "queue_full".into())], v(&st.dropped_full)),
                     (vec![("reason", "refused".into())], v(&st.refused)),
                 ],
             ),
-            fam("remote_write_failures", "Requests that failed and are tried again", true, vec![(vec![], v(&st.failures))]),
-            fam("remote_write_queue_samples", "Samples waiting to be sent", false, vec![(vec![], v(&st.queued))]),
-            fam("remote_write_queue_bytes", "Memory the samples waiting to be sent take, bytes", false, vec![(vec![], v(&st.queued_bytes))]),
+            fam("failures", "Requests that failed and are tried again".into(), true, vec![(vec![], v(&st.failures))]),
+            fam("queue_samples", "Samples waiting to be sent".into(), false, vec![(vec![], v(&st.queued))]),
+            fam("queue_bytes", "Memory the samples waiting to be sent take, bytes".into(), false, vec![(vec![], v(&st.queued_bytes))]),
         ]
     }
 }
@@ -461,20 +640,23 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => return diag(&format!("remote write stopped: no runtime: {e}")),
+        Err(e) => {
+            return diag(&format!(
+                "{} stopped: no runtime: {e}",
+                shared.protocol.section()
+            ))
+        }
     };
     let mut backoff = MIN_BACKOFF;
     let mut failing = false;
+    // OTLP: each counter series' start, from the time the sender began.
+    let began = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut starts = otlp::Starts::new();
+    let what = shared.protocol.section().replace('_', " ");
     while let Some(series) = next_request(shared) {
-        let metadata = shared
-            .metadata
-            .lock()
-            .map(|m| m.clone())
-            .unwrap_or_default();
-        let body = wire::body(&wire::WriteRequest {
-            timeseries: series,
-            metadata,
-        });
+        let body = body_of(shared, series, &mut starts, began);
         let outcome = rt.block_on(post::send(target, body));
         let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         let st = &shared.stats;
@@ -482,7 +664,7 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
             Outcome::Accepted => {
                 st.sent.fetch_add(q.done() as u64, Ordering::Relaxed);
                 if failing {
-                    diag(&format!("remote write to {url} accepted again"));
+                    diag(&format!("{what} to {url} accepted again"));
                 }
                 failing = false;
                 backoff = MIN_BACKOFF;
@@ -491,14 +673,14 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
                 let n = q.done();
                 st.refused.fetch_add(n as u64, Ordering::Relaxed);
                 diag(&format!(
-                    "warning: remote write to {url} refused {n} samples (dropped): {why}"
+                    "warning: {what} to {url} refused {n} samples (dropped): {why}"
                 ));
             }
             Outcome::Retry(why, after) => {
                 q.failed();
                 st.failures.fetch_add(1, Ordering::Relaxed);
                 if !failing {
-                    diag(&format!("warning: remote write to {url} failed ({why}); queueing up to {} samples and trying again", q.bound));
+                    diag(&format!("warning: {what} to {url} failed ({why}); queueing up to {} samples and trying again", q.bound));
                 }
                 failing = true;
                 // The receiver's Retry-After where it gives one, else the backoff;
@@ -514,6 +696,29 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
         st.queued.store(q.samples as u64, Ordering::Relaxed);
         st.queued_bytes
             .store(q.heap_bytes() as u64, Ordering::Relaxed);
+    }
+}
+
+/// A request's body in the protocol's wire format, the families' metadata with it.
+fn body_of(
+    shared: &Shared,
+    series: Vec<TimeSeries>,
+    starts: &mut otlp::Starts,
+    began: u64,
+) -> Vec<u8> {
+    let metadata = shared
+        .metadata
+        .lock()
+        .map(|m| m.clone())
+        .unwrap_or_default();
+    match &shared.protocol {
+        Protocol::RemoteWrite => wire::body(&wire::WriteRequest {
+            timeseries: series,
+            metadata,
+        }),
+        Protocol::Otlp { resource, .. } => {
+            otlp::body(&otlp::request(&series, &metadata, resource, starts, began))
+        }
     }
 }
 
@@ -560,7 +765,10 @@ mod tests {
 
     #[test]
     fn labels_default_job_and_instance_and_refuse_reserved_names() {
-        let p = Path::new("exporter.toml");
+        let p = &Section {
+            config: Path::new("exporter.toml"),
+            name: "remote_write",
+        };
         let l = labels(&BTreeMap::new(), p).unwrap();
         assert_eq!(l[1].0, "job");
         assert_eq!(l[1].1, "bfperf");

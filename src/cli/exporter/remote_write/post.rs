@@ -1,4 +1,4 @@
-//! One remote-write request: a connection (TLS when the URL says https, trusting
+//! One push request (remote write or OTLP): a connection (TLS when the URL says https, trusting
 //! the configured CA or the system's), a POST with the protocol's headers, the
 //! status. Every step has a deadline; the answer's body is read only in part, for
 //! the message of a refusal.
@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{
-    HeaderValue, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT,
-};
+use hyper::header::{HeaderValue, AUTHORIZATION, HOST, RETRY_AFTER, USER_AGENT};
 use hyper::{Request, Uri};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
@@ -23,11 +21,19 @@ const MAX_ANSWER: usize = 512;
 /// Where and how to send.
 pub(super) struct Target {
     pub uri: Uri,
+    /// Where to connect.
     pub host: String,
+    /// The name the receiver's certificate must carry (the host unless the config
+    /// says otherwise).
+    pub server_name: String,
     pub port: u16,
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// The Authorization header's value, when the config gives credentials.
     pub authorization: Option<HeaderValue>,
+    /// The protocol's headers (type, encoding, version) and the config's.
+    pub headers: Vec<(hyper::header::HeaderName, HeaderValue)>,
+    /// Whether a status other than 2xx is worth trying again.
+    pub retryable: fn(u16) -> bool,
 }
 
 /// What came of one request.
@@ -42,12 +48,22 @@ pub(super) enum Outcome {
     Refused(String),
 }
 
-/// Sends `body` (a snappy-compressed WriteRequest) to `target`.
+/// Remote write's rule: 429 and every 5xx are tried again.
+pub(super) fn retry_remote_write(status: u16) -> bool {
+    status == 429 || (500..=599).contains(&status)
+}
+
+/// OTLP/HTTP's rule: 429, 502, 503 and 504 are tried again, no other status.
+pub(super) fn retry_otlp(status: u16) -> bool {
+    matches!(status, 429 | 502 | 503 | 504)
+}
+
+/// Sends `body` (the protocol's compressed request) to `target`.
 pub(super) async fn send(target: &Target, body: Vec<u8>) -> Outcome {
     match tokio::time::timeout(REQUEST_TIMEOUT, attempt(target, body)).await {
         Ok(Ok((status, text, after))) => match status {
             200..=299 => Outcome::Accepted,
-            429 | 500..=599 => Outcome::Retry(format!("HTTP {status} {text}"), after),
+            s if (target.retryable)(s) => Outcome::Retry(format!("HTTP {status} {text}"), after),
             _ => Outcome::Refused(format!("HTTP {status} {text}")),
         },
         Ok(Err(e)) => Outcome::Retry(e, None),
@@ -69,8 +85,8 @@ async fn attempt(target: &Target, body: Vec<u8>) -> Result<Answer, String> {
     match &target.tls {
         None => exchange(target, TokioIo::new(tcp), body).await,
         Some(config) => {
-            let name = rustls_pki_types::ServerName::try_from(target.host.clone())
-                .map_err(|e| format!("{}: {e}", target.host))?;
+            let name = rustls_pki_types::ServerName::try_from(target.server_name.clone())
+                .map_err(|e| format!("{}: {e}", target.server_name))?;
             let tls = tokio_rustls::TlsConnector::from(config.clone())
                 .connect(name, tcp)
                 .await
@@ -98,12 +114,12 @@ where
         .map_or("/".to_string(), |p| p.to_string());
     let mut req = Request::post(path)
         .header(HOST, authority)
-        .header(CONTENT_ENCODING, "snappy")
-        .header(CONTENT_TYPE, "application/x-protobuf")
         .header(USER_AGENT, concat!("bfperf/", env!("CARGO_PKG_VERSION")))
-        .header("X-Prometheus-Remote-Write-Version", "0.1.0")
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| format!("request: {e}"))?;
+    for (name, value) in &target.headers {
+        req.headers_mut().insert(name.clone(), value.clone());
+    }
     if let Some(a) = &target.authorization {
         req.headers_mut().insert(AUTHORIZATION, a.clone());
     }

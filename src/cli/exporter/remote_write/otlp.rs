@@ -1,0 +1,346 @@
+//! OTLP/HTTP on the wire: the `ExportMetricsServiceRequest` protobuf (the messages
+//! of opentelemetry-proto's `metrics/v1`, `common/v1` and `resource/v1`, derived
+//! with prost, field numbers as the .proto files give them), gzip-compressed.
+//!
+//! The queue's series become OpenTelemetry metrics as its conventions want them:
+//! a Prometheus counter is a cumulative, monotonic Sum whose start time is when its
+//! running total began, moved only when the total starts again (a device found
+//! again: the value falls); a gauge is a Gauge; labels are attributes; the unit is
+//! the base unit the name ends with (`By/s`, `1`, `s`).
+
+use std::collections::HashMap;
+
+use super::wire::{Label, MetricMetadata, TimeSeries};
+
+/// `opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct ExportMetricsServiceRequest {
+    #[prost(message, repeated, tag = "1")]
+    pub resource_metrics: Vec<ResourceMetrics>,
+}
+
+/// `opentelemetry.proto.metrics.v1.ResourceMetrics`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct ResourceMetrics {
+    #[prost(message, optional, tag = "1")]
+    pub resource: Option<Resource>,
+    #[prost(message, repeated, tag = "2")]
+    pub scope_metrics: Vec<ScopeMetrics>,
+}
+
+/// `opentelemetry.proto.resource.v1.Resource`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct Resource {
+    #[prost(message, repeated, tag = "1")]
+    pub attributes: Vec<KeyValue>,
+}
+
+/// `opentelemetry.proto.metrics.v1.ScopeMetrics`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct ScopeMetrics {
+    #[prost(message, optional, tag = "1")]
+    pub scope: Option<InstrumentationScope>,
+    #[prost(message, repeated, tag = "2")]
+    pub metrics: Vec<Metric>,
+}
+
+/// `opentelemetry.proto.common.v1.InstrumentationScope`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct InstrumentationScope {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(string, tag = "2")]
+    pub version: String,
+}
+
+/// `opentelemetry.proto.metrics.v1.Metric`: a Gauge (5) or a Sum (7).
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct Metric {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(string, tag = "2")]
+    pub description: String,
+    #[prost(string, tag = "3")]
+    pub unit: String,
+    #[prost(message, optional, tag = "5")]
+    pub gauge: Option<Gauge>,
+    #[prost(message, optional, tag = "7")]
+    pub sum: Option<Sum>,
+}
+
+/// `opentelemetry.proto.metrics.v1.Gauge`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct Gauge {
+    #[prost(message, repeated, tag = "1")]
+    pub data_points: Vec<NumberDataPoint>,
+}
+
+/// `opentelemetry.proto.metrics.v1.Sum`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct Sum {
+    #[prost(message, repeated, tag = "1")]
+    pub data_points: Vec<NumberDataPoint>,
+    /// `AggregationTemporality`: 2 is cumulative.
+    #[prost(int32, tag = "2")]
+    pub aggregation_temporality: i32,
+    #[prost(bool, tag = "3")]
+    pub is_monotonic: bool,
+}
+
+/// `AGGREGATION_TEMPORALITY_CUMULATIVE`.
+pub(super) const CUMULATIVE: i32 = 2;
+
+/// `opentelemetry.proto.metrics.v1.NumberDataPoint`, its value a double.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct NumberDataPoint {
+    #[prost(fixed64, tag = "2")]
+    pub start_time_unix_nano: u64,
+    #[prost(fixed64, tag = "3")]
+    pub time_unix_nano: u64,
+    /// The `value` oneof: set even when 0, which a plain field would leave out.
+    #[prost(oneof = "PointValue", tags = "4")]
+    pub value: Option<PointValue>,
+    #[prost(message, repeated, tag = "7")]
+    pub attributes: Vec<KeyValue>,
+}
+
+/// `NumberDataPoint.value`.
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub(super) enum PointValue {
+    #[prost(double, tag = "4")]
+    AsDouble(f64),
+}
+
+/// `opentelemetry.proto.common.v1.KeyValue`, its value a string.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct KeyValue {
+    #[prost(string, tag = "1")]
+    pub key: String,
+    #[prost(message, optional, tag = "2")]
+    pub value: Option<AnyValue>,
+}
+
+/// `opentelemetry.proto.common.v1.AnyValue` holding a string.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct AnyValue {
+    /// The `value` oneof: an empty string is still a string.
+    #[prost(oneof = "AnyOf", tags = "1")]
+    pub value: Option<AnyOf>,
+}
+
+/// `AnyValue.value`.
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub(super) enum AnyOf {
+    #[prost(string, tag = "1")]
+    StringValue(String),
+}
+
+fn kv(key: &str, value: &str) -> KeyValue {
+    KeyValue {
+        key: key.to_string(),
+        value: Some(AnyValue {
+            value: Some(AnyOf::StringValue(value.to_string())),
+        }),
+    }
+}
+
+/// The unit a Prometheus name's suffix says, in UCUM as OpenTelemetry writes it.
+fn unit_of(name: &str) -> &'static str {
+    const UNITS: &[(&str, &str)] = &[
+        ("_bytes_per_second", "By/s"),
+        ("_bytes", "By"),
+        ("_seconds", "s"),
+        ("_hertz", "Hz"),
+        ("_ratio", "1"),
+    ];
+    UNITS
+        .iter()
+        .find(|(suffix, _)| name.ends_with(suffix))
+        .map_or("1", |(_, unit)| unit)
+}
+
+/// An empty metric named `name`: a cumulative monotonic Sum for a counter, else
+/// a Gauge; its description the family's HELP.
+fn metric(name: &str, meta: Option<&MetricMetadata>, counter: bool) -> Metric {
+    Metric {
+        name: name.to_string(),
+        description: meta.map(|m| m.help.clone()).unwrap_or_default(),
+        unit: unit_of(name).to_string(),
+        gauge: (!counter).then(Gauge::default),
+        sum: counter.then(|| Sum {
+            data_points: Vec::new(),
+            aggregation_temporality: CUMULATIVE,
+            is_monotonic: true,
+        }),
+    }
+}
+
+/// Each counter series' start: when its running total began (ns since the epoch),
+/// and its last value and time, to see it start again.
+pub(super) type Starts = HashMap<Vec<Label>, (u64, f64, u64)>;
+
+/// The request for `series` (taken from the queue, `__name__` among their labels),
+/// the families' types and HELP in `metadata`, under `resource`. A counter series
+/// seen for the first time started at `began` (ns since the epoch, the exporter's
+/// start); one whose value falls started again just after its last point.
+pub(super) fn request(
+    series: &[TimeSeries],
+    metadata: &[MetricMetadata],
+    resource: &[(String, String)],
+    starts: &mut Starts,
+    began: u64,
+) -> ExportMetricsServiceRequest {
+    let mut metrics: Vec<Metric> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for s in series {
+        let Some(full) = s.labels.iter().find(|l| l.name == "__name__") else {
+            continue;
+        };
+        let meta = metadata.iter().find(|m| {
+            full.value == m.metric_family_name
+                || full.value.strip_suffix("_total") == Some(m.metric_family_name.as_str())
+        });
+        let counter = meta.is_some_and(|m| m.r#type == 1);
+        let name = match counter {
+            true => full.value.strip_suffix("_total").unwrap_or(&full.value),
+            false => full.value.as_str(),
+        };
+        let i = *index.entry(name.to_string()).or_insert_with(|| {
+            metrics.push(metric(name, meta, counter));
+            metrics.len() - 1
+        });
+        let attributes: Vec<KeyValue> = s
+            .labels
+            .iter()
+            .filter(|l| l.name != "__name__")
+            .map(|l| kv(&l.name, &l.value))
+            .collect();
+        for p in &s.samples {
+            let time = (p.timestamp.max(0) as u64).saturating_mul(1_000_000);
+            let start = match counter {
+                false => 0,
+                true => {
+                    let e = starts
+                        .entry(s.labels.clone())
+                        .or_insert((began, p.value, time));
+                    if p.value < e.1 {
+                        e.0 = e.2.saturating_add(1).min(time);
+                    }
+                    (e.1, e.2) = (p.value, time);
+                    e.0
+                }
+            };
+            let point = NumberDataPoint {
+                start_time_unix_nano: start,
+                time_unix_nano: time,
+                value: Some(PointValue::AsDouble(p.value)),
+                attributes: attributes.clone(),
+            };
+            let m = &mut metrics[i];
+            match (&mut m.sum, &mut m.gauge) {
+                (Some(sum), _) => sum.data_points.push(point),
+                (_, Some(gauge)) => gauge.data_points.push(point),
+                _ => {}
+            }
+        }
+    }
+    ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(Resource {
+                attributes: resource.iter().map(|(k, v)| kv(k, v)).collect(),
+            }),
+            scope_metrics: vec![ScopeMetrics {
+                scope: Some(InstrumentationScope {
+                    name: "bfperf".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                }),
+                metrics,
+            }],
+        }],
+    }
+}
+
+/// The request's body: the protobuf, gzip-compressed.
+pub(super) fn body(request: &ExportMetricsServiceRequest) -> Vec<u8> {
+    use prost::Message;
+    use std::io::Write;
+    let raw = request.encode_to_vec();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    match gz.write_all(&raw) {
+        Ok(()) => gz.finish().unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::wire::Sample;
+    use super::*;
+
+    fn label(name: &str, value: &str) -> Label {
+        Label {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn a_counter_is_a_cumulative_sum_whose_start_moves_only_when_it_starts_again() {
+        let labels = vec![
+            label("__name__", "bfperf_events_total"),
+            label("block", "llt0"),
+        ];
+        let meta = vec![MetricMetadata {
+            r#type: 1,
+            metric_family_name: "bfperf_events".into(),
+            help: "Events".into(),
+        }];
+        let at = |ms: i64, value: f64| TimeSeries {
+            labels: labels.clone(),
+            samples: vec![Sample {
+                value,
+                timestamp: ms,
+            }],
+        };
+        let mut starts = Starts::new();
+        let sum = |r: &ExportMetricsServiceRequest| {
+            let m = &r.resource_metrics[0].scope_metrics[0].metrics[0];
+            assert_eq!((m.name.as_str(), m.unit.as_str()), ("bfperf_events", "1"));
+            let s = m.sum.clone().unwrap();
+            assert!(s.is_monotonic && s.aggregation_temporality == CUMULATIVE);
+            s.data_points[0].clone()
+        };
+        let first = sum(&request(&[at(1_000, 5.0)], &meta, &[], &mut starts, 7));
+        assert_eq!(
+            (first.start_time_unix_nano, first.time_unix_nano),
+            (7, 1_000_000_000)
+        );
+        let on = sum(&request(&[at(2_000, 9.0)], &meta, &[], &mut starts, 7));
+        assert_eq!(on.start_time_unix_nano, 7);
+        // Started again (the value fell): a new start after the last point.
+        let again = sum(&request(&[at(3_000, 1.0)], &meta, &[], &mut starts, 7));
+        assert_eq!(again.start_time_unix_nano, 2_000_000_001);
+        assert_eq!(again.attributes, vec![kv("block", "llt0")]);
+    }
+
+    #[test]
+    fn a_gauge_keeps_its_name_and_its_base_unit() {
+        let s = TimeSeries {
+            labels: vec![label(
+                "__name__",
+                "bfperf_ddr_read_bandwidth_bytes_per_second",
+            )],
+            samples: vec![Sample {
+                value: 2e9,
+                timestamp: 1,
+            }],
+        };
+        let r = request(&[s], &[], &[], &mut Starts::new(), 0);
+        let m = &r.resource_metrics[0].scope_metrics[0].metrics[0];
+        assert_eq!(m.unit, "By/s");
+        assert_eq!(
+            m.gauge.as_ref().unwrap().data_points[0].value,
+            Some(PointValue::AsDouble(2e9))
+        );
+    }
+}
