@@ -4,7 +4,7 @@
 //! totals that never go backwards across wraps and window resets.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Process, Stdio};
 use std::sync::Arc;
@@ -60,51 +60,21 @@ fn promtool_accepts(promtool: &Path, text: &str) {
     );
 }
 
-/// An exporter on a mount with a config, serving on a free port.
-/// A port found free can be taken (as another connection's local port) before
-/// the exporter binds it, more likely the longer it takes to start: then another.
+/// An exporter on a mount with a config, serving on the port it bound (port 0) and
+/// said.
 pub(crate) fn serve(m: &Mount, dir: &Path, config: &Path) -> (Running, u16) {
-    let mut last = String::new();
-    for _ in 0..5 {
-        let port = free_port();
-        let mut e = exporter(
-            m,
-            &dir.join("lock"),
-            &[
-                "--config",
-                config.to_str().unwrap(),
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-            ],
-        );
-        match wait_serving(&mut e, port) {
-            Ok(()) => return (e, port),
-            Err(why) if why.contains("in use") => last = why,
-            Err(why) => panic!("{why}"),
-        }
-    }
-    panic!("no free port to serve on: {last}");
-}
-
-/// Waits (a minute at most) until exporter `e` listens on `port`; the reason, with
-/// its stderr, when it ended first.
-pub(crate) fn wait_serving(e: &mut Running, port: u16) -> Result<(), String> {
-    for _ in 0..1200 {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Ok(());
-        }
-        if let Ok(Some(status)) = e.0.try_wait() {
-            let mut err = String::new();
-            if let Some(mut stderr) = e.0.stderr.take() {
-                let _ = stderr.read_to_string(&mut err);
-            }
-            return Err(format!(
-                "the exporter ended ({status}) before listening on {port}: {err}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Err(format!("nothing listens on {port} after a minute"))
+    let mut e = exporter(
+        m,
+        &dir.join("lock"),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let port = served_port(&mut e);
+    (e, port)
 }
 
 /// A connection to `port` on loopback, retried while it is refused (a server not
@@ -123,14 +93,6 @@ pub(crate) fn connect(port: u16) -> TcpStream {
             Err(e) => panic!("connecting to 127.0.0.1:{port}: {e}"),
         }
     }
-}
-
-pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A plain HTTP/1.0 GET on loopback; returns (status line, body).
@@ -186,17 +148,108 @@ fn prompt() -> Duration {
     }
 }
 
-pub(crate) fn wait_port(port: u16) {
-    for _ in 0..1200 {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("nothing listens on {port}");
+pub(crate) struct Running(pub(crate) Child);
+
+/// What each exporter whose standard error [`served_at`] took has said, by pid, for
+/// its drop to show when a test fails.
+static SAID: std::sync::Mutex<std::collections::BTreeMap<u32, Arc<std::sync::Mutex<Vec<u8>>>>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// The address exporter `e` serves on, as its `serving http://ADDRESS/metrics`
+/// line says (it binds port 0 itself: no port is chosen here and released).
+pub(crate) fn served_at(e: &mut Running) -> Result<String, String> {
+    announced(e, "the exporter", |line| {
+        line.split_once("serving http")
+            .and_then(|(_, r)| r.split_once("://"))
+            .and_then(|(_, r)| r.split_once("/metrics"))
+            .map(|(a, _)| a.to_string())
+    })
 }
 
-pub(crate) struct Running(pub(crate) Child);
+/// The address Prometheus `p` listens on, as its `msg="Listening on"
+/// address=ADDRESS` line says (started with `--web.listen-address=127.0.0.1:0`).
+pub(crate) fn prometheus_port(p: &mut Running) -> u16 {
+    let at = announced(p, "Prometheus", |line| {
+        let (_, r) = line.split_once("msg=\"Listening on\"")?;
+        let (_, a) = r.split_once("address=")?;
+        Some(a.split_whitespace().next()?.to_string())
+    })
+    .unwrap_or_else(|why| panic!("{why}"));
+    at.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {at}"))
+}
+
+/// What server `e` (`who`) says is its address on a line of its standard error
+/// (`find` picks it out), within a minute; the reason, with what it said, when it
+/// says nothing of it first. Its standard error (a pipe) is read on by a thread of
+/// its own from then on, and kept for [`said`] and for its drop to show.
+fn announced(
+    e: &mut Running,
+    who: &str,
+    find: fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let stderr =
+        e.0.stderr
+            .take()
+            .ok_or(format!("{who}'s stderr is not a pipe"))?;
+    let said = Arc::new(std::sync::Mutex::new(Vec::new()));
+    SAID.lock().unwrap().insert(e.0.id(), said.clone());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let keep = said.clone();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            keep.lock()
+                .unwrap()
+                .extend_from_slice(format!("{line}\n").as_bytes());
+            if let Some(at) = find(&line) {
+                let _ = tx.send(at);
+            }
+        }
+    });
+    READERS.lock().unwrap().insert(e.0.id(), reader);
+    rx.recv_timeout(Duration::from_secs(60)).map_err(|_| {
+        format!(
+            "{who} never said where it listens: {}",
+            String::from_utf8_lossy(&said.lock().unwrap())
+        )
+    })
+}
+
+/// The threads reading what [`announced`] took, by pid.
+static READERS: std::sync::Mutex<std::collections::BTreeMap<u32, std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Everything exporter `e`, which has ended, said on its standard error.
+pub(crate) fn said_to_end(e: &Running) -> String {
+    let reader = READERS.lock().unwrap().remove(&e.0.id());
+    if let Some(r) = reader {
+        let _ = r.join();
+    }
+    said(e)
+}
+
+/// What exporter `e` has said on its standard error since [`served_at`] took it.
+pub(crate) fn said(e: &Running) -> String {
+    SAID.lock()
+        .unwrap()
+        .get(&e.0.id())
+        .map(|k| String::from_utf8_lossy(&k.lock().unwrap()).into_owned())
+        .unwrap_or_default()
+}
+
+/// The port exporter `e` serves on ([`served_at`]); panics with what it said when
+/// it never serves.
+pub(crate) fn served_port(e: &mut Running) -> u16 {
+    let at = served_at(e).unwrap_or_else(|why| panic!("{why}"));
+    at.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {at}"))
+}
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -215,10 +268,22 @@ impl Drop for Running {
             let _ = self.0.wait();
         }
         // A failing test shows what its exporter said (the last 16 KiB of it).
+        let kept = SAID
+            .lock()
+            .map(|mut m| m.remove(&self.0.id()))
+            .ok()
+            .flatten();
         if std::thread::panicking() {
-            if let Some(mut stderr) = self.0.stderr.take() {
-                let mut said = Vec::new();
-                let _ = stderr.read_to_end(&mut said);
+            let said = match (self.0.stderr.take(), kept) {
+                (Some(mut stderr), _) => {
+                    let mut said = Vec::new();
+                    let _ = stderr.read_to_end(&mut said);
+                    Some(said)
+                }
+                (None, Some(k)) => k.lock().ok().map(|v| v.clone()),
+                (None, None) => None,
+            };
+            if let Some(said) = said {
                 let tail = &said[said.len().saturating_sub(16 * 1024)..];
                 eprintln!(
                     "--- the exporter's standard error (pid {}) ---\n{}",
@@ -368,27 +433,26 @@ fn a_real_prometheus_scrapes_it_and_computes_the_simulators_rates() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "events = [\"tile2/MEMORY_READS/\"]\n");
     let (_e, port) = serve(&m, dir.path(), &cfg);
-    let prom_port = free_port();
     let prom_cfg = dir.path().join("prometheus.yml");
     std::fs::write(
         &prom_cfg,
         format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: bfperf\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"),
     )
     .unwrap();
-    let _p = Running(
+    let mut _p = Running(
         Process::new(prometheus)
             .arg(format!("--config.file={}", prom_cfg.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
                 dir.path().join("tsdb").display()
             ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .arg("--web.listen-address=127.0.0.1:0")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
-    wait_port(prom_port);
+    let prom_port = prometheus_port(&mut _p);
     // The simulator's rates: a register's from two reads a second apart; the tile's
     // from the same simulator model in process (same generation, kernel, layout).
     let reg = m.device().join("pcie0/IN_P_BYTE_CNT");
@@ -457,18 +521,12 @@ fn the_lock_the_restore_and_re_programming() {
         dir.path(),
         "events = [\"tile2/MEMORY_READS,MEMORY_WRITES/\"]\n",
     );
-    let port = free_port();
     let mut e = exporter(
         &m,
         &lock,
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ],
+        &["--config", cfg.to_str().unwrap(), "--listen", "127.0.0.1:0"],
     );
-    wait_port(port);
+    let port = served_port(&mut e);
     bfperf()
         .arg("--sysfs-root")
         .arg(m.root())
@@ -495,8 +553,7 @@ fn the_lock_the_restore_and_re_programming() {
     unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
     let status = e.0.wait().unwrap();
     assert!(status.success());
-    let mut err = String::new();
-    e.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let err = said_to_end(&e);
     assert!(
         err.contains("another program programmed event 0x45 on counter 0"),
         "{err}"
@@ -695,20 +752,19 @@ fn user_metrics_cannot_break_the_exposition() {
         dir.path(),
         "metrics = [\"odd_help\"]\nmetric_gauges = true\n",
     );
-    let port = free_port();
-    let _e = exporter(
+    let mut _e = exporter(
         &m,
         &dir.path().join("lock"),
         &[
             "--config",
             cfg.to_str().unwrap(),
             "--listen",
-            &format!("127.0.0.1:{port}"),
+            "127.0.0.1:0",
             "--metrics",
             file.to_str().unwrap(),
         ],
     );
-    wait_port(port);
+    let port = served_port(&mut _e);
     let (_, text) = get(port, "/metrics", "text/plain");
     assert!(
         text.contains("# HELP bfperf_metric_odd_help line one\\nline two \\\\ with a backslash"),
@@ -777,8 +833,7 @@ fn hostile_clients_never_stop_a_scrape() {
     let c = Copy::of("bf2");
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "events = [\"tile2/MEMORY_READS/\"]\n");
-    let port = free_port();
-    let e = Running(
+    let mut e = Running(
         Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
             .arg("--sysfs-root")
             .arg(c.root())
@@ -786,14 +841,14 @@ fn hostile_clients_never_stop_a_scrape() {
             .arg(dir.path().join("lock"))
             .args(["exporter", "--config"])
             .arg(&cfg)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--listen", "127.0.0.1:0"])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
     let pid = e.0.id();
-    wait_port(port);
+    let port = served_port(&mut e);
     assert!(timed_scrape(port).0.contains("200"));
     let baseline = rss_kib(pid);
 
@@ -923,7 +978,6 @@ fn tls_and_basic_auth_protect_the_exporter() {
     .unwrap();
     let c = Copy::of("bf2");
     let cfg = config(dir.path(), "");
-    let port = free_port();
     let run = |web: &Path| {
         Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
             .arg("--sysfs-root")
@@ -932,19 +986,15 @@ fn tls_and_basic_auth_protect_the_exporter() {
             .arg(dir.path().join("lock"))
             .args(["exporter", "--config"])
             .arg(&cfg)
-            .args([
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--web.config.file",
-            ])
+            .args(["--listen", "127.0.0.1:0", "--web.config.file"])
             .arg(web)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap()
     };
-    let _e = Running(run(&web));
-    wait_port(port);
+    let mut _e = Running(run(&web));
+    let port = served_port(&mut _e);
     let url = format!("https://127.0.0.1:{port}/metrics");
     assert_eq!(curl_status(&url, &[]), "401");
     assert_eq!(curl_status(&url, &["-u", "alice:wrong"]), "401");
@@ -1092,18 +1142,18 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
                 want.push((name, block, r["block"] == r["kind"], base));
             }
         }
-        let port = free_port();
-        running.push(exporter(
+        let mut e = exporter(
             &m,
             &lock,
             &[
                 "--config",
                 example.to_str().unwrap(),
                 "--listen",
-                &format!("127.0.0.1:{port}"),
+                "127.0.0.1:0",
             ],
-        ));
-        wait_port(port);
+        );
+        let port = served_port(&mut e);
+        running.push(e);
         targets.push(format!("'127.0.0.1:{port}'"));
         mounts.push(m);
     }
@@ -1122,7 +1172,6 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
         ])),
     )
     .unwrap();
-    let prom_port = free_port();
     let prom_cfg = dir.path().join("prometheus.yml");
     std::fs::write(
         &prom_cfg,
@@ -1134,20 +1183,20 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
         ),
     )
     .unwrap();
-    let _p = Running(
+    let mut _p = Running(
         Process::new(prometheus)
             .arg(format!("--config.file={}", prom_cfg.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
                 dir.path().join("tsdb").display()
             ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .arg("--web.listen-address=127.0.0.1:0")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
-    wait_port(prom_port);
+    let prom_port = prometheus_port(&mut _p);
     let rule = |name: &str, block: &str, kind_level: bool| {
         let base = name
             .replace("_bandwidth", "_bandwidth_bytes_per_second")
@@ -1312,8 +1361,7 @@ fn password_guessing_neither_reveals_users_nor_locks_out_a_scraper() {
     std::fs::write(&web, format!("basic_auth_users:\n  alice: {hash}\n")).unwrap();
     let c = Copy::of("bf2");
     let cfg = config(dir.path(), "events = [\"tile2/MEMORY_READS/\"]\n");
-    let port = free_port();
-    let _e = Running(
+    let mut _e = Running(
         Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
             .arg("--sysfs-root")
             .arg(c.root())
@@ -1321,18 +1369,14 @@ fn password_guessing_neither_reveals_users_nor_locks_out_a_scraper() {
             .arg(dir.path().join("lock"))
             .args(["exporter", "--config"])
             .arg(&cfg)
-            .args([
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--web.config.file",
-            ])
+            .args(["--listen", "127.0.0.1:0", "--web.config.file"])
             .arg(&web)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
-    wait_port(port);
+    let port = served_port(&mut _e);
 
     // A wrong password for a user that exists and any password for one that does not
     // cost the exporter as much: no timing tells user names apart. Its processor
@@ -1440,12 +1484,10 @@ fn the_config_says_where_and_how_to_serve() {
         format!("basic_auth_users:\n  alice: {hash}\n"),
     )
     .unwrap();
-    let port = free_port();
+    // Another loopback address in the config, so that --listen's can be told apart.
     let cfg = config(
         dir.path(),
-        &format!(
-            "events = [\"tile2/MEMORY_READS/\"]\nlisten = \"127.0.0.1:{port}\"\nweb_config_file = \"web.yml\"\n"
-        ),
+        "events = [\"tile2/MEMORY_READS/\"]\nlisten = \"127.0.0.2:0\"\nweb_config_file = \"web.yml\"\n",
     );
     let c = Copy::of("bf2");
     let run = |extra: &[&str]| {
@@ -1462,21 +1504,19 @@ fn the_config_says_where_and_how_to_serve() {
             .spawn()
             .unwrap()
     };
-    let e = Running(run(&[]));
-    wait_port(port);
-    let url = format!("http://127.0.0.1:{port}/metrics");
+    let mut e = Running(run(&[]));
+    let at = served_at(&mut e).unwrap();
+    assert!(at.starts_with("127.0.0.2:"), "{at}");
+    let url = format!("http://{at}/metrics");
     assert_eq!(curl_status(&url, &[]), "401");
     assert_eq!(curl_status(&url, &["-u", "alice:s3cret"]), "200");
     drop(e);
     // --listen wins over the config.
-    let other = free_port();
-    let e = Running(run(&["--listen", &format!("127.0.0.1:{other}")]));
-    wait_port(other);
+    let mut e = Running(run(&["--listen", "127.0.0.1:0"]));
+    let other = served_at(&mut e).unwrap();
+    assert!(other.starts_with("127.0.0.1:"), "{other}");
     assert_eq!(
-        curl_status(
-            &format!("http://127.0.0.1:{other}/metrics"),
-            &["-u", "alice:s3cret"]
-        ),
+        curl_status(&format!("http://{other}/metrics"), &["-u", "alice:s3cret"]),
         "200"
     );
     drop(e);
@@ -1880,18 +1920,13 @@ fn a_socket_group_lets_its_members_ask_and_no_one_else() {
         dir.path(),
         "events = [\"default\"]\nsocket_group = \"4242\"\n",
     );
-    let port = free_port();
-    let _e = exporter_on(
+    let mut _e = exporter_on(
         c.root(),
         &lock,
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ],
+        &["--config", cfg.to_str().unwrap(), "--listen", "127.0.0.1:0"],
     );
-    wait_port(port);
+    // Serving: the socket is there too.
+    served_port(&mut _e);
     let socket = std::fs::metadata(dir.path().join("lock.sock")).unwrap();
     assert_eq!((socket.mode() & 0o777, socket.gid()), (0o660, 4242));
     let stat = [
@@ -1952,7 +1987,8 @@ fn a_squatted_state_directory_still_reaches_roots_exporter() {
         dir.path(),
         "events = [\"default\"]\nsocket_group = \"4242\"\n",
     );
-    let port = free_port().to_string();
+    // Port 0: the test speaks to it through its socket only.
+    let port = "0".to_string();
     // In a mount namespace of its own with /run a new tmpfs: root's exporter with
     // its default lock, then the member's stat with nothing but TMPDIR set.
     let script = r#"
@@ -2537,7 +2573,6 @@ fn a_lost_device_reads_up_0_its_series_left_out_is_logged_once_and_found_again()
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "events = [\"default\"]\n");
     let fresh = m.config("llt0");
-    let log = dir.path().join("exporter.log");
     // A state directory of its own: the journal of a device that cannot be put
     // back stays, and must not meet another test's device.
     let state = dir.path().join("state");
@@ -2547,30 +2582,21 @@ fn a_lost_device_reads_up_0_its_series_left_out_is_logged_once_and_found_again()
         <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700),
     )
     .unwrap();
-    let mut e = None;
-    let mut port = 0;
-    for _ in 0..5 {
-        port = free_port();
-        let mut running = Running(
-            Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
-                .arg("--sysfs-root")
-                .arg(m.root())
-                .arg("--lock-file")
-                .arg(dir.path().join("lock"))
-                .env("BFPERF_STATE_DIR", &state)
-                .args(["exporter", "--config"])
-                .arg(&cfg)
-                .args(["--listen", &format!("127.0.0.1:{port}")])
-                .stderr(std::fs::File::create(&log).unwrap())
-                .spawn()
-                .unwrap(),
-        );
-        if wait_serving(&mut running, port).is_ok() {
-            e = Some(running);
-            break;
-        }
-    }
-    let mut e = e.expect("the exporter never served");
+    let mut e = Running(
+        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .arg("--sysfs-root")
+            .arg(m.root())
+            .arg("--lock-file")
+            .arg(dir.path().join("lock"))
+            .env("BFPERF_STATE_DIR", &state)
+            .args(["exporter", "--config"])
+            .arg(&cfg)
+            .args(["--listen", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let port = served_port(&mut e);
     let (_, before) = get(port, "/metrics", "text/plain");
     assert_eq!(sample(&before, "bfperf_up", &[]), 1.0);
     assert!(before.contains("bfperf_events_total{"), "{before}");
@@ -2583,7 +2609,7 @@ fn a_lost_device_reads_up_0_its_series_left_out_is_logged_once_and_found_again()
         !after.contains("bfperf_events_total{") && !after.contains("bfperf_cycles_total{"),
         "a lost device's counters are still exported: {after}"
     );
-    let logged = std::fs::read_to_string(&log).unwrap();
+    let logged = said(&e);
     let failing: Vec<&str> = logged
         .lines()
         .filter(|l| l.contains("cannot be read") || l.contains("failed while"))
@@ -2602,7 +2628,7 @@ fn a_lost_device_reads_up_0_its_series_left_out_is_logged_once_and_found_again()
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    let logged = std::fs::read_to_string(&log).unwrap();
+    let logged = said(&e);
     assert_eq!(logged.matches("answers again").count(), 1, "{logged}");
     // Lost again, and back under another hwmonN, as a driver loaded again: found
     // there and programmed there, its series a counter reset.
@@ -2647,7 +2673,7 @@ fn a_lost_device_reads_up_0_its_series_left_out_is_logged_once_and_found_again()
         "0",
         "the exporter did not program the device where it was found"
     );
-    let logged = std::fs::read_to_string(&log).unwrap();
+    let logged = said(&e);
     assert!(
         logged.contains(&format!("answers again at {}", moved.display())),
         "{logged}"

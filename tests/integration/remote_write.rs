@@ -7,13 +7,12 @@ use std::process::{Command as Process, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::exporter::{
-    config, free_port, get, prometheus_query, prometheus_tools, wait_port, Running,
-};
+use crate::exporter::{config, get, prometheus_port, prometheus_query, prometheus_tools, Running};
 
-/// Prometheus with its remote-write receiver, its data in `dir`, on `port`; with
-/// `web` (its web config: TLS, basic auth) when given.
-fn receiver(prometheus: &Path, dir: &Path, port: u16, web: Option<&Path>) -> Running {
+/// Prometheus with its remote-write receiver, its data in `dir`, on `port` (0: the
+/// port it binds and says); with `web` (its web config: TLS, basic auth) when
+/// given. Its port.
+fn receiver(prometheus: &Path, dir: &Path, port: u16, web: Option<&Path>) -> (Running, u16) {
     let cfg = dir.join("prometheus.yml");
     std::fs::write(&cfg, "global:\n  scrape_interval: 15s\n").unwrap();
     let mut p = Process::new(prometheus);
@@ -27,14 +26,14 @@ fn receiver(prometheus: &Path, dir: &Path, port: u16, web: Option<&Path>) -> Run
     if let Some(web) = web {
         p.arg(format!("--web.config.file={}", web.display()));
     }
-    let p = Running(
+    let mut p = Running(
         p.stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
-    wait_port(port);
-    p
+    let port = prometheus_port(&mut p);
+    (p, port)
 }
 
 /// An exporter of the simulated BlueField-3 pushing every second to `port`.
@@ -55,7 +54,7 @@ fn pusher(dir: &Path, name: &str, port: u16, queue: usize) -> Running {
             .arg("exporter")
             .arg("--config")
             .arg(&cfg)
-            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+            .args(["--listen", "127.0.0.1:0"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -99,8 +98,8 @@ fn remote_write_gives_the_simulators_rates_and_a_receiver_outage_loses_only_what
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut prom = Some(receiver(&prometheus, dir.path(), port, None));
+    let (first, port) = receiver(&prometheus, dir.path(), 0, None);
+    let mut prom = Some(first);
     // Two DPUs: one queue holds the whole outage, one holds about ten pushes (a
     // hundred series each) of it.
     let _big = pusher(dir.path(), "big", port, 100_000);
@@ -130,7 +129,8 @@ fn remote_write_gives_the_simulators_rates_and_a_receiver_outage_loses_only_what
     drop(prom.take());
     let down = Instant::now();
     std::thread::sleep(Duration::from_secs(30));
-    prom = Some(receiver(&prometheus, dir.path(), port, None));
+    // Back at the address the pushers know (a restart binds it again).
+    prom = Some(receiver(&prometheus, dir.path(), port, None).0);
     let outage = down.elapsed().as_secs_f64();
     // When the receiver was back, as the samples' own timestamps count (Unix seconds):
     // what a queue held was sampled before it.
@@ -249,8 +249,7 @@ fn remote_write_over_tls_with_basic_auth_and_a_refusal_counted() {
         format!("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\nbasic_auth_users:\n  dpu: {hash}\n"),
     )
     .unwrap();
-    let port = free_port();
-    let _prom = receiver(&prometheus, d, port, Some(&d.join("web.yml")));
+    let (_prom, port) = receiver(&prometheus, d, 0, Some(&d.join("web.yml")));
     let start = |name: &str, password: &str| {
         let sub = d.join(name);
         std::fs::create_dir_all(&sub).unwrap();
@@ -478,32 +477,20 @@ fn pusher_serving(dir: &Path, name: &str, port: u16) -> (Running, u16) {
 /// serving on a port found free, tried again if another took it meanwhile; it is
 /// serving when this returns.
 pub(crate) fn sim_exporter(sub: &Path, cfg: &Path) -> (Running, u16) {
-    let mut last = String::new();
-    for _ in 0..5 {
-        let listen = free_port();
-        let mut e = Running(
-            Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
-                .args(["--sim", "bf3", "--lock-file"])
-                .arg(sub.join("lock"))
-                .args(["exporter", "--config"])
-                .arg(cfg)
-                .args(["--listen", &format!("127.0.0.1:{listen}")])
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(sub.join("exporter.log")).unwrap())
-                .spawn()
-                .unwrap(),
-        );
-        match crate::exporter::wait_serving(&mut e, listen) {
-            Ok(()) => return (e, listen),
-            Err(why) => {
-                last = format!(
-                    "{why}{}",
-                    std::fs::read_to_string(sub.join("exporter.log")).unwrap_or_default()
-                )
-            }
-        }
-    }
-    panic!("the exporter never served: {last}");
+    let mut e = Running(
+        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+            .args(["--sim", "bf3", "--lock-file"])
+            .arg(sub.join("lock"))
+            .args(["exporter", "--config"])
+            .arg(cfg)
+            .args(["--listen", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let port = crate::exporter::served_port(&mut e);
+    (e, port)
 }
 
 /// Against HTTP 429 the sender backs off (1 s doubling) or waits the receiver's

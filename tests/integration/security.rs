@@ -268,13 +268,8 @@ fn a_killed_writer_is_undone_by_restore_or_by_the_next_writer() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("exporter.toml");
     fs::write(&cfg, "events = [\"llt1/GDC_BANK1_RD_REQ/\"]\n").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
-    let listen = format!("127.0.0.1:{port}");
+    // Killed before anyone scrapes it: the port it binds is its own business.
+    let listen = "127.0.0.1:0".to_string();
     killed_mid_measurement(
         &m,
         state.path(),
@@ -748,11 +743,6 @@ fn a_refused_exporter_start_or_reload_leaves_no_journal_and_keeps_serving() {
     let original = whole_config(&m);
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("exporter.toml");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let exporter = || {
         Command::new(env!("CARGO_BIN_EXE_bfperf"))
             .arg("--sysfs-root")
@@ -761,7 +751,7 @@ fn a_refused_exporter_start_or_reload_leaves_no_journal_and_keeps_serving() {
             .env("BFPERF_STATE_DIR", state.path())
             .args(["exporter", "--config"])
             .arg(&cfg)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--listen", "127.0.0.1:0"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -779,7 +769,8 @@ fn a_refused_exporter_start_or_reload_leaves_no_journal_and_keeps_serving() {
     assert_eq!(whole_config(&m), original);
 
     fs::write(&cfg, "events = [\"llt1/GDC_BANK0_RD_REQ/\"]\n").unwrap();
-    let mut e = exporter();
+    let mut e = crate::exporter::Running(exporter());
+    let port = crate::exporter::served_port(&mut e);
     let scrape = || {
         let out = Command::new("curl")
             .args(["-s", "--max-time", "10"])
@@ -796,10 +787,10 @@ fn a_refused_exporter_start_or_reload_leaves_no_journal_and_keeps_serving() {
     let running = whole_config(&m);
     fs::write(&cfg, "events = [\"llt3/GDC_BANK0_RD_REQ/\"]\n").unwrap();
     // SAFETY: signals our own child.
-    unsafe { libc::kill(e.id() as i32, libc::SIGHUP) };
+    unsafe { libc::kill(e.0.id() as i32, libc::SIGHUP) };
     std::thread::sleep(Duration::from_secs(1));
     assert!(
-        e.try_wait().unwrap().is_none(),
+        e.0.try_wait().unwrap().is_none(),
         "a refused reload stopped the exporter"
     );
     let text = scrape();
@@ -813,10 +804,10 @@ fn a_refused_exporter_start_or_reload_leaves_no_journal_and_keeps_serving() {
         "the running exporter has a journal"
     );
     // SAFETY: as above.
-    unsafe { libc::kill(e.id() as i32, libc::SIGTERM) };
-    let out = e.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
+    let status = e.0.wait().unwrap();
+    let err = crate::exporter::said_to_end(&e);
+    assert_eq!(status.code(), Some(0), "{err}");
     assert!(
         err.contains("reload failed, the old configuration runs again"),
         "{err}"

@@ -407,7 +407,6 @@ fn top_beside_the_exporter_is_counted_by_it_and_a_killed_top_leaves_nothing() {
     let cfg = config(dir.path(), "events = [\"default\"]\n");
     let gic0 = m.config("gic0");
     let (mut e, port) = serve(&m, dir.path(), &cfg);
-    let mut e_stderr = e.0.stderr.take().unwrap();
     let rc = dir.path().join("rc");
     let blocks = ["mss0", "llt0", "llt_miss7", "clock_measure"];
     let programmed: Vec<_> = blocks.iter().map(|b| m.config(b)).collect();
@@ -534,10 +533,10 @@ fn top_beside_the_exporter_is_counted_by_it_and_a_killed_top_leaves_nothing() {
     });
     t.keys("q");
     t.wait_exit(&rc, "the second top did not exit on q");
-    drop(e);
-    let mut err = String::new();
-    use std::io::Read;
-    e_stderr.read_to_string(&mut err).unwrap();
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
+    let _ = e.0.wait();
+    let err = crate::exporter::said_to_end(&e);
     // Logged by the uid and pid the kernel gives, the command as the client's claim.
     assert!(err.contains("counting for uid 0, pid "), "{err}");
     assert!(
