@@ -1224,7 +1224,8 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
     for (name, block, kind_level, expected) in &want {
         let q = rule(name, block, *kind_level);
         let got = prometheus_query(prom_port, &q).unwrap_or_else(|| panic!("no value for {q}"));
-        eprintln!("RATIO {q} {:.5}", got / expected);
+        // Shown with --nocapture: how close each rule came (issue of a starved exporter).
+        eprintln!("{q}: {:.5} of stat's value", got / expected);
         prometheus_close(got, *expected, &format!("{q} against stat"));
     }
     // The dashboard: every query returns data, its variables standing for everything.
@@ -2857,6 +2858,27 @@ fn the_log_is_logfmt_or_json_with_levels_and_no_time_under_journald() {
     assert!(
         journald.lines().all(|l| l.starts_with("level=")),
         "{journald}"
+    );
+    // An error is logged at level error (a missing config was logged at info).
+    let out = bfperf()
+        .args([
+            "--sim",
+            "bf3",
+            "exporter",
+            "--listen",
+            "127.0.0.1:0",
+            "--config",
+        ])
+        .arg(dir.path().join("no-such.toml"))
+        .timeout(Duration::from_secs(10))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.contains(" level=error msg=\"cannot read the configuration file")),
+        "{err}"
     );
 }
 
