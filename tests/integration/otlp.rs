@@ -207,10 +207,15 @@ fn an_otlp_receiver_down_30_s_loses_nothing_the_queue_holds() {
     });
     let mut all = lines(&before);
     all.extend(lines(&after));
-    let mut times: Vec<u64> = series(&all, "bfperf_events", &mss0)
-        .iter()
-        .map(|p| p["time"].as_u64().unwrap())
-        .collect();
+    let points = series(&all, "bfperf_events", &mss0);
+    // Requests tried again through the outage are the same requests: no point
+    // says the count started again.
+    assert!(
+        points.iter().all(|p| p["start"] == points[0]["start"]),
+        "a start time moved: {:?}",
+        points.iter().map(|p| &p["start"]).collect::<Vec<_>>()
+    );
+    let mut times: Vec<u64> = points.iter().map(|p| p["time"].as_u64().unwrap()).collect();
     times.sort_unstable();
     times.dedup();
     let widest = times.windows(2).map(|w| w[1] - w[0]).max().unwrap() as f64 / 1e9;

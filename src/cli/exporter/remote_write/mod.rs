@@ -656,12 +656,13 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
     let mut starts = otlp::Starts::new();
     let what = shared.protocol.section().replace('_', " ");
     while let Some(series) = next_request(shared) {
-        let body = body_of(shared, series, &mut starts, began);
+        let (body, after) = body_of(shared, series, &starts, began);
         let outcome = rt.block_on(post::send(target, body));
         let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         let st = &shared.stats;
         match outcome {
             Outcome::Accepted => {
+                starts.extend(after);
                 st.sent.fetch_add(q.done() as u64, Ordering::Relaxed);
                 if failing {
                     diag(&format!("{what} to {url} accepted again"));
@@ -670,6 +671,7 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
                 backoff = MIN_BACKOFF;
             }
             Outcome::Refused(why) => {
+                starts.extend(after);
                 let n = q.done();
                 st.refused.fetch_add(n as u64, Ordering::Relaxed);
                 diag(&format!(
@@ -699,25 +701,31 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
     }
 }
 
-/// A request's body in the protocol's wire format, the families' metadata with it.
+/// A request's body in the protocol's wire format, the families' metadata with it;
+/// for OTLP, the counters' starts to keep once the request is done with (a request
+/// tried again is built again from the same starts).
 fn body_of(
     shared: &Shared,
     series: Vec<TimeSeries>,
-    starts: &mut otlp::Starts,
+    starts: &otlp::Starts,
     began: u64,
-) -> Vec<u8> {
+) -> (Vec<u8>, otlp::Starts) {
     let metadata = shared
         .metadata
         .lock()
         .map(|m| m.clone())
         .unwrap_or_default();
     match &shared.protocol {
-        Protocol::RemoteWrite => wire::body(&wire::WriteRequest {
-            timeseries: series,
-            metadata,
-        }),
+        Protocol::RemoteWrite => (
+            wire::body(&wire::WriteRequest {
+                timeseries: series,
+                metadata,
+            }),
+            otlp::Starts::new(),
+        ),
         Protocol::Otlp { resource, .. } => {
-            otlp::body(&otlp::request(&series, &metadata, resource, starts, began))
+            let (request, after) = otlp::request(&series, &metadata, resource, starts, began);
+            (otlp::body(&request), after)
         }
     }
 }

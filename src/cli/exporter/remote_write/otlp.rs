@@ -182,14 +182,18 @@ pub(super) type Starts = HashMap<Vec<Label>, (u64, f64, u64)>;
 /// The request for `series` (taken from the queue, `__name__` among their labels),
 /// the families' types and HELP in `metadata`, under `resource`. A counter series
 /// seen for the first time started at `began` (ns since the epoch, the exporter's
-/// start); one whose value falls started again just after its last point.
+/// start); one whose value falls started again just after its last point. Returns
+/// with it the counter series' starts as they stand after it, for the caller to keep
+/// once the receiver has taken (or refused) it: a request sent again after a
+/// failure gives the same start times.
 pub(super) fn request(
     series: &[TimeSeries],
     metadata: &[MetricMetadata],
     resource: &[(String, String)],
-    starts: &mut Starts,
+    starts: &Starts,
     began: u64,
-) -> ExportMetricsServiceRequest {
+) -> (ExportMetricsServiceRequest, Starts) {
+    let mut after = Starts::new();
     let mut metrics: Vec<Metric> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for s in series {
@@ -215,19 +219,18 @@ pub(super) fn request(
             .filter(|l| l.name != "__name__")
             .map(|l| kv(&l.name, &l.value))
             .collect();
+        let mut state = starts.get(&s.labels).copied();
         for p in &s.samples {
             let time = (p.timestamp.max(0) as u64).saturating_mul(1_000_000);
             let start = match counter {
                 false => 0,
                 true => {
-                    let e = starts
-                        .entry(s.labels.clone())
-                        .or_insert((began, p.value, time));
-                    if p.value < e.1 {
-                        e.0 = e.2.saturating_add(1).min(time);
+                    let (mut start, last, last_time) = state.unwrap_or((began, p.value, time));
+                    if p.value < last {
+                        start = last_time.saturating_add(1).min(time);
                     }
-                    (e.1, e.2) = (p.value, time);
-                    e.0
+                    state = Some((start, p.value, time));
+                    start
                 }
             };
             let point = NumberDataPoint {
@@ -243,8 +246,11 @@ pub(super) fn request(
                 _ => {}
             }
         }
+        if let (true, Some(state)) = (counter, state) {
+            after.insert(s.labels.clone(), state);
+        }
     }
-    ExportMetricsServiceRequest {
+    let request = ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
             resource: Some(Resource {
                 attributes: resource.iter().map(|(k, v)| kv(k, v)).collect(),
@@ -257,7 +263,8 @@ pub(super) fn request(
                 metrics,
             }],
         }],
-    }
+    };
+    (request, after)
 }
 
 /// The request's body: the protobuf, gzip-compressed.
@@ -303,6 +310,12 @@ mod tests {
             }],
         };
         let mut starts = Starts::new();
+        // Each request's starts kept, as the sender does once the receiver took it.
+        let mut sent = |series: TimeSeries| {
+            let (r, after) = request(&[series], &meta, &[], &starts, 7);
+            starts.extend(after);
+            r
+        };
         let sum = |r: &ExportMetricsServiceRequest| {
             let m = &r.resource_metrics[0].scope_metrics[0].metrics[0];
             assert_eq!((m.name.as_str(), m.unit.as_str()), ("bfperf_events", "1"));
@@ -310,17 +323,39 @@ mod tests {
             assert!(s.is_monotonic && s.aggregation_temporality == CUMULATIVE);
             s.data_points[0].clone()
         };
-        let first = sum(&request(&[at(1_000, 5.0)], &meta, &[], &mut starts, 7));
+        let first = sum(&sent(at(1_000, 5.0)));
         assert_eq!(
             (first.start_time_unix_nano, first.time_unix_nano),
             (7, 1_000_000_000)
         );
-        let on = sum(&request(&[at(2_000, 9.0)], &meta, &[], &mut starts, 7));
+        let on = sum(&sent(at(2_000, 9.0)));
         assert_eq!(on.start_time_unix_nano, 7);
         // Started again (the value fell): a new start after the last point.
-        let again = sum(&request(&[at(3_000, 1.0)], &meta, &[], &mut starts, 7));
+        let again = sum(&sent(at(3_000, 1.0)));
         assert_eq!(again.start_time_unix_nano, 2_000_000_001);
         assert_eq!(again.attributes, vec![kv("block", "llt0")]);
+        // A request the receiver did not take is built again the same (its starts
+        // were not kept): its first point is no restart against its own last.
+        let batch = TimeSeries {
+            labels: labels.clone(),
+            samples: vec![
+                Sample {
+                    value: 4.0,
+                    timestamp: 4_000,
+                },
+                Sample {
+                    value: 6.0,
+                    timestamp: 5_000,
+                },
+            ],
+        };
+        let (tried, _) = request(std::slice::from_ref(&batch), &meta, &[], &starts, 7);
+        let (again, _) = request(&[batch], &meta, &[], &starts, 7);
+        assert_eq!(tried, again);
+        let points = &again.resource_metrics[0].scope_metrics[0].metrics[0];
+        for p in &points.sum.as_ref().unwrap().data_points {
+            assert_eq!(p.start_time_unix_nano, 2_000_000_001);
+        }
     }
 
     #[test]
@@ -335,7 +370,7 @@ mod tests {
                 timestamp: 1,
             }],
         };
-        let r = request(&[s], &[], &[], &mut Starts::new(), 0);
+        let (r, _) = request(&[s], &[], &[], &Starts::new(), 0);
         let m = &r.resource_metrics[0].scope_metrics[0].metrics[0];
         assert_eq!(m.unit, "By/s");
         assert_eq!(
