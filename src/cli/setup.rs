@@ -31,9 +31,20 @@ pub(super) fn open_device(global: &Global) -> Result<Device> {
                 Some(dir) => dir.clone(),
                 None => crate::device::discover(&global.sysfs_root)?,
             };
-            Device::open_tree(crate::sysfs::RealFs::new(dir).with_page_size(global.page_size))?
+            return open_device_at(global, dir);
         }
     };
+    for w in device.warnings() {
+        diag(&format!("warning: {w}"));
+    }
+    Ok(device)
+}
+
+/// Opens the device whose hwmon directory is `dir` (found by discovery, or named),
+/// its skipped entries said.
+pub(super) fn open_device_at(global: &Global, dir: std::path::PathBuf) -> Result<Device> {
+    let device =
+        Device::open_tree(crate::sysfs::RealFs::new(dir).with_page_size(global.page_size))?;
     for w in device.warnings() {
         diag(&format!("warning: {w}"));
     }

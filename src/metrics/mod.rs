@@ -78,6 +78,7 @@ pub struct Metric {
     refs: Vec<String>,
     context: std::sync::Arc<Context>,
     compiled: std::sync::OnceLock<std::result::Result<Compiled, String>>,
+    leads: std::sync::OnceLock<std::sync::Arc<[String]>>,
 }
 
 impl Metric {
@@ -116,23 +117,27 @@ impl Metric {
     }
 
     /// The events of its own kind its formula counts (`cycles` for the clock), in
-    /// the order the formula names them.
-    pub fn leads(&self) -> Vec<String> {
-        let mut named: Vec<(usize, String)> = self
-            .named_vars()
-            .into_iter()
-            .filter_map(|(name, var)| {
-                let event = match var {
-                    Var::Event(e) => e,
-                    Var::Other(k, e) if k == self.kind => e,
-                    Var::Cycles => "cycles".to_string(),
-                    _ => return None,
-                };
-                Some((self.def.expr.find(&name).unwrap_or(usize::MAX), event))
+    /// the order the formula names them; worked out once, shared by every value.
+    pub fn leads(&self) -> std::sync::Arc<[String]> {
+        self.leads
+            .get_or_init(|| {
+                let mut named: Vec<(usize, String)> = self
+                    .named_vars()
+                    .into_iter()
+                    .filter_map(|(name, var)| {
+                        let event = match var {
+                            Var::Event(e) => e,
+                            Var::Other(k, e) if k == self.kind => e,
+                            Var::Cycles => "cycles".to_string(),
+                            _ => return None,
+                        };
+                        Some((self.def.expr.find(&name).unwrap_or(usize::MAX), event))
+                    })
+                    .collect();
+                named.sort();
+                named.into_iter().map(|(_, e)| e).collect()
             })
-            .collect();
-        named.sort();
-        named.into_iter().map(|(_, e)| e).collect()
+            .clone()
     }
 
     /// The formula's value for these values of its names (in `named_vars` order).
@@ -431,6 +436,7 @@ fn load_one(
         refs,
         context: context.clone(),
         compiled: std::sync::OnceLock::new(),
+        leads: std::sync::OnceLock::new(),
     })
 }
 
@@ -903,7 +909,7 @@ pub struct MetricValue {
     /// the first one shown.
     #[serde(skip)]
     #[schemars(skip)]
-    pub leads: Vec<String>,
+    pub leads: std::sync::Arc<[String]>,
 }
 
 /// Evaluates the chosen metrics per block (when `per_block`) and for each kind's sum.

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::args::Global;
 use crate::cli::exit::diag;
-use crate::cli::setup::{load_metrics, lock_device, lock_path, open_device};
+use crate::cli::setup::{load_metrics, lock_device, lock_path, open_device, open_device_at};
 use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -135,9 +135,11 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     args.web_config = args.web_config.or(serving.web_config.clone());
     args.socket_group = args.socket_group.or(serving.socket_group.clone());
     // Checked before the device is touched.
-    if let Some(g) = &args.socket_group {
-        clients::group_id(g)?;
-    }
+    let group = args
+        .socket_group
+        .as_deref()
+        .map(clients::group_id)
+        .transpose()?;
     let set = load_metrics(global, &[device.generation()])?;
     for s in export::check(&device, &config, &set)?.skipped {
         diag(&format!("warning: skipped {s} (strict = true refuses it)"));
@@ -173,7 +175,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         let outcome = run_on(
             &device,
             global,
-            &args,
+            (&args, group),
             (&mut config, &serving, earlier.take()),
             (&mut pusher, &mut server),
             &sig,
@@ -232,7 +234,7 @@ type Earlier = Option<Vec<crate::measure::session::Saved>>;
 fn run_on(
     device: &Device,
     global: &Global,
-    args: &ExporterOptions,
+    (args, group): (&ExporterOptions, Option<u32>),
     (config, serving, earlier): (
         &mut (ExportConfig, crate::metrics::MetricSet),
         &Serving,
@@ -242,11 +244,6 @@ fn run_on(
     sig: &Signals,
 ) -> Result<Outcome> {
     let _lock = lock_device(global, device)?;
-    let group = args
-        .socket_group
-        .as_deref()
-        .map(clients::group_id)
-        .transpose()?;
     // Clients (stat) count beside the exporter through a socket by the lock.
     let clients = match lock_path(global, device)? {
         Some(lock) => Some(clients::Clients::open(&lock, group)?),
@@ -279,11 +276,18 @@ fn run_on(
             .started(args)
             .and_then(|server| http_loop(&mut running, sig, server)),
     };
-    drop(running.clients.take());
-    *pusher = std::mem::take(&mut running.pusher);
-    *config = running.config.clone();
-    let exporter = running.exporter.take();
-    Ok(match (result, running.moved.take()) {
+    let Running {
+        clients,
+        pusher: pushed,
+        config: ran,
+        exporter,
+        moved,
+        ..
+    } = running;
+    drop(clients);
+    // The pushers' queues and the configuration a reload left go on with the next run.
+    (*pusher, *config) = (pushed, ran);
+    Ok(match (result, moved) {
         (Ok(()), Some(found)) => {
             Outcome::Moved(found, exporter.map(Exporter::forsake).unwrap_or_default())
         }
@@ -382,9 +386,8 @@ impl<'d> Running<'d, '_> {
         if dir.display().to_string() == self.device.location() {
             return None;
         }
-        match open_device(self.global) {
-            Ok(found) if found.location() != self.device.location() => Some(found),
-            Ok(_) => None,
+        match open_device_at(self.global, dir.clone()) {
+            Ok(found) => Some(found),
             Err(e) => {
                 diag(&format!(
                     "warning: a device appeared at {} but cannot be opened: {e}",

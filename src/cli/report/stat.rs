@@ -414,7 +414,7 @@ impl<'w> StatWriter<'w> {
         });
         // perf's own events are named as perf names them (`cycles`, `PMU/EV/`).
         r.push(self.text(&match c.kind {
-            crate::block::BlockKind::Perf => c.event.clone(),
+            BlockKind::Perf => c.event.clone(),
             _ => format!("{}/{}/", c.block, c.event),
         }));
         if self.repeated {
