@@ -320,23 +320,22 @@ impl Mount {
 /// The configuration files (events, enable, count_clock) of `block` of the device
 /// at `device`.
 pub fn block_config(device: &Path, block: &str) -> Vec<(String, String)> {
-    {
-        let mut out = Vec::new();
-        let mut names: Vec<String> = fs::read_dir(device.join(block))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| {
-                n.starts_with("event") && n != "event_list" || n == "enable" || n == "count_clock"
-            })
-            .collect();
-        names.sort();
-        for n in names {
+    let mut names: Vec<String> = fs::read_dir(device.join(block))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            n.starts_with("event") && n != "event_list" || n == "enable" || n == "count_clock"
+        })
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| {
             let v = fs::read_to_string(device.join(block).join(&n))
                 .unwrap_or_else(|e| format!("error: {e}"));
-            out.push((n, v));
-        }
-        out
-    }
+            (n, v)
+        })
+        .collect()
 }
 
 impl Tree for Mount {

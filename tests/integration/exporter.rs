@@ -150,9 +150,14 @@ fn prompt() -> Duration {
 
 pub(crate) struct Running(pub(crate) Child);
 
-/// What each exporter whose standard error [`served_at`] took has said, by pid, for
-/// its drop to show when a test fails.
-static SAID: std::sync::Mutex<std::collections::BTreeMap<u32, Arc<std::sync::Mutex<Vec<u8>>>>> =
+/// What a server's standard error said, kept by the thread that reads it, by pid
+/// ([`announced`]), for [`said`] and for its drop to show.
+struct Tee {
+    said: Arc<std::sync::Mutex<Vec<u8>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+static TEES: std::sync::Mutex<std::collections::BTreeMap<u32, Tee>> =
     std::sync::Mutex::new(std::collections::BTreeMap::new());
 
 /// The address exporter `e` serves on, as its `serving http://ADDRESS/metrics`
@@ -166,15 +171,25 @@ pub(crate) fn served_at(e: &mut Running) -> Result<String, String> {
     })
 }
 
-/// The address Prometheus `p` listens on, as its `msg="Listening on"
+/// The port exporter `e` serves on ([`served_at`]); panics with what it said when
+/// it never serves.
+pub(crate) fn served_port(e: &mut Running) -> u16 {
+    port_of(&served_at(e).unwrap_or_else(|why| panic!("{why}")))
+}
+
+/// The port Prometheus `p` listens on, as its `msg="Listening on"
 /// address=ADDRESS` line says (started with `--web.listen-address=127.0.0.1:0`).
 pub(crate) fn prometheus_port(p: &mut Running) -> u16 {
     let at = announced(p, "Prometheus", |line| {
         let (_, r) = line.split_once("msg=\"Listening on\"")?;
         let (_, a) = r.split_once("address=")?;
         Some(a.split_whitespace().next()?.to_string())
-    })
-    .unwrap_or_else(|why| panic!("{why}"));
+    });
+    port_of(&at.unwrap_or_else(|why| panic!("{why}")))
+}
+
+/// The port of `ADDRESS:PORT`.
+fn port_of(at: &str) -> u16 {
     at.rsplit(':')
         .next()
         .and_then(|p| p.parse().ok())
@@ -184,7 +199,7 @@ pub(crate) fn prometheus_port(p: &mut Running) -> u16 {
 /// What server `e` (`who`) says is its address on a line of its standard error
 /// (`find` picks it out), within a minute; the reason, with what it said, when it
 /// says nothing of it first. Its standard error (a pipe) is read on by a thread of
-/// its own from then on, and kept for [`said`] and for its drop to show.
+/// its own from then on, and kept ([`Tee`]).
 fn announced(
     e: &mut Running,
     who: &str,
@@ -195,7 +210,6 @@ fn announced(
             .take()
             .ok_or(format!("{who}'s stderr is not a pipe"))?;
     let said = Arc::new(std::sync::Mutex::new(Vec::new()));
-    SAID.lock().unwrap().insert(e.0.id(), said.clone());
     let (tx, rx) = std::sync::mpsc::channel();
     let keep = said.clone();
     let reader = std::thread::spawn(move || {
@@ -210,7 +224,11 @@ fn announced(
             }
         }
     });
-    READERS.lock().unwrap().insert(e.0.id(), reader);
+    let tee = Tee {
+        said: said.clone(),
+        reader: Some(reader),
+    };
+    TEES.lock().unwrap().insert(e.0.id(), tee);
     rx.recv_timeout(Duration::from_secs(60)).map_err(|_| {
         format!(
             "{who} never said where it listens: {}",
@@ -219,36 +237,26 @@ fn announced(
     })
 }
 
-/// The threads reading what [`announced`] took, by pid.
-static READERS: std::sync::Mutex<std::collections::BTreeMap<u32, std::thread::JoinHandle<()>>> =
-    std::sync::Mutex::new(std::collections::BTreeMap::new());
-
-/// Everything exporter `e`, which has ended, said on its standard error.
+/// Everything server `e`, which has ended, said on its standard error.
 pub(crate) fn said_to_end(e: &Running) -> String {
-    let reader = READERS.lock().unwrap().remove(&e.0.id());
+    let reader = TEES
+        .lock()
+        .unwrap()
+        .get_mut(&e.0.id())
+        .and_then(|t| t.reader.take());
     if let Some(r) = reader {
         let _ = r.join();
     }
     said(e)
 }
 
-/// What exporter `e` has said on its standard error since [`served_at`] took it.
+/// What server `e` has said on its standard error since [`announced`] took it.
 pub(crate) fn said(e: &Running) -> String {
-    SAID.lock()
+    TEES.lock()
         .unwrap()
         .get(&e.0.id())
-        .map(|k| String::from_utf8_lossy(&k.lock().unwrap()).into_owned())
+        .map(|t| String::from_utf8_lossy(&t.said.lock().unwrap()).into_owned())
         .unwrap_or_default()
-}
-
-/// The port exporter `e` serves on ([`served_at`]); panics with what it said when
-/// it never serves.
-pub(crate) fn served_port(e: &mut Running) -> u16 {
-    let at = served_at(e).unwrap_or_else(|why| panic!("{why}"));
-    at.rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {at}"))
 }
 
 impl Drop for Running {
@@ -268,7 +276,7 @@ impl Drop for Running {
             let _ = self.0.wait();
         }
         // A failing test shows what its exporter said (the last 16 KiB of it).
-        let kept = SAID
+        let kept = TEES
             .lock()
             .map(|mut m| m.remove(&self.0.id()))
             .ok()
@@ -280,7 +288,7 @@ impl Drop for Running {
                     let _ = stderr.read_to_end(&mut said);
                     Some(said)
                 }
-                (None, Some(k)) => k.lock().ok().map(|v| v.clone()),
+                (None, Some(t)) => t.said.lock().ok().map(|v| v.clone()),
                 (None, None) => None,
             };
             if let Some(said) = said {
@@ -2860,17 +2868,7 @@ fn the_log_is_logfmt_or_json_with_levels_and_no_time_under_journald() {
         "{journald}"
     );
     // An error is logged at level error (a missing config was logged at info).
-    let out = bfperf()
-        .args([
-            "--sim",
-            "bf3",
-            "exporter",
-            "--listen",
-            "127.0.0.1:0",
-            "--config",
-        ])
-        .arg(dir.path().join("no-such.toml"))
-        .timeout(Duration::from_secs(10))
+    let out = crate::remote_write::exporter_of(&dir.path().join("no-such.toml"))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

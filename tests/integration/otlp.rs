@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::common::*;
 use crate::exporter::{config, get, Running};
-use crate::remote_write::{sim_exporter, wait_until};
+use crate::remote_write::{exporter_of, sim_exporter, wait_until};
 
 /// A Python with the opentelemetry-proto bindings: `BFPERF_OTLP_PYTHON` (CI's
 /// venv) or `python3`; None (after saying why) where there is none.
@@ -308,17 +308,7 @@ fn an_otlp_section_with_remote_writes_keys_is_refused_before_the_device_is_touch
             dir.path(),
             &format!("events = [\"default\"]\n[otlp]\n{section}"),
         );
-        bfperf()
-            .args([
-                "--sim",
-                "bf3",
-                "exporter",
-                "--listen",
-                "127.0.0.1:0",
-                "--config",
-            ])
-            .arg(&cfg)
-            .timeout(Duration::from_secs(10))
+        exporter_of(&cfg)
             .assert()
             .code(1)
             .stderr(predicates::str::contains(want));

@@ -307,7 +307,7 @@ fn wait_refused(port: u16) {
 
 /// The exporter of the simulated BlueField-3 with config `cfg` (its lock beside
 /// it), expected to end within 10 s.
-fn exporter_of(cfg: &Path) -> assert_cmd::Command {
+pub(crate) fn exporter_of(cfg: &Path) -> assert_cmd::Command {
     let mut c = bfperf();
     c.args(["--sim", "bf3", "--lock-file"])
         .arg(cfg.with_extension("lock"))
