@@ -4,7 +4,11 @@
  *   floor sample MS SECONDS FILE... open each once; every MS milliseconds pread each
  *                                 one and print one line per interval, sleeping to
  *                                 absolute deadlines (no polling)
+ *   floor list DIR...             list each directory; print each entry's name
+ *   floor cat FILE...             print each file whole
+ *   floor do OP:PATH...           each in turn, OP one of list, cat, read (as snapshot)
  * Built by benches/floor.sh with cc -O2. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,10 +62,52 @@ static int sample(long ms, long seconds, int n, char **files) {
     return 0;
 }
 
+static int list(int n, char **dirs) {
+    for (int i = 0; i < n; i++) {
+        DIR *d = opendir(dirs[i]);
+        if (!d) { perror(dirs[i]); return 1; }
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (e->d_name[0] != '.') printf("%s %s\n", dirs[i], e->d_name);
+        closedir(d);
+    }
+    return 0;
+}
+
+static int cat(int n, char **files) {
+    char buf[65536];
+    for (int i = 0; i < n; i++) {
+        int fd = open(files[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0) { perror(files[i]); return 1; }
+        ssize_t r;
+        while ((r = read(fd, buf, sizeof buf)) > 0) fwrite(buf, 1, r, stdout);
+        close(fd);
+        if (r < 0) { perror(files[i]); return 1; }
+    }
+    return 0;
+}
+
+static int each(int n, char **ops) {
+    for (int i = 0; i < n; i++) {
+        char *path = strchr(ops[i], ':');
+        if (!path) { fprintf(stderr, "%s: no OP:\n", ops[i]); return 2; }
+        *path++ = 0;
+        int r = !strcmp(ops[i], "list") ? list(1, &path)
+              : !strcmp(ops[i], "cat") ? cat(1, &path)
+              : !strcmp(ops[i], "read") ? snapshot(1, &path) : 2;
+        if (r == 2) fprintf(stderr, "%s: no such OP\n", ops[i]);
+        if (r) return r;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 2 && !strcmp(argv[1], "do")) return each(argc - 2, argv + 2);
+    if (argc > 2 && !strcmp(argv[1], "list")) return list(argc - 2, argv + 2);
+    if (argc > 2 && !strcmp(argv[1], "cat")) return cat(argc - 2, argv + 2);
     if (argc > 2 && !strcmp(argv[1], "snapshot")) return snapshot(argc - 2, argv + 2);
     if (argc > 4 && !strcmp(argv[1], "sample"))
         return sample(atol(argv[2]), atol(argv[3]), argc - 4, argv + 4);
-    fprintf(stderr, "usage: floor snapshot FILE... | floor sample MS SECONDS FILE...\n");
+    fprintf(stderr, "usage: floor snapshot FILE... | floor sample MS SECONDS FILE... | floor list DIR... | floor cat FILE... | floor do OP:PATH...\n");
     return 2;
 }

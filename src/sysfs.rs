@@ -615,7 +615,8 @@ impl Sysfs for RealFs {
                 kind,
             });
         }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
+        // Names in a directory are unique.
+        out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
 

@@ -59,6 +59,9 @@ impl Out<'_> {
 
 /// Parses the process's arguments and runs the command. Returns the exit code.
 pub(crate) fn main() -> i32 {
+    if let Some(code) = version_alone() {
+        return code;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -85,6 +88,21 @@ pub(crate) fn main() -> i32 {
         Ok(code) => code,
         Err(f) => exit::report(f) as i32,
     }
+}
+
+/// `bfperf --version` (or `-V`) and nothing else: clap's answer, `bfperf 0.1.0`,
+/// without building the command line's description to parse one flag. Scripts and
+/// package checks run it often; it then costs the process start and one write.
+fn version_alone() -> Option<i32> {
+    let mut args = std::env::args_os().skip(1);
+    let flag = args.next()?;
+    if args.next().is_some() || (flag != "--version" && flag != "-V") {
+        return None;
+    }
+    let text = concat!("bfperf ", env!("CARGO_PKG_VERSION"), "\n");
+    // As clap: a closed pipe is a quiet success, other write errors are ignored too.
+    let _ = io::stdout().lock().write_all(text.as_bytes());
+    Some(ExitCode::Success as i32)
 }
 
 /// The command's entry point, run before anything else (the binary has no Rust

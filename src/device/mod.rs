@@ -187,11 +187,11 @@ impl Device {
             .iter()
             .map(|(name, files)| Block::from_files(name, files, generation))
             .collect();
-        blocks.sort_by_key(|b| natural_key(&b.name));
+        blocks.sort_by_cached_key(|b| natural_key(&b.name));
         // Registers in the driver's table order (by offset); unknown ones last.
         for b in &mut blocks {
             let table = crate::catalog::builtin(b.kind, generation);
-            b.registers.sort_by_key(|r| {
+            b.registers.sort_by_cached_key(|r| {
                 (
                     table
                         .iter()

@@ -407,10 +407,22 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
             None => {
                 first.push((c.block.clone(), c.counter));
                 reasons.push(reason.into_iter().collect());
+                // Its reason is the sum's, said below.
                 out.push(Count {
                     block: c.kind.as_str().to_string(),
+                    kind: c.kind,
+                    blocks: c.blocks,
                     counter: None,
-                    ..c.clone()
+                    event: c.event.clone(),
+                    event_number: c.event_number,
+                    value: c.value,
+                    raw: c.raw,
+                    unit: c.unit,
+                    coverage: c.coverage,
+                    counted: c.counted,
+                    valid: c.valid,
+                    invalid: None,
+                    supported: c.supported,
                 })
             }
         }

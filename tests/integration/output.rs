@@ -686,3 +686,20 @@ fn an_empty_rate_window_is_refused() {
             .stderr(predicate::str::contains("empty range"));
     }
 }
+
+/// `--version` or `-V` alone is answered before the command line is parsed; it says
+/// what clap says when the flag comes with other arguments.
+#[test]
+fn version_alone_says_what_the_parser_says() {
+    let want = format!("bfperf {}\n", env!("CARGO_PKG_VERSION"));
+    let forms: [&[&str]; 5] = [
+        &["--version"],
+        &["-V"],
+        &["--version", "read"],
+        &["--sim", "bf3", "-V"],
+        &["-V", "--json"],
+    ];
+    for args in forms {
+        bfperf().args(args).assert().success().stdout(want.clone());
+    }
+}

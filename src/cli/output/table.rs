@@ -32,17 +32,91 @@ fn is_name(s: &str) -> bool {
     !s.contains(char::is_whitespace) && s.chars().count() <= MAX_NAME
 }
 
+/// Whether column `i` holds numbers (right-aligned, header included).
+fn numeric(t: &Table, i: usize) -> bool {
+    t.rows.iter().any(|r| r.get(i).is_some_and(Cell::numeric))
+}
+
+/// The table as comfy-table lays it out with no width to fit (not a terminal) and
+/// text of one column a character: each cell padded by a space on either side to its
+/// column's widest, numbers right-aligned, each line's end trimmed and its first
+/// space dropped. Written straight out, row by row: comfy-table builds every cell,
+/// part and line as strings of their own, most of what `events` costs on a long
+/// list. None when some text is not ASCII or holds a line break, which comfy-table
+/// measures and splits.
+fn plain(t: &Table, rows: &[Vec<String>], out: &mut dyn Write) -> Option<io::Result<()>> {
+    let simple = |s: &str| s.is_ascii() && !s.contains(['\n', '\r']);
+    if !t.header.iter().all(|h| simple(h)) || !rows.iter().flatten().all(|c| simple(c)) {
+        return None;
+    }
+    let columns = rows.iter().map(Vec::len).fold(t.header.len(), usize::max);
+    if columns == 0 {
+        // Not a line, as comfy-table: a row is as tall as its tallest cell.
+        return Some(Ok(()));
+    }
+    let mut widths = vec![0; columns];
+    let header: Vec<&str> = t.header.to_vec();
+    let lines =
+        std::iter::once(header).chain(rows.iter().map(|r| r.iter().map(String::as_str).collect()));
+    for line in lines.clone() {
+        for (w, c) in widths.iter_mut().zip(&line) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let right: Vec<bool> = (0..columns)
+        .map(|i| i < t.header.len() && numeric(t, i))
+        .collect();
+    let mut text = String::new();
+    let written = (|| {
+        for line in lines {
+            text.clear();
+            for (i, width) in widths.iter().enumerate() {
+                let cell = line.get(i).copied().unwrap_or("");
+                let fill = width - cell.len();
+                text.push(' ');
+                if right[i] {
+                    text.extend(std::iter::repeat_n(' ', fill));
+                    text.push_str(cell);
+                } else {
+                    text.push_str(cell);
+                    text.extend(std::iter::repeat_n(' ', fill));
+                }
+                text.push(' ');
+            }
+            let l = text.trim_end();
+            out.write_all(l.strip_prefix(' ').unwrap_or(l).as_bytes())?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    })();
+    Some(written)
+}
+
 impl TableRenderer {
     fn table(&self, t: &Table, out: &mut dyn Write) -> io::Result<()> {
+        let rows: Vec<Vec<String>> = t
+            .rows
+            .iter()
+            .map(|r| r.iter().map(shown).collect())
+            .collect();
+        if self.width.is_none() {
+            if let Some(written) = plain(t, &rows, out) {
+                return written;
+            }
+        }
+        self.comfy(t, rows, out)
+    }
+
+    fn comfy(&self, t: &Table, rows: Vec<Vec<String>>, out: &mut dyn Write) -> io::Result<()> {
         let mut ct = comfy_table::Table::new();
         ct.load_preset(presets::NOTHING);
         ct.set_header(t.header.clone());
-        for r in &t.rows {
-            ct.add_row(r.iter().map(shown).collect::<Vec<_>>());
+        for r in rows {
+            ct.add_row(r);
         }
         let columns = t.header.len();
         for i in 0..columns {
-            let numeric = t.rows.iter().any(|r| r.get(i).is_some_and(Cell::numeric));
+            let numeric = numeric(t, i);
             // Numbers are never split, and neither are names (a column whose cells
             // have no spaces: metrics, events, blocks) unless one is very long: only
             // prose wraps.
@@ -88,5 +162,88 @@ impl Renderer for TableRenderer {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The direct layout writes what comfy-table writes, byte for byte.
+    #[test]
+    fn the_plain_layout_is_comfy_tables() {
+        let text = |s: &str| Cell::Text(s.to_string());
+        let tables = [
+            Table {
+                header: vec!["NAME", "NUMBER", "DESCRIPTION"],
+                rows: vec![
+                    vec![
+                        text("HNF_REQUESTS"),
+                        Cell::Hex(0x45),
+                        text("requests to the home node"),
+                    ],
+                    vec![text("A"), Cell::Int(1_234_567), text("")],
+                    vec![text("ragged")],
+                    vec![
+                        text("wider"),
+                        Cell::None,
+                        text("x"),
+                        text("an extra column"),
+                    ],
+                ],
+            },
+            Table {
+                header: vec!["BLOCK", "VALUE"],
+                rows: vec![
+                    vec![text("tile0"), Cell::Float(2.5)],
+                    vec![text(""), Cell::Plain(7)],
+                ],
+            },
+            Table {
+                header: vec!["ONLY"],
+                rows: vec![],
+            },
+            Table {
+                header: vec!["A", "B"],
+                rows: vec![vec![], vec![text("x")]],
+            },
+            Table {
+                header: vec![],
+                rows: vec![],
+            },
+            Table {
+                header: vec![],
+                rows: vec![vec![text("no header"), Cell::Int(3)]],
+            },
+            Table {
+                header: vec!["  lead", "trail  "],
+                rows: vec![vec![text(" a "), text("b ")]],
+            },
+        ];
+        for t in &tables {
+            let rows: Vec<Vec<String>> = t
+                .rows
+                .iter()
+                .map(|r| r.iter().map(shown).collect())
+                .collect();
+            let mut fast = Vec::new();
+            plain(t, &rows, &mut fast).expect("ASCII").unwrap();
+            let mut comfy = Vec::new();
+            TableRenderer { width: None }
+                .comfy(t, rows, &mut comfy)
+                .unwrap();
+            assert_eq!(
+                String::from_utf8(fast).unwrap(),
+                String::from_utf8(comfy).unwrap()
+            );
+        }
+        let t = Table {
+            header: vec!["µs"],
+            rows: vec![],
+        };
+        assert!(
+            plain(&t, &[], &mut Vec::new()).is_none(),
+            "not ASCII: comfy-table measures it"
+        );
     }
 }

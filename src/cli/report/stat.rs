@@ -152,12 +152,33 @@ fn interval_line(
     w: &mut dyn Write,
     [time, block, name, value, unit, note]: [&str; 6],
 ) -> io::Result<()> {
-    let line = format!(
-        "{time:>10}  {:<14} {:<34} {value:>18} {unit:<8} {note}",
-        escape(block),
-        escape(name),
-    );
-    writeln!(w, "{}", line.trim_end())
+    // Built in one allocation of a line's usual length and padded by slices: the
+    // formatter's padding writes one character at a time, on every line of every
+    // interval.
+    let mut line = String::with_capacity(128 + note.len());
+    let pad = |line: &mut String, s: &str, width: usize, right: bool| {
+        const SPACES: &str = "                                  ";
+        let fill = &SPACES[..width.saturating_sub(s.chars().count()).min(SPACES.len())];
+        match right {
+            true => line.extend([fill, s]),
+            false => line.extend([s, fill]),
+        }
+    };
+    pad(&mut line, time, 10, true);
+    line.push_str("  ");
+    pad(&mut line, &escape(block), 14, false);
+    line.push(' ');
+    pad(&mut line, &escape(name), 34, false);
+    line.push(' ');
+    pad(&mut line, value, 18, true);
+    line.push(' ');
+    pad(&mut line, unit, 8, false);
+    line.push(' ');
+    line.push_str(note);
+    let end = line.trim_end().len();
+    line.truncate(end);
+    line.push('\n');
+    w.write_all(line.as_bytes())
 }
 
 /// What a table shows for a count's value: perf's `<not counted>` when it never
@@ -264,14 +285,14 @@ impl<'w> StatWriter<'w> {
         }
     }
 
-    fn shown(&self, counts: &[Count]) -> Vec<Count> {
+    fn shown<'c>(&self, counts: &'c [Count]) -> std::borrow::Cow<'c, [Count]> {
         if self.metric_only {
-            return Vec::new();
+            return std::borrow::Cow::Borrowed(&[]);
         }
         if self.aggregate {
-            aggregate(counts)
+            std::borrow::Cow::Owned(aggregate(counts))
         } else {
-            counts.to_vec()
+            std::borrow::Cow::Borrowed(counts)
         }
     }
 
@@ -573,24 +594,31 @@ impl<'w> StatWriter<'w> {
             return self.w.flush();
         }
         let counts = self.shown(&i.counts);
-        let lines: Vec<Line> = counts
-            .iter()
-            .map(|c| Line {
-                record: "interval",
-                run: Some(i.run),
-                time_s: Some(i.time_s),
-                timestamp: self.timestamp(Some(i.time_s)),
-                count: c,
-                stddev_pct: None,
-            })
-            .collect();
+        // The records of the formats that carry them, with one timestamp for all.
+        let lines = || -> Vec<Line> {
+            let timestamp = self.timestamp(Some(i.time_s));
+            counts
+                .iter()
+                .map(|c| Line {
+                    record: "interval",
+                    run: Some(i.run),
+                    time_s: Some(i.time_s),
+                    timestamp: timestamp.clone(),
+                    count: c,
+                    stddev_pct: None,
+                })
+                .collect()
+        };
         match self.format {
             StatFormat::Ndjson => {
-                for l in &lines {
+                for l in &lines() {
                     self.ndjson(l)?;
                 }
             }
-            StatFormat::Csv(_) => self.csv_rows(&lines)?,
+            StatFormat::Csv(_) => {
+                let lines = lines();
+                self.csv_rows(&lines)?
+            }
             StatFormat::PerfCsv(sep) => {
                 self.header_done = true;
                 self.perf_rows(sep, Some(i.time_s), i.enabled_s, &counts, None, metrics)?
@@ -610,7 +638,7 @@ impl<'w> StatWriter<'w> {
                     self.header_done = true;
                 }
                 let time = format!("{:.3}", i.time_s);
-                for c in &counts {
+                for c in counts.iter() {
                     let (value, note, unit) =
                         (value_text(c, self.big_num), note_text(c), shown(c).1);
                     interval_line(self.w, [&time, &c.block, &c.event, &value, unit, &note])?;
@@ -638,7 +666,10 @@ impl<'w> StatWriter<'w> {
             self.metric_columns(time, &mean_metrics(metrics))?;
             return self.w.flush();
         }
-        let per_run: Vec<Vec<Count>> = runs.iter().map(|r| self.shown(&r.counts)).collect();
+        let per_run: Vec<Vec<Count>> = runs
+            .iter()
+            .map(|r| self.shown(&r.counts).into_owned())
+            .collect();
         let mean = mean_counts(&per_run);
         // perf's run_time: the time counted (enabled), not the time elapsed.
         let enabled_s = runs.iter().map(|r| r.enabled_s).sum::<f64>() / runs.len().max(1) as f64;
@@ -954,5 +985,50 @@ impl Report for SummaryTable<'_> {
         }
         self.times(&mut d);
         d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The padding by slices lays a line out as the formatter's padding would.
+    #[test]
+    fn interval_lines_are_padded_as_the_formatter_pads() {
+        let fields = [
+            ["1.000", "tile", "MEMORY_READS", "1,234", "events", ""],
+            [
+                "# TIME",
+                "BLOCK",
+                "EVENT OR METRIC",
+                "VALUE",
+                "UNIT",
+                "NOTE",
+            ],
+            [
+                "12.5",
+                "llt_miss12",
+                "a µ name wider than thirty-four characters",
+                "<not counted>",
+                "",
+                "why",
+            ],
+            ["", "", "", "", "", ""],
+            [
+                "0.1",
+                "mss0",
+                "ddr_read_bandwidth",
+                "2.00",
+                "GB/s",
+                "estimate: counted 50%",
+            ],
+        ];
+        for [time, block, name, value, unit, note] in fields {
+            let mut got = Vec::new();
+            super::interval_line(&mut got, [time, block, name, value, unit, note]).unwrap();
+            let want = format!("{time:>10}  {block:<14} {name:<34} {value:>18} {unit:<8} {note}");
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                format!("{}\n", want.trim_end())
+            );
+        }
     }
 }
