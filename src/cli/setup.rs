@@ -15,7 +15,52 @@ use crate::sim;
 
 /// Opens the device the global options name, and says on stderr what was skipped.
 pub(super) fn open_device(global: &Global) -> Result<Device> {
-    let device = match (&global.sim, &global.device) {
+    said(open_device_of(global, None)?)
+}
+
+/// Opens the device for a command about the blocks `selectors` choose. When each
+/// is a block's whole name (`read llt0`, `events tile2`), only those blocks'
+/// directories are listed: most of a one-block command's cost on a device of
+/// dozens of blocks. Anything else (a kind, a pattern, `all`, a name that is not
+/// there, to be explained with the others) opens the whole device.
+pub(super) fn open_device_for(global: &Global, selectors: &[String]) -> Result<Device> {
+    let names: Vec<&str> = selectors
+        .iter()
+        .flat_map(|s| s.split(','))
+        .map(str::trim)
+        .collect();
+    let whole_names = !names.is_empty()
+        && names.iter().all(|n| {
+            !n.is_empty()
+                && *n != "all"
+                && crate::block::BlockKind::parse(n).is_none()
+                && !n.contains(['*', '?', '[', '/', '\0'])
+                && !n.starts_with('.')
+        });
+    if whole_names {
+        let device = open_device_of(global, Some(&names))?;
+        if names
+            .iter()
+            .all(|n| device.blocks().iter().any(|b| b.name == *n))
+        {
+            return said(device);
+        }
+    }
+    open_device(global)
+}
+
+/// Says on stderr what opening `device` skipped.
+fn said(device: Device) -> Result<Device> {
+    for w in device.warnings() {
+        diag(&format!("warning: {w}"));
+    }
+    Ok(device)
+}
+
+/// Opens the device the global options name, with only the blocks `only` names
+/// when given; says nothing yet.
+fn open_device_of(global: &Global, only: Option<&[&str]>) -> Result<Device> {
+    match (&global.sim, &global.device) {
         (Some(spec), _) => {
             let c = sim_choice(spec, &args::SimOpts::default(), global)?;
             let sim = sim::Sim::with_options(
@@ -24,31 +69,27 @@ pub(super) fn open_device(global: &Global) -> Result<Device> {
                 Arc::new(sim::SystemClock::new()),
                 &c.options,
             );
-            Device::open(Box::new(Arc::new(sim)))?
+            Device::open_of(Box::new(Arc::new(sim)), only)
         }
         (None, dir) => {
             let dir = match dir {
                 Some(dir) => dir.clone(),
                 None => crate::device::discover(&global.sysfs_root)?,
             };
-            return open_device_at(global, dir);
+            Device::open_tree_of(
+                crate::sysfs::RealFs::new(dir).with_page_size(global.page_size),
+                only,
+            )
         }
-    };
-    for w in device.warnings() {
-        diag(&format!("warning: {w}"));
     }
-    Ok(device)
 }
 
 /// Opens the device whose hwmon directory is `dir` (found by discovery, or named),
 /// its skipped entries said.
 pub(super) fn open_device_at(global: &Global, dir: std::path::PathBuf) -> Result<Device> {
-    let device =
-        Device::open_tree(crate::sysfs::RealFs::new(dir).with_page_size(global.page_size))?;
-    for w in device.warnings() {
-        diag(&format!("warning: {w}"));
-    }
-    Ok(device)
+    said(Device::open_tree(
+        crate::sysfs::RealFs::new(dir).with_page_size(global.page_size),
+    )?)
 }
 
 /// Takes the writer lock of the device (writing commands hold it while they run).

@@ -115,6 +115,13 @@ impl Device {
 
     /// Opens the device in a hwmon directory (or a copy of one) as `fs` reaches it.
     pub fn open_tree(fs: RealFs) -> Result<Device> {
+        Device::open_tree_of(fs, None)
+    }
+
+    /// As [`Device::open_tree`], with only the blocks named in `only` (when given),
+    /// the others' directories not listed: for a command about some blocks named
+    /// in full. Blocks it names that are not there are simply absent.
+    pub fn open_tree_of(fs: RealFs, only: Option<&[&str]>) -> Result<Device> {
         let dir = fs.dir();
         match read_attribute(&dir.join(layout::NAME)) {
             Ok(name) if name.trim_end() == layout::DEVICE_NAME => {}
@@ -131,7 +138,7 @@ impl Device {
                 })
             }
         }
-        Device::open(Box::new(fs))
+        Device::open_of(Box::new(fs), only)
     }
 
     /// The page size of the kernel serving the files (see [`Sysfs::page_size`]).
@@ -146,7 +153,19 @@ impl Device {
 
     /// Opens a device through any access layer (the real one or the simulator).
     pub fn open(fs: Box<dyn Sysfs>) -> Result<Device> {
+        Device::open_of(fs, None)
+    }
+
+    /// As [`Device::open`], with only the blocks named in `only` (when given). The
+    /// generation is still told from every entry of the device directory.
+    pub fn open_of(fs: Box<dyn Sysfs>, only: Option<&[&str]>) -> Result<Device> {
         let top = fs.list("").map_err(|e| io_error("listing", "", None, e))?;
+        // Every block directory's name, listed or not.
+        let dirs: Vec<&str> = top
+            .iter()
+            .filter(|e| e.kind == EntryKind::Dir && !layout::NON_BLOCKS.contains(&e.name.as_str()))
+            .map(|e| e.name.as_str())
+            .collect();
         let mut listed: Vec<(String, Vec<String>)> = Vec::new();
         let mut warnings = Vec::new();
         for entry in &top {
@@ -163,6 +182,9 @@ impl Device {
                     continue;
                 }
                 EntryKind::File | EntryKind::Symlink => continue,
+            }
+            if only.is_some_and(|only| !only.contains(&entry.name.as_str())) {
+                continue;
             }
             match fs.list(&entry.name) {
                 Ok(list) => {
@@ -182,7 +204,10 @@ impl Device {
                 )),
             }
         }
-        let generation = detect_generation(fs.as_ref(), listed.iter().map(|(n, _)| n.as_str()));
+        let generation = match only {
+            None => detect_generation(fs.as_ref(), listed.iter().map(|(n, _)| n.as_str())),
+            Some(_) => detect_generation(fs.as_ref(), dirs.iter().copied()),
+        };
         let mut blocks: Vec<Block> = listed
             .iter()
             .map(|(name, files)| Block::from_files(name, files, generation))

@@ -6,7 +6,7 @@ use crate::cli::args::{FormatOpts, Global};
 use crate::cli::exit::{diag, Failure};
 use crate::cli::output::Format;
 use crate::cli::report::{EventsReport, ListReport};
-use crate::cli::setup::open_device;
+use crate::cli::setup::open_device_for;
 use crate::cli::Out;
 use crate::device::Device;
 use crate::error::Result;
@@ -27,7 +27,7 @@ pub(crate) struct Args {
 
 /// Prints the events.
 pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> std::result::Result<(), Failure> {
-    let device = open_device(global)?;
+    let device = open_device_for(global, std::slice::from_ref(&a.block))?;
     let format = a.format.or(Format::Table);
     if device.block(&a.block).is_err() {
         // A kind, a glob, a list or `all`: the events of every kind chosen.

@@ -6,7 +6,7 @@ use crate::cli::args::{FormatOpts, Global};
 use crate::cli::exit::Failure;
 use crate::cli::output::Format;
 use crate::cli::report::ReadReport;
-use crate::cli::setup::open_device;
+use crate::cli::setup::open_device_for;
 use crate::cli::Out;
 use crate::ops::{read, snapshot};
 
@@ -23,7 +23,7 @@ pub(crate) struct Args {
 
 /// Reads the chosen blocks once.
 pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failure> {
-    let device = open_device(global)?;
+    let device = open_device_for(global, &a.selectors)?;
     let blocks = device.select(&a.selectors)?;
     let r = read::read_blocks(&device, &blocks)?;
     let report = ReadReport {
