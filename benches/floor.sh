@@ -2,7 +2,8 @@
 # bfperf side by side with its floors, on fixture copies in tmpfs, each ratio beside
 # its goal:
 #   1. start-up: `bfperf --version` against a minimal Rust program (one println!),
-#      built here by the same rustc with the release profile's options (goal 1.3x);
+#      built here by the same rustc with the release profile's options (goal 1.3x),
+#      and both against a minimal C program (references: a process's start);
 #   2. on the BlueField-2 and -3 fixtures, `read BLOCK`, `blocks`, `events BLOCK` and
 #      `snapshot all` against benches/floor.c doing the same file work and printing
 #      it: the block's value files read; the device and block directories listed;
@@ -35,6 +36,8 @@ fi
 cc -O2 -o "$work/floor" benches/floor.c
 echo 'fn main() { println!("minimal 0.1.0"); }' > "$work/minimal.rs"
 rustc --edition 2021 -C opt-level=3 -C strip=symbols -o "$work/minimal" "$work/minimal.rs"
+printf '#include <stdio.h>\nint main(void) { puts("minimal 0.1.0"); return 0; }\n' > "$work/minimal.c"
+cc -O2 -o "$work/minimal-c" "$work/minimal.c"
 
 per_run() { # N command... -> ms of processor time per run (wall time without perf)
   local n=$1; shift
@@ -49,7 +52,8 @@ per_run() { # N command... -> ms of processor time per run (wall time without pe
   awk -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN {printf "%.3f", (b - a) / n / 1e6}'
 }
 
-verdict() { # RATIO GOAL
+verdict() { # RATIO GOAL (- for a reference without one)
+  [ "$2" = - ] && { printf 'a reference, no goal'; return; }
   awk -v r="$1" -v g="$2" 'BEGIN {printf "%s (goal %sx)", (r <= g ? "within goal" : "OVER"), g}'
 }
 
@@ -70,7 +74,11 @@ side_by_side() { # LABEL GOAL -- bfperf command... -- floor command... : five in
   }
 }
 
+# What the one-shot goals stand on: a process's start. A C program that prints one
+# line is the least any of the floors below costs.
+side_by_side "reference: a minimal Rust program against a minimal C one" - -- "$work/minimal" -- "$work/minimal-c"
 side_by_side "start-up (--version against a minimal Rust program)" 1.3 -- "$bin" --version -- "$work/minimal"
+side_by_side "start-up (--version against a minimal C program)" - -- "$bin" --version -- "$work/minimal-c"
 
 for gen in bf2 bf3; do
   cp -a "fixtures/$gen/." "$work/$gen"
