@@ -146,6 +146,16 @@ fn shown(c: &Count) -> (Shown, &'static str) {
     (value, if c.unit == "ns" { "msec" } else { c.unit })
 }
 
+/// The header line of an `-I` table.
+const INTERVAL_HEADER: [&str; 6] = [
+    "# TIME",
+    "BLOCK",
+    "EVENT OR METRIC",
+    "VALUE",
+    "UNIT",
+    "NOTE",
+];
+
 /// One line of an `-I` table: time, block, event or metric, value, unit, note, in
 /// the columns the header names (block and name escaped for the terminal).
 fn interval_line(
@@ -626,15 +636,7 @@ impl<'w> StatWriter<'w> {
             StatFormat::Table => {
                 if !self.header_done {
                     // As perf stat -I: one header line, then the intervals.
-                    let head = [
-                        "# TIME",
-                        "BLOCK",
-                        "EVENT OR METRIC",
-                        "VALUE",
-                        "UNIT",
-                        "NOTE",
-                    ];
-                    interval_line(self.w, head)?;
+                    interval_line(self.w, INTERVAL_HEADER)?;
                     self.header_done = true;
                 }
                 let time = format!("{:.3}", i.time_s);
@@ -995,14 +997,7 @@ mod tests {
     fn interval_lines_are_padded_as_the_formatter_pads() {
         let fields = [
             ["1.000", "tile", "MEMORY_READS", "1,234", "events", ""],
-            [
-                "# TIME",
-                "BLOCK",
-                "EVENT OR METRIC",
-                "VALUE",
-                "UNIT",
-                "NOTE",
-            ],
+            super::INTERVAL_HEADER,
             [
                 "12.5",
                 "llt_miss12",
