@@ -29,15 +29,7 @@ pub(super) fn open_device_for(global: &Global, selectors: &[String]) -> Result<D
         .flat_map(|s| s.split(','))
         .map(str::trim)
         .collect();
-    let whole_names = !names.is_empty()
-        && names.iter().all(|n| {
-            !n.is_empty()
-                && *n != "all"
-                && crate::block::BlockKind::parse(n).is_none()
-                && !n.contains(['*', '?', '[', '/', '\0'])
-                && !n.starts_with('.')
-        });
-    if whole_names {
+    if !names.is_empty() && names.iter().all(|n| crate::device::selects_by_name(n)) {
         let device = open_device_of(global, Some(&names))?;
         if names
             .iter()

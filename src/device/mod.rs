@@ -160,12 +160,6 @@ impl Device {
     /// generation is still told from every entry of the device directory.
     pub fn open_of(fs: Box<dyn Sysfs>, only: Option<&[&str]>) -> Result<Device> {
         let top = fs.list("").map_err(|e| io_error("listing", "", None, e))?;
-        // Every block directory's name, listed or not.
-        let dirs: Vec<&str> = top
-            .iter()
-            .filter(|e| e.kind == EntryKind::Dir && !layout::NON_BLOCKS.contains(&e.name.as_str()))
-            .map(|e| e.name.as_str())
-            .collect();
         let mut listed: Vec<(String, Vec<String>)> = Vec::new();
         let mut warnings = Vec::new();
         for entry in &top {
@@ -206,7 +200,15 @@ impl Device {
         }
         let generation = match only {
             None => detect_generation(fs.as_ref(), listed.iter().map(|(n, _)| n.as_str())),
-            Some(_) => detect_generation(fs.as_ref(), dirs.iter().copied()),
+            // From every block directory's name, listed or not.
+            Some(_) => detect_generation(
+                fs.as_ref(),
+                top.iter()
+                    .filter(|e| {
+                        e.kind == EntryKind::Dir && !layout::NON_BLOCKS.contains(&e.name.as_str())
+                    })
+                    .map(|e| e.name.as_str()),
+            ),
         };
         let mut blocks: Vec<Block> = listed
             .iter()
@@ -375,7 +377,7 @@ impl Device {
             }
             return Ok(of_kind);
         }
-        if sel.contains(['*', '?', '[']) {
+        if is_pattern(sel) {
             let pattern = crate::catalog::Glob::new(sel).map_err(|e| Error::UnknownBlock {
                 name: sel.chars().take(crate::catalog::MAX_PART).collect(),
                 hint: format!(": {e}"),
@@ -396,7 +398,7 @@ impl Device {
             }
             return Ok(matched);
         }
-        if sel.is_empty() || sel.contains(['/', '\0']) || sel.starts_with('.') {
+        if !may_be_a_name(sel) {
             return self.block(sel).map(|b| vec![b]);
         }
         match self.find_block(sel) {
@@ -471,6 +473,22 @@ fn detect_generation<'a>(fs: &dyn Sysfs, names: impl Iterator<Item = &'a str>) -
         }
     }
     Generation::from_block_names(names)
+}
+
+/// Whether a selector is a pattern of block names (`llt*`).
+fn is_pattern(sel: &str) -> bool {
+    sel.contains(['*', '?', '['])
+}
+
+/// Whether a block's directory could have this name (no path, no hidden entry).
+fn may_be_a_name(sel: &str) -> bool {
+    !(sel.is_empty() || sel.contains(['/', '\0']) || sel.starts_with('.'))
+}
+
+/// Whether [`Device::select`] takes this selector (one part of a comma-separated
+/// list) for a block's whole name: not `all`, a kind or a pattern.
+pub(crate) fn selects_by_name(sel: &str) -> bool {
+    sel != "all" && BlockKind::parse(sel).is_none() && !is_pattern(sel) && may_be_a_name(sel)
 }
 
 /// Sorts `tile10` after `tile2`.

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use comfy_table::{presets, CellAlignment, ColumnConstraint, ContentArrangement};
 
-use crate::cli::output::text::{escape, group, group_f};
+use crate::cli::output::text::{escape, group, group_f, pad_into};
 use crate::cli::output::{Cell, Part, Renderer, Report, Table};
 
 /// The longest name a table keeps whole when the terminal is narrow.
@@ -70,17 +70,14 @@ fn plain(t: &Table, rows: &[Vec<String>], out: &mut dyn Write) -> Option<io::Res
     let written = (|| {
         for line in lines {
             text.clear();
-            for (i, width) in widths.iter().enumerate() {
-                let cell = line.get(i).copied().unwrap_or("");
-                let fill = width - cell.len();
+            for (i, &width) in widths.iter().enumerate() {
                 text.push(' ');
-                if right[i] {
-                    text.extend(std::iter::repeat_n(' ', fill));
-                    text.push_str(cell);
-                } else {
-                    text.push_str(cell);
-                    text.extend(std::iter::repeat_n(' ', fill));
-                }
+                pad_into(
+                    &mut text,
+                    line.get(i).copied().unwrap_or(""),
+                    width,
+                    right[i],
+                );
                 text.push(' ');
             }
             let l = text.trim_end();

@@ -28,6 +28,21 @@ pub(crate) fn escape(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Appends `s` to `line` padded with spaces to `width` characters, on the left
+/// (`right`-aligned) or on the right, as the formatter's `{:>w}` and `{:<w}` would;
+/// the spaces go in as one run rather than a character at a time (tables and `-I`
+/// lines pad every cell of every line).
+pub(crate) fn pad_into(line: &mut String, s: &str, width: usize, right: bool) {
+    let fill = std::iter::repeat_n(' ', width.saturating_sub(s.chars().count()));
+    if right {
+        line.extend(fill);
+        line.push_str(s);
+    } else {
+        line.push_str(s);
+        line.extend(fill);
+    }
+}
+
 /// `1234567` → `1,234,567`.
 pub(crate) fn group(n: u64) -> String {
     let s = n.to_string();

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::block::BlockKind;
-use crate::cli::output::{escape, group, Cell, Document, Report, Table};
+use crate::cli::output::{escape, group, pad_into, Cell, Document, Report, Table};
 use crate::measure::repeat::{mean_counts, mean_metrics, spread_of};
 use crate::measure::{aggregate, Count, Interval, Run};
 use crate::metrics::MetricValue;
@@ -162,27 +162,19 @@ fn interval_line(
     w: &mut dyn Write,
     [time, block, name, value, unit, note]: [&str; 6],
 ) -> io::Result<()> {
-    // Built in one allocation of a line's usual length and padded by slices: the
+    // Built in one allocation of a line's usual length, padded in runs: the
     // formatter's padding writes one character at a time, on every line of every
     // interval.
     let mut line = String::with_capacity(128 + note.len());
-    let pad = |line: &mut String, s: &str, width: usize, right: bool| {
-        const SPACES: &str = "                                  ";
-        let fill = &SPACES[..width.saturating_sub(s.chars().count()).min(SPACES.len())];
-        match right {
-            true => line.extend([fill, s]),
-            false => line.extend([s, fill]),
-        }
-    };
-    pad(&mut line, time, 10, true);
+    pad_into(&mut line, time, 10, true);
     line.push_str("  ");
-    pad(&mut line, &escape(block), 14, false);
+    pad_into(&mut line, &escape(block), 14, false);
     line.push(' ');
-    pad(&mut line, &escape(name), 34, false);
+    pad_into(&mut line, &escape(name), 34, false);
     line.push(' ');
-    pad(&mut line, value, 18, true);
+    pad_into(&mut line, value, 18, true);
     line.push(' ');
-    pad(&mut line, unit, 8, false);
+    pad_into(&mut line, unit, 8, false);
     line.push(' ');
     line.push_str(note);
     let end = line.trim_end().len();
