@@ -83,7 +83,9 @@ impl Tmux {
     /// Waits (15 s at most) until the command wrote its exit status to `rc`.
     fn wait_exit(&self, rc: &std::path::Path, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(15);
-        while !rc.exists() {
+        // Whole: the shell creates the file before it writes the status and its
+        // newline.
+        while !std::fs::read_to_string(rc).is_ok_and(|s| s.ends_with('\n')) {
             assert!(Instant::now() < deadline, "{what}:\n{}", self.screen());
             std::thread::sleep(Duration::from_millis(100));
         }
