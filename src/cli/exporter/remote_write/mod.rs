@@ -749,12 +749,20 @@ fn wait_out(shared: &Shared, mut q: std::sync::MutexGuard<'_, Queue>, wait: Dura
     }
 }
 
+/// The most samples one request takes from a queue of `bound`: half of it at most,
+/// so that sweeps queued while a request hangs (until its timeout) still push out
+/// older ones, not themselves.
+fn request_samples(bound: usize) -> usize {
+    MAX_PER_SEND.min(bound / 2).max(1)
+}
+
 /// The next request's series; None when stopping and nothing is left to send.
 fn next_request(shared: &Shared) -> Option<Vec<TimeSeries>> {
     let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
     loop {
         if !q.is_empty() {
-            return Some(q.take(MAX_PER_SEND));
+            let most = request_samples(q.bound);
+            return Some(q.take(most));
         }
         if shared.stop.load(Ordering::SeqCst) {
             return None;

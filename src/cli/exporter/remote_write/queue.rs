@@ -207,6 +207,28 @@ mod tests {
     }
 
     #[test]
+    fn sweeps_queued_while_a_request_hangs_push_out_older_ones_not_themselves() {
+        // A queue of 10 samples, full with five sweeps of 2; a request takes half.
+        let mut q = Queue::new(10);
+        for t in 0..5 {
+            assert_eq!(q.push(t, sweep(2, t as f64)), 0);
+        }
+        let most = super::super::request_samples(q.bound);
+        assert_eq!(q.take(most).len(), 2);
+        assert_eq!(q.inflight, 2, "two sweeps in flight");
+        // The receiver hangs; the next sweep drops the oldest one not in flight.
+        assert_eq!(q.push(5, sweep(2, 5.0)), 2);
+        let kept: Vec<i64> = q.batches.iter().map(|b| b.at_ms).collect();
+        assert_eq!(kept, [0, 1, 3, 4, 5]);
+        // However small the bound, a request takes a sweep.
+        assert_eq!(super::super::request_samples(1), 1);
+        assert_eq!(
+            super::super::request_samples(1_000_000),
+            super::super::MAX_PER_SEND
+        );
+    }
+
+    #[test]
     fn each_series_is_sent_once_with_its_samples_in_order_and_kept_once() {
         let mut q = Queue::new(1000);
         for t in 0..10 {
