@@ -10,8 +10,8 @@ use std::process::{Command as Process, Stdio};
 use std::time::Duration;
 
 use crate::common::*;
-use crate::exporter::{config, get, Running};
-use crate::remote_write::{exporter_of, sim_exporter, wait_until};
+use crate::exporter::{config, get, said, Running};
+use crate::remote_write::{exporter_of, sim_exporter, wait_until, Refuser};
 
 /// A Python with the opentelemetry-proto bindings: `BFPERF_OTLP_PYTHON` (CI's
 /// venv) or `python3`; None (after saying why) where there is none.
@@ -266,13 +266,15 @@ fn otlp_over_tls_with_a_ca_a_server_name_and_a_token_and_a_refusal_counted() {
             d.join("server.key").to_str().unwrap(),
             "--refuse",
             "2",
+            "--partial",
+            "1",
         ],
     );
     let sub = d.join("dpu");
     std::fs::create_dir_all(&sub).unwrap();
     std::fs::copy(d.join("server.crt"), sub.join("ca.crt")).unwrap();
     std::fs::write(sub.join("token"), "t0ken\n").unwrap();
-    let (_e, listen) = otlp_exporter(
+    let (e, listen) = otlp_exporter(
         d,
         "dpu",
         &format!("https://127.0.0.1:{port}/v1/metrics"),
@@ -289,14 +291,148 @@ fn otlp_over_tls_with_a_ca_a_server_name_and_a_token_and_a_refusal_counted() {
     let request = all.iter().find(|l| l["request"] == true).unwrap();
     assert_eq!(request["authorization"], "Bearer t0ken");
     assert_eq!(request["tenant"], "dpu-fleet");
-    // The two refused requests' samples are counted as refused, not retried.
+    // The two refused requests' samples, and the three points the partial success
+    // rejected, are counted as refused, not retried; every sample queued is
+    // accepted, refused or waiting, as one scrape reads them.
+    let counted: f64 = all
+        .iter()
+        .filter(|l| l["refused"] == true)
+        .map(|l| l["points"].as_f64().unwrap())
+        .sum::<f64>()
+        + 3.0;
+    assert_eq!(all.iter().filter(|l| l["partial"] == true).count(), 1);
     let (_, body) = get(listen, "/metrics", "text/plain");
-    let refused: f64 = body
-        .lines()
-        .find_map(|l| l.strip_prefix("bfperf_otlp_dropped_samples_total{reason=\"refused\"} "))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{body}"));
+    let value = |series: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in {body}"))
+    };
+    let refused = value("bfperf_otlp_dropped_samples_total{reason=\"refused\"}");
+    assert_eq!(refused, counted, "{body}");
+    assert_eq!(
+        value("bfperf_otlp_samples_in_total"),
+        value("bfperf_otlp_samples_total")
+            + refused
+            + value("bfperf_otlp_dropped_samples_total{reason=\"queue_full\"}")
+            + value("bfperf_otlp_queue_samples"),
+        "{body}"
+    );
+    let err = said(&e);
+    assert!(
+        err.contains("rejected 3 of ") && err.contains("3 points rejected by the test"),
+        "{err}"
+    );
+}
+
+/// A partial success as a hostile receiver sends it: i64::MAX points rejected, and
+/// a message with a newline and a terminal escape.
+fn claims_everything(conn: &mut std::net::TcpStream) {
+    use std::io::Write;
+    let message = b"all\nof it \x1b[31mred";
+    let mut inner = vec![0x08];
+    inner.extend([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]);
+    inner.extend([0x12, message.len() as u8]);
+    inner.extend(message);
+    let mut body = vec![0x0a, inner.len() as u8];
+    body.extend(inner);
+    let _ = write!(
+        conn,
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = conn.write_all(&body);
+}
+
+/// An answer that says a gigabyte follows and sends it until the exporter hangs up
+/// (half a minute at most).
+fn endless(conn: &mut std::net::TcpStream) {
+    use std::io::Write;
+    let _ = conn.write_all(b"Content-Length: 1000000000\r\nConnection: close\r\n\r\n");
+    let _ = conn.set_write_timeout(Some(Duration::from_secs(5)));
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    let chunk = [0x0a; 8192];
+    while std::time::Instant::now() < end && conn.write_all(&chunk).is_ok() {}
+}
+
+/// What a receiver answers is another party's input: a partial success claiming
+/// more points than the request held rejects what it held, no more, and its
+/// message reaches the log as one line of text; an answer without end is read in
+/// part (64 KiB): it never holds a request to its deadline, keeps a connection
+/// open or fills memory.
+#[test]
+fn a_hostile_receivers_answers_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (claims, without_end) = (
+        Refuser::answering(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf",
+            claims_everything,
+        ),
+        Refuser::answering(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf",
+            endless,
+        ),
+    );
+    let at = |r: &Refuser| format!("http://127.0.0.1:{}/v1/metrics", r.port);
+    let (c, listen_c) = otlp_exporter(dir.path(), "claims", &at(&claims), "");
+    let (e, listen_e) = otlp_exporter(dir.path(), "endless", &at(&without_end), "");
+    wait_until("three answers each", Duration::from_secs(60), || {
+        claims.requests() >= 3 && without_end.requests() >= 3
+    });
+    let value = |body: &str, series: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in {body}"))
+    };
+    // Everything the claiming receiver took is refused; the books still balance.
+    let (_, body) = get(listen_c, "/metrics", "text/plain");
+    let refused = value(
+        &body,
+        "bfperf_otlp_dropped_samples_total{reason=\"refused\"}",
+    );
     assert!(refused > 0.0, "{body}");
+    assert_eq!(value(&body, "bfperf_otlp_samples_total"), 0.0, "{body}");
+    assert_eq!(
+        value(&body, "bfperf_otlp_samples_in_total"),
+        refused + value(&body, "bfperf_otlp_queue_samples"),
+        "{body}"
+    );
+    let err = said(&c);
+    let line = err
+        .lines()
+        .find(|l| l.contains("rejected"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("(dropped): all of it  [31mred\"") && !err.contains('\x1b'),
+        "{err}"
+    );
+    // The endless answers were accepted, none failed at the deadline, and their
+    // connections are closed: the open descriptors do not grow with the requests.
+    let (_, first) = get(listen_e, "/metrics", "text/plain");
+    let seen = without_end.requests();
+    wait_until("three answers more", Duration::from_secs(60), || {
+        without_end.requests() >= seen + 3
+    });
+    let (_, body) = get(listen_e, "/metrics", "text/plain");
+    assert!(value(&body, "bfperf_otlp_samples_total") > 0.0, "{body}");
+    assert_eq!(value(&body, "bfperf_otlp_failures_total"), 0.0, "{body}");
+    assert!(
+        value(&body, "process_open_fds") <= value(&first, "process_open_fds") + 1.0,
+        "{first}\n{body}"
+    );
+    // Its peak: a body read whole would be a gigabyte (the exporter takes 11 MB;
+    // under an emulator, the emulator is counted too).
+    let status = std::fs::read_to_string(format!("/proc/{}/status", e.0.id())).unwrap();
+    let peak_kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{status}"));
+    assert!(
+        peak_kb < 256e3,
+        "the exporter took {peak_kb} kB at its peak"
+    );
 }
 
 #[test]

@@ -424,14 +424,23 @@ fn remote_write_secrets_are_never_read_through_a_members_link() {
 
 /// A receiver that answers every request with `answer` (a status line and headers),
 /// on a port it bound itself; the times requests came, until dropped.
-struct Refuser {
-    port: u16,
+pub(crate) struct Refuser {
+    pub(crate) port: u16,
     times: std::sync::Arc<std::sync::Mutex<Vec<Instant>>>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Refuser {
     fn start(answer: &'static str) -> Refuser {
+        Refuser::answering(answer, |conn| {
+            use std::io::Write;
+            let _ = conn.write_all(b"Content-Length: 0\r\nConnection: close\r\n\r\n");
+        })
+    }
+
+    /// Answers `head` (a status line and headers), then what `rest` writes: the
+    /// last headers and a body.
+    pub(crate) fn answering(head: &'static str, rest: fn(&mut std::net::TcpStream)) -> Refuser {
         use std::io::{BufRead, Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -460,13 +469,16 @@ impl Refuser {
                 let _ = r.read_exact(&mut body);
                 t.lock().unwrap().push(Instant::now());
                 let mut conn = r.into_inner();
-                let _ = write!(
-                    conn,
-                    "{answer}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                );
+                let _ = write!(conn, "{head}\r\n");
+                rest(&mut conn);
             }
         });
         Refuser { port, times, stop }
+    }
+
+    /// How many requests came.
+    pub(crate) fn requests(&self) -> usize {
+        self.times.lock().unwrap().len()
     }
 
     /// The time between consecutive requests, s.

@@ -7,9 +7,12 @@ to OUT as one JSON line, with its metric's name, type, unit, temporality and
 monotonicity and the request's Resource. The port the receiver took is printed on
 standard output, one line, once it serves.
 
-Usage: receiver.py OUT [--port N] [--refuse N] [--cert PEM --key PEM]
+Usage: receiver.py OUT [--port N] [--refuse N] [--partial N] [--cert PEM --key PEM]
   --port N    listen on 127.0.0.1:N (default 0: the kernel chooses)
-  --refuse N  answer the first N requests 400 (a refusal), decoding nothing
+  --refuse N  answer the first N requests 400 (a refusal), recording how many
+              points each held and none of them
+  --partial N then answer N requests 200 with a partial success that rejects
+              3 of their points (recorded as such, their points as usual)
   --cert/--key  serve HTTPS with this certificate
 """
 import argparse
@@ -34,6 +37,13 @@ def attributes(kvs):
     return {kv.key: value_of(kv.value) for kv in kvs}
 
 
+def points_of(request):
+    return sum(len(getattr(m, m.WhichOneof("data")).data_points)
+               for rm in request.resource_metrics
+               for sm in rm.scope_metrics
+               for m in sm.metrics)
+
+
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -54,10 +64,6 @@ class Handler(BaseHTTPRequestHandler):
         if self.path != "/v1/metrics" or length > MAX_BODY:
             return self.answer(404, b"not here\n", "text/plain")
         raw = self.rfile.read(length)
-        if self.server.refuse > 0:
-            self.server.refuse -= 1
-            self.record({"refused": True})
-            return self.answer(400, b"refused by the test\n", "text/plain")
         try:
             if self.headers.get("Content-Encoding", "") == "gzip":
                 raw = gzip.decompress(raw)
@@ -66,6 +72,16 @@ class Handler(BaseHTTPRequestHandler):
         except Exception as e:  # the test fails on any line that says so
             self.record({"undecodable": str(e), "type": self.headers.get("Content-Type")})
             return self.answer(400, b"undecodable\n", "text/plain")
+        if self.server.refuse > 0:
+            self.server.refuse -= 1
+            self.record({"refused": True, "points": points_of(request)})
+            return self.answer(400, b"refused by the test\n", "text/plain")
+        response = metrics_service_pb2.ExportMetricsServiceResponse()
+        if self.server.partial > 0:
+            self.server.partial -= 1
+            response.partial_success.rejected_data_points = 3
+            response.partial_success.error_message = "3 points rejected by the test"
+            self.record({"partial": True, "points": points_of(request)})
         self.record({"request": True, "type": self.headers.get("Content-Type"),
                      "encoding": self.headers.get("Content-Encoding"),
                      "authorization": self.headers.get("Authorization"),
@@ -93,7 +109,7 @@ class Handler(BaseHTTPRequestHandler):
                             line["temporality"] = data.aggregation_temporality
                             line["monotonic"] = data.is_monotonic
                         self.record(line)
-        self.answer(200, metrics_service_pb2.ExportMetricsServiceResponse().SerializeToString())
+        self.answer(200, response.SerializeToString())
 
 
 def main():
@@ -101,12 +117,14 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--refuse", type=int, default=0)
+    ap.add_argument("--partial", type=int, default=0)
     ap.add_argument("--cert")
     ap.add_argument("--key")
     a = ap.parse_args()
     server = HTTPServer(("127.0.0.1", a.port), Handler)
     server.out = open(a.out, "a")
     server.refuse = a.refuse
+    server.partial = a.partial
     if a.cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(a.cert, a.key)

@@ -582,7 +582,11 @@ impl Pusher {
 
     /// The pusher's own series, beside the exporter's (`bfperf_remote_write_*`,
     /// `bfperf_otlp_*`).
+    /// Read with the queue held, as every change to them is made: one moment's
+    /// counts, so that what was queued is what was accepted, dropped or is
+    /// waiting, exactly.
     pub(super) fn families(&self) -> Vec<Family> {
+        let _moment = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         let st = &self.shared.stats;
         let p = self.shared.protocol.section();
         let to = match self.shared.protocol {
@@ -661,9 +665,12 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
         let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         let st = &shared.stats;
         match outcome {
-            Outcome::Accepted => {
+            Outcome::Accepted(answer) => {
                 starts.extend(after);
-                st.sent.fetch_add(q.done() as u64, Ordering::Relaxed);
+                let n = q.done();
+                let rejected = rejected_of(shared, &answer, n, &what, url);
+                st.sent.fetch_add((n - rejected) as u64, Ordering::Relaxed);
+                st.refused.fetch_add(rejected as u64, Ordering::Relaxed);
                 if failing {
                     diag(&format!("{what} to {url} accepted again"));
                 }
@@ -699,6 +706,25 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
         st.queued_bytes
             .store(q.heap_bytes() as u64, Ordering::Relaxed);
     }
+}
+
+/// What a receiver that accepted `n` samples says it rejected of them (OTLP's
+/// partial success; remote write's answer says nothing of it), said in the log
+/// with the receiver's message. At most `n`.
+fn rejected_of(shared: &Shared, answer: &[u8], n: usize, what: &str, url: &str) -> usize {
+    let Protocol::Otlp { .. } = shared.protocol else {
+        return 0;
+    };
+    let Some((count, message)) = otlp::partial_success(answer) else {
+        return 0;
+    };
+    let rejected = count.min(n as u64) as usize;
+    if rejected > 0 || !message.is_empty() {
+        diag(&format!(
+            "warning: {what} to {url} rejected {rejected} of {n} samples (dropped): {message}"
+        ));
+    }
+    rejected
 }
 
 /// A request's body in the protocol's wire format, the families' metadata with it;

@@ -267,6 +267,35 @@ pub(super) fn request(
     (request, after)
 }
 
+/// `opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceResponse`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct ExportMetricsServiceResponse {
+    #[prost(message, optional, tag = "1")]
+    pub partial_success: Option<ExportMetricsPartialSuccess>,
+}
+
+/// `opentelemetry.proto.collector.metrics.v1.ExportMetricsPartialSuccess`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct ExportMetricsPartialSuccess {
+    #[prost(int64, tag = "1")]
+    pub rejected_data_points: i64,
+    #[prost(string, tag = "2")]
+    pub error_message: String,
+}
+
+/// What a receiver that accepted a request says it rejected of it (OTLP/HTTP's
+/// partial success, which is not to be tried again): how many points, and its
+/// message as one line. None when the answer says nothing of it or is not a
+/// response this decodes.
+pub(super) fn partial_success(answer: &[u8]) -> Option<(u64, String)> {
+    use prost::Message;
+    let p = ExportMetricsServiceResponse::decode(answer)
+        .ok()?
+        .partial_success?;
+    let message = crate::lock::one_line(p.error_message.trim());
+    Some((p.rejected_data_points.max(0) as u64, message))
+}
+
 /// The request's body: the protobuf, gzip-compressed.
 pub(super) fn body(request: &ExportMetricsServiceRequest) -> Vec<u8> {
     use prost::Message;
@@ -283,6 +312,36 @@ pub(super) fn body(request: &ExportMetricsServiceRequest) -> Vec<u8> {
 mod tests {
     use super::super::wire::Sample;
     use super::*;
+
+    #[test]
+    fn a_partial_success_says_what_was_rejected_and_nothing_else_does() {
+        use prost::Message;
+        let answer = |rejected: i64, message: &str| {
+            ExportMetricsServiceResponse {
+                partial_success: Some(ExportMetricsPartialSuccess {
+                    rejected_data_points: rejected,
+                    error_message: message.into(),
+                }),
+            }
+            .encode_to_vec()
+        };
+        assert_eq!(
+            partial_success(&answer(3, "bad\nunit")),
+            Some((3, "bad unit".into()))
+        );
+        assert_eq!(
+            partial_success(&answer(0, "slow down")),
+            Some((0, "slow down".into()))
+        );
+        assert_eq!(partial_success(&answer(-5, "")), Some((0, String::new())));
+        // An empty response, a proxy's page, a cut answer: nothing rejected is said.
+        assert_eq!(partial_success(b""), None);
+        assert_eq!(partial_success(b"<html>ok</html>"), None);
+        let cut = answer(7, &"x".repeat(100));
+        assert_eq!(partial_success(&cut[..cut.len() - 10]), None);
+        let long = partial_success(&answer(1, &"y".repeat(5000))).unwrap();
+        assert_eq!(long.1.len(), 1000);
+    }
 
     fn label(name: &str, value: &str) -> Label {
         Label {

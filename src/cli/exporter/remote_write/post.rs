@@ -1,7 +1,7 @@
 //! One push request (remote write or OTLP): a connection (TLS when the URL says https, trusting
 //! the configured CA or the system's), a POST with the protocol's headers, the
-//! status. Every step has a deadline; the answer's body is read only in part, for
-//! the message of a refusal.
+//! status. Every step has a deadline; the answer's body is read only in part: for
+//! the message of a refusal, or what an accepting OTLP receiver says it rejected.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,8 +15,11 @@ use tokio::net::TcpStream;
 
 /// The longest a request may take, connection and answer included.
 pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// The most of a refusal's body kept for the log.
-const MAX_ANSWER: usize = 512;
+/// The most of an answer's body read: a refusal's message for the log, an OTLP
+/// receiver's partial success (a count and a message).
+const MAX_ANSWER: usize = 64 * 1024;
+/// The most of a refusal's body said in the log.
+const MAX_SAID: usize = 512;
 
 /// Where and how to send.
 pub(super) struct Target {
@@ -39,8 +42,8 @@ pub(super) struct Target {
 /// What came of one request.
 #[derive(Debug)]
 pub(super) enum Outcome {
-    /// 2xx: the receiver has the samples.
-    Accepted,
+    /// 2xx: the receiver has the samples, and answered this body (bounded).
+    Accepted(Vec<u8>),
     /// 5xx, 429, or no answer: the same samples are tried again later, after the
     /// receiver's `Retry-After` where it gave one.
     Retry(String, Option<Duration>),
@@ -61,10 +64,12 @@ pub(super) fn retry_otlp(status: u16) -> bool {
 /// Sends `body` (the protocol's compressed request) to `target`.
 pub(super) async fn send(target: &Target, body: Vec<u8>) -> Outcome {
     match tokio::time::timeout(REQUEST_TIMEOUT, attempt(target, body)).await {
-        Ok(Ok((status, text, after))) => match status {
-            200..=299 => Outcome::Accepted,
-            s if (target.retryable)(s) => Outcome::Retry(format!("HTTP {status} {text}"), after),
-            _ => Outcome::Refused(format!("HTTP {status} {text}")),
+        Ok(Ok((status, body, after))) => match status {
+            200..=299 => Outcome::Accepted(body),
+            s if (target.retryable)(s) => {
+                Outcome::Retry(format!("HTTP {status} {}", said(&body)), after)
+            }
+            _ => Outcome::Refused(format!("HTTP {status} {}", said(&body))),
         },
         Ok(Err(e)) => Outcome::Retry(e, None),
         Err(_) => Outcome::Retry(
@@ -74,8 +79,14 @@ pub(super) async fn send(target: &Target, body: Vec<u8>) -> Outcome {
     }
 }
 
-/// An answer: its status, its text (one line, bounded) and its `Retry-After`.
-type Answer = (u16, String, Option<Duration>);
+/// An answer: its status, its body (bounded) and its `Retry-After`.
+type Answer = (u16, Vec<u8>, Option<Duration>);
+
+/// An answer's body as the log says it: one line, bounded.
+fn said(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(MAX_SAID)]);
+    crate::lock::one_line(text.trim())
+}
 
 async fn attempt(target: &Target, body: Vec<u8>) -> Result<Answer, String> {
     let tcp = TcpStream::connect((target.host.as_str(), target.port))
@@ -146,8 +157,7 @@ where
         }
     }
     text.truncate(MAX_ANSWER);
-    let text = String::from_utf8_lossy(&text);
-    Ok((status, crate::lock::one_line(text.trim()), after))
+    Ok((status, text, after))
 }
 
 /// A `Retry-After` value: seconds, or an HTTP date (the time until it).
