@@ -666,7 +666,7 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
         let st = &shared.stats;
         match outcome {
             Outcome::Accepted(answer) => {
-                starts.extend(after);
+                starts.keep(after);
                 let n = q.done();
                 let rejected = rejected_of(shared, &answer, n, &what, url);
                 st.sent.fetch_add((n - rejected) as u64, Ordering::Relaxed);
@@ -678,7 +678,7 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
                 backoff = MIN_BACKOFF;
             }
             Outcome::Refused(why) => {
-                starts.extend(after);
+                starts.keep(after);
                 let n = q.done();
                 st.refused.fetch_add(n as u64, Ordering::Relaxed);
                 diag(&format!(

@@ -175,9 +175,44 @@ fn metric(name: &str, meta: Option<&MetricMetadata>, counter: bool) -> Metric {
     }
 }
 
+/// How long a counter series may go unseen (by its points' times) before its start
+/// is forgotten: a config reloaded with other events again and again must not
+/// grow what the sender keeps.
+const FORGET_AFTER_NS: u64 = 3600 * 1_000_000_000;
+
 /// Each counter series' start: when its running total began (ns since the epoch),
-/// and its last value and time, to see it start again.
-pub(super) type Starts = HashMap<Vec<Label>, (u64, f64, u64)>;
+/// and its last value and time, to see it start again. A series seen after its
+/// start was forgotten starts again just after the newest point forgotten: never
+/// a point whose start is older than a value it may have fallen from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Starts {
+    series: HashMap<Vec<Label>, (u64, f64, u64)>,
+    /// Just after the newest last point of a series forgotten (ns); 0 while none is.
+    forgotten: u64,
+}
+
+impl Starts {
+    pub(super) fn new() -> Starts {
+        Starts::default()
+    }
+
+    /// Keeps what a request the receiver took (or refused) says of its series'
+    /// starts, then forgets those not seen within [`FORGET_AFTER_NS`] of the newest
+    /// point.
+    pub(super) fn keep(&mut self, after: Starts) {
+        self.series.extend(after.series);
+        let newest = self.series.values().map(|s| s.2).max().unwrap_or(0);
+        let horizon = newest.saturating_sub(FORGET_AFTER_NS);
+        let forgotten = &mut self.forgotten;
+        self.series.retain(|_, s| {
+            let keep = s.2 >= horizon;
+            if !keep {
+                *forgotten = (*forgotten).max(s.2.saturating_add(1));
+            }
+            keep
+        });
+    }
+}
 
 /// The request for `series` (taken from the queue, `__name__` among their labels),
 /// the families' types and HELP in `metadata`, under `resource`. A counter series
@@ -219,13 +254,17 @@ pub(super) fn request(
             .filter(|l| l.name != "__name__")
             .map(|l| kv(&l.name, &l.value))
             .collect();
-        let mut state = starts.get(&s.labels).copied();
+        let mut state = starts.series.get(&s.labels).copied();
+        // A series never seen (or forgotten) began with the exporter, or after
+        // the newest point forgotten.
+        let first = began.max(starts.forgotten);
         for p in &s.samples {
             let time = (p.timestamp.max(0) as u64).saturating_mul(1_000_000);
             let start = match counter {
                 false => 0,
                 true => {
-                    let (mut start, last, last_time) = state.unwrap_or((began, p.value, time));
+                    let (mut start, last, last_time) =
+                        state.unwrap_or((first.min(time), p.value, time));
                     if p.value < last {
                         start = last_time.saturating_add(1).min(time);
                     }
@@ -247,7 +286,7 @@ pub(super) fn request(
             }
         }
         if let (true, Some(state)) = (counter, state) {
-            after.insert(s.labels.clone(), state);
+            after.series.insert(s.labels.clone(), state);
         }
     }
     let request = ExportMetricsServiceRequest {
@@ -372,7 +411,7 @@ mod tests {
         // Each request's starts kept, as the sender does once the receiver took it.
         let mut sent = |series: TimeSeries| {
             let (r, after) = request(&[series], &meta, &[], &starts, 7);
-            starts.extend(after);
+            starts.keep(after);
             r
         };
         let sum = |r: &ExportMetricsServiceRequest| {
@@ -415,6 +454,50 @@ mod tests {
         for p in &points.sum.as_ref().unwrap().data_points {
             assert_eq!(p.start_time_unix_nano, 2_000_000_001);
         }
+    }
+
+    #[test]
+    fn a_series_unseen_for_an_hour_is_forgotten_and_starts_again_after_it() {
+        let meta = [MetricMetadata {
+            r#type: 1,
+            metric_family_name: "bfperf_events".into(),
+            help: String::new(),
+        }];
+        let series = |block: &str, secs: i64, value: f64| TimeSeries {
+            labels: vec![
+                label("__name__", "bfperf_events_total"),
+                label("block", block),
+            ],
+            samples: vec![Sample {
+                value,
+                timestamp: secs * 1000,
+            }],
+        };
+        let start = |r: &ExportMetricsServiceRequest| {
+            r.resource_metrics[0].scope_metrics[0].metrics[0]
+                .sum
+                .as_ref()
+                .unwrap()
+                .data_points[0]
+                .start_time_unix_nano
+        };
+        let mut starts = Starts::new();
+        let mut sent = |s: TimeSeries| {
+            let (r, after) = request(&[s], &meta, &[], &starts, 7);
+            starts.keep(after);
+            (start(&r), starts.series.len())
+        };
+        assert_eq!(sent(series("llt0", 10, 50.0)), (7, 1));
+        assert_eq!(sent(series("mss0", 10, 5.0)), (7, 2));
+        // llt0 goes (a reload): after an hour of mss0 alone it is forgotten.
+        assert_eq!(sent(series("mss0", 3610, 6.0)), (7, 2));
+        assert_eq!(sent(series("mss0", 3611, 7.0)), (7, 1));
+        // Back, with a count lower than its last: it starts after its last point,
+        // as does a series never seen before.
+        let after = 10_000_000_001;
+        assert_eq!(sent(series("llt0", 3612, 3.0)), (after, 2));
+        assert_eq!(sent(series("llt1", 3612, 3.0)), (after, 3));
+        assert_eq!(sent(series("mss0", 3612, 8.0)), (7, 3));
     }
 
     #[test]
