@@ -203,6 +203,44 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     }
 }
 
+/// The device a canonical location belongs to, named as no probe renames it: the
+/// path without its trailing `hwmon/hwmonN`, which the kernel numbers anew at each
+/// probe (`/sys/devices/platform/MLNXBFD2:00/hwmon/hwmon4` is
+/// `/sys/devices/platform/MLNXBFD2:00`). Any other location is its own:
+/// `/sys/class/hwmon/hwmon4`, which a canonical location never is, names no device.
+pub(crate) fn lasting_location(canonical: &str) -> &str {
+    canonical
+        .rsplit_once("/hwmon/hwmon")
+        .filter(|(parent, n)| {
+            // (Not the class's own listing, which names no device.)
+            !parent.is_empty()
+                && !parent.ends_with("/class")
+                && !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+        })
+        .map_or(canonical, |(parent, _)| parent)
+}
+
+#[test]
+fn a_lasting_location_drops_the_hwmon_number_and_nothing_else() {
+    for (canonical, lasting) in [
+        (
+            "/sys/devices/platform/MLNXBFD2:00/hwmon/hwmon4",
+            "/sys/devices/platform/MLNXBFD2:00",
+        ),
+        ("/sys/class/hwmon/hwmon4", "/sys/class/hwmon/hwmon4"),
+        ("/x/hwmon/hwmon4/", "/x/hwmon/hwmon4/"),
+        ("/x/hwmon/hwmonA", "/x/hwmon/hwmonA"),
+        ("/hwmon/hwmon4", "/hwmon/hwmon4"),
+        (
+            "simulated BlueField-3 (kernel 6.16)",
+            "simulated BlueField-3 (kernel 6.16)",
+        ),
+    ] {
+        assert_eq!(lasting_location(canonical), lasting, "{canonical}");
+    }
+}
+
 /// The running kernel's page size (`sysconf(_SC_PAGESIZE)`): 4 KiB on x86_64; 4, 16
 /// or 64 KiB on arm64, as the kernel was built.
 pub(crate) fn kernel_page_size() -> usize {

@@ -201,7 +201,9 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
 }
 
 /// OTLP's Resource for `device`: who sends (bfperf, its version, this host) and
-/// which device (its place and generation); points carry the generation too.
+/// which device (its generation, and its place as it outlasts a reboot or the
+/// driver loaded again: a resource is a series' identity to many backends);
+/// points carry the generation too.
 fn otlp_of(device: &Device) -> remote_write::Protocol {
     let generation = device.generation().label().to_string();
     remote_write::Protocol::Otlp {
@@ -209,7 +211,7 @@ fn otlp_of(device: &Device) -> remote_write::Protocol {
             ("service.name".into(), "bfperf".into()),
             ("service.version".into(), env!("CARGO_PKG_VERSION").into()),
             ("host.name".into(), remote_write::host_name()),
-            ("bfperf.device".into(), device.canonical_location()),
+            ("bfperf.device".into(), device.lasting_location()),
             ("bfperf.generation".into(), generation.clone()),
         ],
         generation,
