@@ -365,6 +365,37 @@ fn per_process_task_clock_is_the_command_s_cpu_time() {
     assert!((utilized - ms / 1000.0 / elapsed).abs() < 0.02, "{lines:?}");
 }
 
+/// A command that hardly runs: perf says `0.72 msec task-clock # 0.004 CPUs
+/// utilized`; bfperf never shows a measured value as `0.00`, but with two
+/// significant digits.
+#[test]
+fn a_small_value_is_shown_with_its_digits_not_as_zero() {
+    let lines = stat_report(&["--sim", "bf3", "stat", "-e", "task-clock", "sleep", "0.2"]);
+    let (ms, _) = row(&lines, "software", "task-clock");
+    let elapsed = seconds(&lines, "time elapsed");
+    let shown = lines
+        .iter()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() > 2 && f[0] == "cpus_utilized")
+        .map(|f| f[2].to_string())
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    let want = ms / 1000.0 / elapsed;
+    assert!(
+        want > 0.0 && want < 0.005,
+        "the command ran {ms} ms: {lines:?}"
+    );
+    // Two significant digits: `0.0039`, not `0.00`.
+    let digits = shown.trim_start_matches(['0', '.']);
+    assert_eq!(digits.len(), 2, "{shown}: {lines:?}");
+    let utilized: f64 = shown.parse().unwrap();
+    // (The task clock is shown to 0.01 ms: its rounding, and the last digit's.)
+    let step = 10f64.powf(want.log10().floor() - 1.0);
+    assert!(
+        (utilized - want).abs() <= step / 2.0 + want * 0.01 / ms,
+        "{shown} against {want}: {lines:?}"
+    );
+}
+
 #[test]
 fn a_splits_perf_events_per_cpu_as_perf_does() {
     let cpus = online_cpus() as usize;

@@ -56,10 +56,15 @@ pub(crate) fn group(n: u64) -> String {
     out
 }
 
-/// A rate with grouping and two decimals.
+/// A rate with grouping and two decimals; one that two decimals would show as
+/// zero with two significant digits (`0.0035`, where perf says `0.004 CPUs
+/// utilized`): a value measured is never shown as nothing.
 pub(crate) fn group_f(x: f64) -> String {
     if !x.is_finite() {
         return "-".to_string();
+    }
+    if let Some(small) = small(x) {
+        return small;
     }
     let sign = if x < 0.0 { "-" } else { "" };
     let x = x.abs();
@@ -67,6 +72,22 @@ pub(crate) fn group_f(x: f64) -> String {
     let whole = (cents / 100.0).trunc() as u64;
     let frac = (cents - whole as f64 * 100.0) as u64;
     format!("{sign}{}.{frac:02}", group(whole))
+}
+
+/// `x` with two decimals, or with two significant digits where two decimals would
+/// read zero.
+fn two_decimals(x: f64) -> String {
+    small(x).unwrap_or_else(|| format!("{x:.2}"))
+}
+
+/// A value other than zero that two decimals would show as zero, with two
+/// significant digits (`0.0035`, `-0.00012`).
+fn small(x: f64) -> Option<String> {
+    if x == 0.0 || !x.is_finite() || (x.abs() * 100.0).round() != 0.0 {
+        return None;
+    }
+    let places = (1 - x.abs().log10().floor() as i32).clamp(3, 17) as usize;
+    Some(format!("{x:.places$}"))
 }
 
 /// A value with its unit as a person reads it, as perf prints rates: scaled to an
@@ -87,7 +108,7 @@ pub(crate) fn readable(x: f64, unit: &str) -> (String, String) {
         i += 1;
     }
     let (p, f) = PREFIXES[i];
-    (format!("{:.2}", v / f), format!("{p}{base}"))
+    (two_decimals(v / f), format!("{p}{base}"))
 }
 
 /// A coverage in percent with two decimals, rounded down: only what counted all of
@@ -102,7 +123,7 @@ pub(crate) fn percent(coverage: f64) -> String {
 pub(crate) fn readable_as(x: f64, unit: &str, shown: &str) -> Option<String> {
     let (base, factor) = scale_of(unit).filter(|_| x.is_finite())?;
     let (shown_base, shown_factor) = scale_of(shown)?;
-    (base == shown_base).then(|| format!("{:.2}", x * factor / shown_factor))
+    (base == shown_base).then(|| two_decimals(x * factor / shown_factor))
 }
 
 const PREFIXES: [(&str, f64); 5] = [("", 1.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)];
@@ -128,7 +149,7 @@ mod tests {
     #[test]
     fn a_column_keeps_its_unit_and_coverage_never_rounds_up() {
         assert_eq!(readable_as(0.99999, "GB/s", "GB/s"), Some("1.00".into()));
-        assert_eq!(readable_as(0.0023, "GB/s", "GB/s"), Some("0.00".into()));
+        assert_eq!(readable_as(0.0023, "GB/s", "GB/s"), Some("0.0023".into()));
         assert_eq!(readable_as(2.5e9, "/s", "M/sec"), Some("2500.00".into()));
         assert_eq!(readable_as(1.0, "GB/s", "%"), None);
         assert_eq!(percent(0.99999), "99.99");
@@ -173,5 +194,12 @@ mod tests {
         assert_eq!(group_f(1234.5), "1,234.50");
         assert_eq!(group_f(0.999), "1.00");
         assert_eq!(group_f(-2.5), "-2.50");
+        // Never a measured value shown as zero: two significant digits instead.
+        assert_eq!(group_f(0.0035), "0.0035");
+        assert_eq!(group_f(0.005), "0.01");
+        assert_eq!(group_f(0.0049), "0.0049");
+        assert_eq!(group_f(-0.00012345), "-0.00012");
+        assert_eq!(group_f(0.0), "0.00");
+        assert_eq!(readable(0.003, "B/s"), ("0.0030".into(), "B/s".into()));
     }
 }
