@@ -318,9 +318,13 @@ fn otlp_over_tls_with_a_ca_a_server_name_and_a_token_and_a_refusal_counted() {
             + value("bfperf_otlp_queue_samples"),
         "{body}"
     );
+    // The refusals' google.rpc.Status and the partial success, said by their
+    // messages.
     let err = said(&e);
     assert!(
-        err.contains("rejected 3 of ") && err.contains("3 points rejected by the test"),
+        err.contains("(dropped): HTTP 400 refused by the test")
+            && err.contains("rejected 3 of ")
+            && err.contains("3 points rejected by the test"),
         "{err}"
     );
 }

@@ -9,8 +9,8 @@ standard output, one line, once it serves.
 
 Usage: receiver.py OUT [--port N] [--refuse N] [--partial N] [--cert PEM --key PEM]
   --port N    listen on 127.0.0.1:N (default 0: the kernel chooses)
-  --refuse N  answer the first N requests 400 (a refusal), recording how many
-              points each held and none of them
+  --refuse N  answer the first N requests 400 with a google.rpc.Status (a
+              refusal), recording how many points each held and none of them
   --partial N then answer N requests 200 with a partial success that rejects
               3 of their points (recorded as such, their points as usual)
   --cert/--key  serve HTTPS with this certificate
@@ -75,7 +75,11 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.refuse > 0:
             self.server.refuse -= 1
             self.record({"refused": True, "points": points_of(request)})
-            return self.answer(400, b"refused by the test\n", "text/plain")
+            # A google.rpc.Status, as OTLP/HTTP answers a refusal: code 3
+            # (INVALID_ARGUMENT) and its message.
+            message = b"refused by the test"
+            status = b"\x08\x03\x12" + bytes([len(message)]) + message
+            return self.answer(400, status)
         response = metrics_service_pb2.ExportMetricsServiceResponse()
         if self.server.partial > 0:
             self.server.partial -= 1

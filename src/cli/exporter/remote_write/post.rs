@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{HeaderValue, AUTHORIZATION, HOST, RETRY_AFTER, USER_AGENT};
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT};
 use hyper::{Request, Uri};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
@@ -64,12 +64,12 @@ pub(super) fn retry_otlp(status: u16) -> bool {
 /// Sends `body` (the protocol's compressed request) to `target`.
 pub(super) async fn send(target: &Target, body: Vec<u8>) -> Outcome {
     match tokio::time::timeout(REQUEST_TIMEOUT, attempt(target, body)).await {
-        Ok(Ok((status, body, after))) => match status {
+        Ok(Ok((status, body, protobuf, after))) => match status {
             200..=299 => Outcome::Accepted(body),
             s if (target.retryable)(s) => {
-                Outcome::Retry(format!("HTTP {status} {}", said(&body)), after)
+                Outcome::Retry(format!("HTTP {status} {}", said(&body, protobuf)), after)
             }
-            _ => Outcome::Refused(format!("HTTP {status} {}", said(&body))),
+            _ => Outcome::Refused(format!("HTTP {status} {}", said(&body, protobuf))),
         },
         Ok(Err(e)) => Outcome::Retry(e, None),
         Err(_) => Outcome::Retry(
@@ -79,13 +79,37 @@ pub(super) async fn send(target: &Target, body: Vec<u8>) -> Outcome {
     }
 }
 
-/// An answer: its status, its body (bounded) and its `Retry-After`.
-type Answer = (u16, Vec<u8>, Option<Duration>);
+/// An answer: its status, its body (bounded), whether the body is protobuf, and
+/// its `Retry-After`.
+type Answer = (u16, Vec<u8>, bool, Option<Duration>);
 
-/// An answer's body as the log says it: one line, bounded.
-fn said(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(MAX_SAID)]);
-    crate::lock::one_line(text.trim())
+/// `google.rpc.Status`, which an OTLP/HTTP receiver answers a refusal with in
+/// protobuf: its code and message (details left).
+#[derive(Clone, PartialEq, prost::Message)]
+struct Status {
+    #[prost(int32, tag = "1")]
+    code: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+}
+
+/// An answer's body as the log says it: one line, bounded; a protobuf
+/// `google.rpc.Status` by its message.
+fn said(body: &[u8], protobuf: bool) -> String {
+    use prost::Message;
+    let status = protobuf
+        .then(|| Status::decode(body).ok())
+        .flatten()
+        .filter(|s| !s.message.is_empty());
+    let text = match &status {
+        Some(s) => std::borrow::Cow::Borrowed(s.message.as_str()),
+        None => String::from_utf8_lossy(&body[..body.len().min(MAX_SAID)]),
+    };
+    crate::lock::one_line(&text)
+        .trim()
+        .chars()
+        .take(MAX_SAID)
+        .collect()
 }
 
 async fn attempt(target: &Target, body: Vec<u8>) -> Result<Answer, String> {
@@ -139,6 +163,11 @@ where
         .await
         .map_err(|e| format!("HTTP: {e}"))?;
     let status = resp.status().as_u16();
+    let protobuf = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.trim_start().starts_with("application/x-protobuf"));
     let after = resp
         .headers()
         .get(RETRY_AFTER)
@@ -157,7 +186,7 @@ where
         }
     }
     text.truncate(MAX_ANSWER);
-    Ok((status, text, after))
+    Ok((status, text, protobuf, after))
 }
 
 /// A `Retry-After` value: seconds, or an HTTP date (the time until it).
@@ -171,4 +200,30 @@ fn retry_after(value: &str) -> Option<Duration> {
         at.duration_since(std::time::SystemTime::now())
             .unwrap_or(Duration::ZERO),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_is_said_by_its_status_message_or_its_text_in_one_bounded_line() {
+        use prost::Message;
+        let status = Status {
+            code: 3,
+            message: "metric name\ninvalid".into(),
+        }
+        .encode_to_vec();
+        assert_eq!(said(&status, true), "metric name invalid");
+        // Text (remote write's receivers), or protobuf that is not a Status.
+        assert_eq!(said(b"out of order sample\n", false), "out of order sample");
+        assert_eq!(said(b"\x08\x03", true), "");
+        assert_eq!(said(&vec![b'x'; 5000], false).len(), MAX_SAID);
+        let long = Status {
+            code: 3,
+            message: "y".repeat(5000),
+        }
+        .encode_to_vec();
+        assert_eq!(said(&long, true).len(), MAX_SAID);
+    }
 }
