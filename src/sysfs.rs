@@ -58,6 +58,14 @@ pub trait Sysfs: Send + Sync {
         self.canonical_location()
     }
 
+    /// A name of the device that outlasts a probe: the platform device it belongs
+    /// to (`/sys/devices/platform/MLNXBFD2:00`), where its `device` link leads,
+    /// rather than the `hwmonN` the kernel numbers anew at each probe. The
+    /// canonical location where there is no such link.
+    fn lasting_location(&self) -> String {
+        self.canonical_location()
+    }
+
     /// Whether this process may write the file (the driver's files are root's).
     fn writable(&self, rel: &str) -> bool {
         let _ = rel;
@@ -195,49 +203,14 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     fn identity(&self) -> String {
         (**self).identity()
     }
+    fn lasting_location(&self) -> String {
+        (**self).lasting_location()
+    }
     fn writable(&self, rel: &str) -> bool {
         (**self).writable(rel)
     }
     fn page_size(&self) -> usize {
         (**self).page_size()
-    }
-}
-
-/// The device a canonical location belongs to, named as no probe renames it: the
-/// path without its trailing `hwmon/hwmonN`, which the kernel numbers anew at each
-/// probe (`/sys/devices/platform/MLNXBFD2:00/hwmon/hwmon4` is
-/// `/sys/devices/platform/MLNXBFD2:00`). Any other location is its own:
-/// `/sys/class/hwmon/hwmon4`, which a canonical location never is, names no device.
-pub(crate) fn lasting_location(canonical: &str) -> &str {
-    canonical
-        .rsplit_once("/hwmon/hwmon")
-        .filter(|(parent, n)| {
-            // (Not the class's own listing, which names no device.)
-            !parent.is_empty()
-                && !parent.ends_with("/class")
-                && !n.is_empty()
-                && n.bytes().all(|b| b.is_ascii_digit())
-        })
-        .map_or(canonical, |(parent, _)| parent)
-}
-
-#[test]
-fn a_lasting_location_drops_the_hwmon_number_and_nothing_else() {
-    for (canonical, lasting) in [
-        (
-            "/sys/devices/platform/MLNXBFD2:00/hwmon/hwmon4",
-            "/sys/devices/platform/MLNXBFD2:00",
-        ),
-        ("/sys/class/hwmon/hwmon4", "/sys/class/hwmon/hwmon4"),
-        ("/x/hwmon/hwmon4/", "/x/hwmon/hwmon4/"),
-        ("/x/hwmon/hwmonA", "/x/hwmon/hwmonA"),
-        ("/hwmon/hwmon4", "/hwmon/hwmon4"),
-        (
-            "simulated BlueField-3 (kernel 6.16)",
-            "simulated BlueField-3 (kernel 6.16)",
-        ),
-    ] {
-        assert_eq!(lasting_location(canonical), lasting, "{canonical}");
     }
 }
 
@@ -672,6 +645,13 @@ impl Sysfs for RealFs {
         self.page_size.unwrap_or_else(kernel_page_size)
     }
 
+    fn lasting_location(&self) -> String {
+        match fs::canonicalize(self.path(layout::DEVICE_LINK)) {
+            Ok(device) if device.is_dir() => device.display().to_string(),
+            _ => self.canonical_location(),
+        }
+    }
+
     fn canonical_location(&self) -> String {
         fs::canonicalize(&self.dir)
             .unwrap_or_else(|_| self.dir.clone())
@@ -816,4 +796,43 @@ fn open_regular(path: &Path, what: &'static str) -> crate::Result<fs::File> {
         )));
     }
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lasting_location_is_the_platform_device_whatever_the_hwmon_number() {
+        // As the kernel lays it out: the hwmon directory under its platform device,
+        // the class's entry a link to it, its `device` link back up.
+        let root = tempfile::tempdir().unwrap();
+        let platform = root.path().join("devices/platform/MLNXBFD2:00");
+        let lasting = |n: u32| {
+            let hwmon = platform.join(format!("hwmon/hwmon{n}"));
+            fs::create_dir_all(&hwmon).unwrap();
+            std::os::unix::fs::symlink("../../../MLNXBFD2:00", hwmon.join("device")).unwrap();
+            let class = root.path().join("class/hwmon");
+            fs::create_dir_all(&class).unwrap();
+            let entry = class.join(format!("hwmon{n}"));
+            std::os::unix::fs::symlink(
+                format!("../../devices/platform/MLNXBFD2:00/hwmon/hwmon{n}"),
+                &entry,
+            )
+            .unwrap();
+            let fs = RealFs::new(entry);
+            assert!(fs
+                .canonical_location()
+                .ends_with(&format!("/hwmon/hwmon{n}")));
+            fs.lasting_location()
+        };
+        let (four, seven) = (lasting(4), lasting(7));
+        let want = fs::canonicalize(&platform).unwrap().display().to_string();
+        assert_eq!((four, seven), (want.clone(), want));
+        // Without a device link: the canonical location.
+        let bare = root.path().join("bare");
+        fs::create_dir_all(&bare).unwrap();
+        let fs = RealFs::new(&bare);
+        assert_eq!(fs.lasting_location(), fs.canonical_location());
+    }
 }

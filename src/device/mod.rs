@@ -252,10 +252,11 @@ impl Device {
         self.fs.canonical_location()
     }
 
-    /// The device's name that outlasts a probe: its canonical location without the
-    /// hwmon number the kernel gives it anew (what identifies it to a fleet).
+    /// The device's name that outlasts a probe: the platform device its hwmon
+    /// directory belongs to, not the hwmon number the kernel gives it anew (what
+    /// identifies it to a fleet).
     pub fn lasting_location(&self) -> String {
-        crate::sysfs::lasting_location(&self.fs.canonical_location()).to_string()
+        self.fs.lasting_location()
     }
 
     /// What the device is however it is reached, a bind mount included (the writer
