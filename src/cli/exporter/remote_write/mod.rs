@@ -581,10 +581,9 @@ impl Pusher {
     }
 
     /// The pusher's own series, beside the exporter's (`bfperf_remote_write_*`,
-    /// `bfperf_otlp_*`).
-    /// Read with the queue held, as every change to them is made: one moment's
-    /// counts, so that what was queued is what was accepted, dropped or is
-    /// waiting, exactly.
+    /// `bfperf_otlp_*`), read with the queue held, as every change to them is
+    /// made: one moment's counts, so that what was queued is exactly what was
+    /// accepted, dropped or is waiting.
     pub(super) fn families(&self) -> Vec<Family> {
         let _moment = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
         let st = &self.shared.stats;
