@@ -412,17 +412,19 @@ fn a_hostile_receivers_answers_are_bounded() {
         "{err}"
     );
     // The endless answers were accepted, none failed at the deadline, and their
-    // connections are closed: the open descriptors do not grow with the requests.
+    // connections are closed: the open descriptors do not grow with the requests
+    // (six more; at any moment one request may be on its way and the one before
+    // closing).
     let (_, first) = get(listen_e, "/metrics", "text/plain");
     let seen = without_end.requests();
-    wait_until("three answers more", Duration::from_secs(60), || {
-        without_end.requests() >= seen + 3
+    wait_until("six answers more", Duration::from_secs(60), || {
+        without_end.requests() >= seen + 6
     });
     let (_, body) = get(listen_e, "/metrics", "text/plain");
     assert!(value(&body, "bfperf_otlp_samples_total") > 0.0, "{body}");
     assert_eq!(value(&body, "bfperf_otlp_failures_total"), 0.0, "{body}");
     assert!(
-        value(&body, "process_open_fds") <= value(&first, "process_open_fds") + 1.0,
+        value(&body, "process_open_fds") <= value(&first, "process_open_fds") + 2.0,
         "{first}\n{body}"
     );
     // Its peak: a body read whole would be a gigabyte (the exporter takes 11 MB;
