@@ -262,15 +262,7 @@ pub(super) fn request(
             let time = (p.timestamp.max(0) as u64).saturating_mul(1_000_000);
             let start = match counter {
                 false => 0,
-                true => {
-                    let (mut start, last, last_time) =
-                        state.unwrap_or((first.min(time), p.value, time));
-                    if p.value < last {
-                        start = last_time.saturating_add(1).min(time);
-                    }
-                    state = Some((start, p.value, time));
-                    start
-                }
+                true => start_of(&mut state, first, p.value, time),
             };
             let point = NumberDataPoint {
                 start_time_unix_nano: start,
@@ -304,6 +296,18 @@ pub(super) fn request(
         }],
     };
     (request, after)
+}
+
+/// A counter point's start, its series' `state` (start, last value and time) moved
+/// on to it: the series' start, or just after its last point where the value fell
+/// (it started again); `first` for a series without one.
+fn start_of(state: &mut Option<(u64, f64, u64)>, first: u64, value: f64, time: u64) -> u64 {
+    let (mut start, last, last_time) = state.unwrap_or((first.min(time), value, time));
+    if value < last {
+        start = last_time.saturating_add(1).min(time);
+    }
+    *state = Some((start, value, time));
+    start
 }
 
 /// `opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceResponse`.
