@@ -105,10 +105,14 @@ pub(crate) struct ChildUntil {
     pub(crate) pidfd: Option<OwnedFd>,
     pub(crate) wakeup: Rc<Wakeup>,
     pub(crate) perf: Option<crate::perf::Counters>,
+    /// --timeout: the run ends then, the command still running (it is ended after).
+    pub(crate) limit: Option<Duration>,
+    /// Set when the limit came before the command's end.
+    pub(crate) timed_out: Rc<std::cell::Cell<bool>>,
 }
 
 impl Until for ChildUntil {
-    fn done(&mut self, _: Duration) -> bool {
+    fn done(&mut self, elapsed: Duration) -> bool {
         let mut slot = self.slot.borrow_mut();
         let Some(child) = slot.as_mut() else {
             return true;
@@ -119,9 +123,17 @@ impl Until for ChildUntil {
                 *slot = None;
                 true
             }
+            Ok(None) if self.limit.is_some_and(|l| elapsed >= l) => {
+                self.timed_out.set(true);
+                true
+            }
             Ok(None) => false,
             Err(_) => true,
         }
+    }
+
+    fn deadline(&self) -> Option<Duration> {
+        self.limit
     }
 
     fn wait(&mut self, _: &dyn Pacer, timeout: Duration, also: Option<BorrowedFd<'_>>) {

@@ -853,3 +853,75 @@ fn a_summed_row_says_a_shared_reason_without_naming_one_block() {
     assert!(row.contains("counting enabled"), "{row}");
     assert!(!row.contains("mss0") && !row.contains("mss1"), "{row}");
 }
+
+/// perf's `--timeout MSECS` (`perf stat --timeout 300 -- sleep 5`): the count stops
+/// then, the command is ended with SIGTERM (perf says `sleep: Terminated`) and the
+/// exit status is 0; a command that catches it ends as it chooses, and that is the
+/// status; under 10 ms or with -I it is refused, as perf refuses it.
+#[test]
+fn timeout_ends_the_count_and_the_command_as_perfs_does() {
+    let out = bfperf()
+        .args(["--sim", "bf3", "stat", "--timeout", "300", "-j", "-o", "-"])
+        .args(["-e", "mss0/SKYLIB_DDN_TX_FLITS/", "--", "sleep", "5"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("'sleep 5' ended with SIGTERM at --timeout 300 ms"),
+        "{err}"
+    );
+    let records = ndjson(&String::from_utf8(out.stdout).unwrap());
+    let end = records.iter().find(|r| r["record"] == "end").unwrap();
+    assert_eq!(end["ended_by_timeout"], true, "{end}");
+    assert_eq!(end["exit_status"], 128 + 15, "{end}");
+    let enabled = end["enabled_s"].as_f64().unwrap();
+    // At 300 ms, not at the command's end (a loaded machine may wake it late).
+    assert!((0.3..4.0).contains(&enabled), "{end}");
+    let count = records
+        .iter()
+        .find(|r| r["event"] == "SKYLIB_DDN_TX_FLITS")
+        .and_then(|r| r["value"].as_f64())
+        .unwrap_or_else(|| panic!("{records:?}"));
+    assert_rate(
+        count / enabled,
+        bf3_event_rate("mss0", "SKYLIB_DDN_TX_FLITS"),
+        "mss0 until --timeout",
+    );
+    // A command that catches SIGTERM: its own status, nothing said of a timeout.
+    let out = bfperf()
+        .args(["--sim", "bf3", "stat", "--timeout", "200", "-j", "-o", "-"])
+        .args(["-e", "mss0/SKYLIB_DDN_TX_FLITS/", "--", "sh", "-c"])
+        .arg("trap 'kill $!; exit 3' TERM; sleep 5 >/dev/null 2>&1 & wait")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let records = ndjson(&String::from_utf8(out.stdout).unwrap());
+    let end = records.iter().find(|r| r["record"] == "end").unwrap();
+    assert_eq!(
+        (&end["ended_by_timeout"], &end["exit_status"]),
+        (&false.into(), &3.into())
+    );
+    // Refused before anything is counted.
+    for (args, want) in [
+        (
+            vec!["--timeout", "5", "--", "true"],
+            "--timeout must be at least 10 milliseconds",
+        ),
+        (
+            vec!["--timeout", "1s", "--", "true"],
+            "--timeout takes a whole number of milliseconds",
+        ),
+        (
+            vec!["--timeout", "100", "-I", "100", "--", "true"],
+            "'--timeout <MSECS>' cannot be used with '--interval-print <MS>'",
+        ),
+    ] {
+        bfperf()
+            .args(["--sim", "bf3", "stat"])
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(want));
+    }
+}

@@ -32,6 +32,8 @@ pub(crate) struct Ending {
     pub exit_status: Option<i32>,
     /// The signal that interrupted the measurement, if any.
     pub interrupted_by: Option<String>,
+    /// Whether --timeout ended the command (with SIGTERM: its exit status says so).
+    pub ended_by_timeout: bool,
     pub restored: bool,
     pub warnings: Vec<String>,
     /// Where perf events were counted: `system-wide` (on `perf_cpus` CPUs) or

@@ -42,6 +42,10 @@ pub(crate) struct Args {
     /// Count for this long (5s, 500ms, 2m); default: until COMMAND ends, or Ctrl-C
     #[arg(long, value_name = "TIME", value_parser = parse_duration, conflicts_with = "command")]
     duration: Option<std::time::Duration>,
+    /// Stop after MSECS milliseconds (at least 10), ending COMMAND with SIGTERM, and
+    /// print the counts (as perf stat --timeout; exit status 0 when that ended it)
+    #[arg(long = "timeout", value_name = "MSECS", value_parser = timeout_ms, conflicts_with_all = ["duration", "interval", "interval_count"])]
+    timeout: Option<u64>,
     /// Print counts every MS milliseconds
     #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = interval_ms)]
     interval: Option<u64>,
@@ -132,6 +136,19 @@ pub(crate) struct Args {
     /// that is not an option; `--` before it as ever)
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<String>,
+}
+
+/// `--timeout MSECS`: milliseconds, at least 10, as perf takes them.
+fn timeout_ms(text: &str) -> std::result::Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(ms) if ms >= 10 => Ok(ms),
+        Ok(ms) => Err(format!(
+            "--timeout must be at least 10 milliseconds (as perf stat's), not {ms}"
+        )),
+        Err(_) => Err(format!(
+            "--timeout takes a whole number of milliseconds (as perf stat --timeout), not '{text}'"
+        )),
+    }
 }
 
 /// `-I MS`: milliseconds, at least 10, as perf takes them.

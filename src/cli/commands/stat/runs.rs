@@ -28,19 +28,25 @@ pub(super) struct Runs {
     pub(super) slot: Slot,
     pub(super) status: Rc<RefCell<Option<i32>>>,
     pub(super) wakeup: Rc<Wakeup>,
+    /// --timeout: how long a run lasts at most, and whether it ended a command.
+    pub(super) limit: Option<Duration>,
+    pub(super) timed_out: Rc<std::cell::Cell<bool>>,
 }
 
 impl Runs {
     pub(super) fn new(a: &Args, req: &StatRequest, sig: &Signals) -> Runs {
+        let limit = a.timeout.map(Duration::from_millis);
         Runs {
             command: a.command.clone(),
-            duration: a.duration,
+            duration: a.duration.or(limit),
             per_process: (a.per_process && !req.perf.is_empty()).then(|| req.perf.clone()),
             pid: a.pid,
             perf: req.perf.clone(),
             slot: Rc::new(RefCell::new(None)),
             status: Rc::new(RefCell::new(None)),
             wakeup: sig.wakeup.clone(),
+            limit,
+            timed_out: Rc::new(std::cell::Cell::new(false)),
         }
     }
 
@@ -88,6 +94,8 @@ impl Runs {
             pidfd,
             wakeup: self.wakeup.clone(),
             perf,
+            limit: self.limit,
+            timed_out: self.timed_out.clone(),
         }))
     }
 }
@@ -105,9 +113,11 @@ pub(super) fn flushed(
         })
 }
 
-/// stat's exit status: 128 + the signal that ended it, else the command's.
+/// stat's exit status: 128 + the signal that ended it, else the command's; 0 for
+/// a command --timeout ended with its SIGTERM, as perf's.
 pub(super) fn exit_code(signal: usize, ending: &Ending) -> i32 {
     match signal {
+        0 if ending.ended_by_timeout => 0,
         0 => ending.exit_status.unwrap_or(0),
         s => 128 + s as i32,
     }
@@ -158,6 +168,17 @@ pub(super) fn conclude(
         ),
     }
     let status = *runs.status.borrow();
+    // --timeout ended the command, and its SIGTERM is what ended it (a command
+    // that catches it ends as it chooses, and that is its status).
+    let ended_by_timeout =
+        runs.timed_out.get() && status == Some(128 + libc::SIGTERM) && signal == 0;
+    if ended_by_timeout {
+        diag(&format!(
+            "'{}' ended with SIGTERM at --timeout {} ms",
+            a.command.join(" "),
+            a.timeout.unwrap_or_default()
+        ));
+    }
     let outcome = match (result, status) {
         (Ok(o), _) => o,
         (Err(e), Some(code)) => {
@@ -178,6 +199,7 @@ pub(super) fn conclude(
         command: (!a.command.is_empty()).then(|| a.command.join(" ")),
         exit_status: status,
         interrupted_by: (signal != 0).then(|| signal_name(signal)),
+        ended_by_timeout,
         restored: !a.no_restore,
         warnings: outcome.warnings.clone(),
         perf_scope: match (req.perf.is_empty(), req.per_process) {
