@@ -207,12 +207,13 @@ fn remote_write_gives_the_simulators_rates_and_a_receiver_outage_loses_only_what
         "dropped {dropped} samples; {unstored} queued in the gap never arrived ({per_push} a push)"
     );
     // The queue held what its bound allows (whole pushes) while the receiver was
-    // down. (Whether those reach the receiver depends on when the sender's backoff
-    // tries again; either way they are stored or counted above.)
+    // down, and no more than that and a request's half of it while one was on
+    // its way. (Whether the pushes it held reach the receiver depends on when the
+    // sender's backoff tries again; either way they are stored or counted above.)
     let most = q("max_over_time(bfperf_remote_write_queue_samples{instance=\"small\"}[150s])")
         .expect("the small queue's size");
     assert!(
-        most > 1_000.0 - per_push && most <= 1_000.0,
+        most > 1_000.0 - per_push && most <= 1_500.0,
         "the small queue held at most {most} samples, not its bound's whole pushes"
     );
     drop(prom);

@@ -685,7 +685,11 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
                 ));
             }
             Outcome::Retry(why, after) => {
-                q.failed();
+                let dropped = q.failed();
+                st.dropped_full.fetch_add(dropped as u64, Ordering::Relaxed);
+                st.queued.store(q.samples as u64, Ordering::Relaxed);
+                st.queued_bytes
+                    .store(q.heap_bytes() as u64, Ordering::Relaxed);
                 st.failures.fetch_add(1, Ordering::Relaxed);
                 if !failing {
                     diag(&format!("warning: {what} to {url} failed ({why}); queueing up to {} samples and trying again", q.bound));
@@ -775,8 +779,8 @@ fn wait_out(shared: &Shared, mut q: std::sync::MutexGuard<'_, Queue>, wait: Dura
 }
 
 /// The most samples one request takes from a queue of `bound`: half of it at most,
-/// so that sweeps queued while a request hangs (until its timeout) still push out
-/// older ones, not themselves.
+/// so that what a request holds while it hangs (until its timeout) adds half the
+/// bound at most to what the queue keeps.
 fn request_samples(bound: usize) -> usize {
     MAX_PER_SEND.min(bound / 2).max(1)
 }

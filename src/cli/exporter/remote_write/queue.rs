@@ -15,8 +15,9 @@ struct Batch {
     points: Vec<(u32, f64)>,
 }
 
-/// Sweeps in the order they were made, bounded in samples. The front `inflight`
-/// batches are being sent and are never dropped.
+/// Sweeps in the order they were made, bounded in samples besides those being
+/// sent: the front `inflight` batches, never dropped while in flight (a request
+/// that fails gives them back, and the oldest over the bound go then).
 #[derive(Default)]
 pub(super) struct Queue {
     batches: VecDeque<Batch>,
@@ -24,8 +25,9 @@ pub(super) struct Queue {
     pub(super) samples: usize,
     /// The most samples kept.
     pub(super) bound: usize,
-    /// How many batches the request being sent holds.
+    /// How many batches the request being sent holds, and their samples.
     pub(super) inflight: usize,
+    inflight_samples: usize,
     /// Every queued series' labels, by number; forgotten when the queue empties.
     labels: Vec<Arc<[Label]>>,
     numbers: HashMap<Arc<[Label]>, u32>,
@@ -46,8 +48,9 @@ impl Queue {
     }
 
     /// Appends a sweep made at `at_ms`: each series' labels (sorted) and value.
-    /// Drops the oldest not in flight while over the bound; returns how many
-    /// samples were dropped.
+    /// Drops the oldest not in flight while those not in flight are over the bound
+    /// (a request being sent, which takes half of it at most, does not make room
+    /// by dropping what it does not hold); returns how many samples were dropped.
     pub(super) fn push(&mut self, at_ms: i64, series: Vec<(Vec<Label>, f64)>) -> usize {
         let points: Vec<(u32, f64)> = series
             .into_iter()
@@ -56,7 +59,9 @@ impl Queue {
         self.samples += points.len();
         self.batches.push_back(Batch { at_ms, points });
         let mut dropped = 0;
-        while self.samples > self.bound && self.batches.len() > self.inflight {
+        while self.samples - self.inflight_samples > self.bound
+            && self.batches.len() > self.inflight
+        {
             if let Some(b) = self.batches.remove(self.inflight) {
                 self.samples -= b.points.len();
                 dropped += b.points.len();
@@ -108,6 +113,7 @@ impl Queue {
             taken += b.points.len();
             self.inflight += 1;
         }
+        self.inflight_samples = taken;
         out
     }
 
@@ -120,6 +126,7 @@ impl Queue {
             .sum();
         self.samples -= n;
         self.inflight = 0;
+        self.inflight_samples = 0;
         if self.batches.is_empty() {
             self.labels.clear();
             self.numbers.clear();
@@ -127,9 +134,20 @@ impl Queue {
         n
     }
 
-    /// The request in flight failed: it is sent again, with what came since.
-    pub(super) fn failed(&mut self) {
+    /// The request in flight failed: it is sent again, with what came since, but
+    /// for the oldest over the bound now that they count again; how many samples
+    /// were dropped.
+    pub(super) fn failed(&mut self) -> usize {
         self.inflight = 0;
+        self.inflight_samples = 0;
+        let mut dropped = 0;
+        while self.samples > self.bound {
+            if let Some(b) = self.batches.pop_front() {
+                self.samples -= b.points.len();
+                dropped += b.points.len();
+            }
+        }
+        dropped
     }
 
     /// The bytes the queue holds in memory, beyond its fixed size: the measure of
@@ -187,27 +205,38 @@ mod tests {
         let mut q = Queue::new(10);
         assert_eq!(q.push(1, sweep(4, 1.0)), 0);
         assert_eq!(q.push(2, sweep(4, 2.0)), 0);
-        assert_eq!(q.take(5).len(), 4, "one batch in flight");
-        assert_eq!(q.push(3, sweep(4, 3.0)), 4, "the oldest not in flight goes");
+        assert_eq!(q.push(3, sweep(4, 3.0)), 4, "the oldest goes");
         assert_eq!((q.batches.len(), q.samples), (2, 8));
+        assert_eq!(q.take(5).len(), 4, "one batch in flight");
+        // What is being sent is not counted against the bound, and never dropped.
+        assert_eq!(q.push(4, sweep(4, 4.0)), 0);
+        assert_eq!(q.push(5, sweep(4, 5.0)), 4, "the oldest not in flight goes");
+        let kept: Vec<i64> = q.batches.iter().map(|b| b.at_ms).collect();
+        assert_eq!(kept, [2, 4, 5]);
         assert_eq!(q.done(), 4);
-        assert_eq!((q.batches.len(), q.samples, q.inflight), (1, 4, 0));
+        assert_eq!((q.batches.len(), q.samples, q.inflight), (2, 8, 0));
         // A failed send leaves its batches for the next try, oldest first.
         let again = q.take(100);
         assert_eq!(again.len(), 4);
         assert_eq!(
             again[0].samples,
-            [Sample {
-                value: 3.0,
-                timestamp: 3
-            }]
+            [
+                Sample {
+                    value: 4.0,
+                    timestamp: 4
+                },
+                Sample {
+                    value: 5.0,
+                    timestamp: 5
+                }
+            ]
         );
-        q.failed();
+        assert_eq!(q.failed(), 0);
         assert_eq!(q.take(100).len(), 4);
     }
 
     #[test]
-    fn sweeps_queued_while_a_request_hangs_push_out_older_ones_not_themselves() {
+    fn sweeps_queued_while_a_request_hangs_are_kept_and_a_failure_drops_the_oldest() {
         // A queue of 10 samples, full with five sweeps of 2; a request takes half.
         let mut q = Queue::new(10);
         for t in 0..5 {
@@ -216,10 +245,14 @@ mod tests {
         let most = super::super::request_samples(q.bound);
         assert_eq!(q.take(most).len(), 2);
         assert_eq!(q.inflight, 2, "two sweeps in flight");
-        // The receiver hangs; the next sweep drops the oldest one not in flight.
-        assert_eq!(q.push(5, sweep(2, 5.0)), 2);
+        // The receiver is slow: the next sweep waits beside them, nothing dropped
+        // (dropping one would leave a hole the request then fills around).
+        assert_eq!(q.push(5, sweep(2, 5.0)), 0);
+        assert_eq!(q.samples, 12);
+        // It fails: the oldest over the bound go.
+        assert_eq!(q.failed(), 2);
         let kept: Vec<i64> = q.batches.iter().map(|b| b.at_ms).collect();
-        assert_eq!(kept, [0, 1, 3, 4, 5]);
+        assert_eq!(kept, [1, 2, 3, 4, 5]);
         // However small the bound, a request takes a sweep.
         assert_eq!(super::super::request_samples(1), 1);
         assert_eq!(
