@@ -28,24 +28,22 @@ pub(super) struct Runs {
     pub(super) slot: Slot,
     pub(super) status: Rc<RefCell<Option<i32>>>,
     pub(super) wakeup: Rc<Wakeup>,
-    /// --timeout: how long a run lasts at most, and whether it ended a command.
-    pub(super) limit: Option<Duration>,
+    /// Whether --timeout ended a command.
     pub(super) timed_out: Rc<std::cell::Cell<bool>>,
 }
 
 impl Runs {
     pub(super) fn new(a: &Args, req: &StatRequest, sig: &Signals) -> Runs {
-        let limit = a.timeout.map(Duration::from_millis);
         Runs {
             command: a.command.clone(),
-            duration: a.duration.or(limit),
+            // With a command, this is --timeout's (clap refuses --duration there).
+            duration: a.duration.or(a.timeout.map(Duration::from_millis)),
             per_process: (a.per_process && !req.perf.is_empty()).then(|| req.perf.clone()),
             pid: a.pid,
             perf: req.perf.clone(),
             slot: Rc::new(RefCell::new(None)),
             status: Rc::new(RefCell::new(None)),
             wakeup: sig.wakeup.clone(),
-            limit,
             timed_out: Rc::new(std::cell::Cell::new(false)),
         }
     }
@@ -94,7 +92,7 @@ impl Runs {
             pidfd,
             wakeup: self.wakeup.clone(),
             perf,
-            limit: self.limit,
+            limit: self.duration,
             timed_out: self.timed_out.clone(),
         }))
     }

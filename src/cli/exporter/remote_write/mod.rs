@@ -493,6 +493,15 @@ struct Stats {
     queued_bytes: AtomicU64,
 }
 
+impl Stats {
+    /// What the queue holds now, in samples and bytes (set with the queue held).
+    fn holding(&self, q: &Queue) {
+        self.queued.store(q.samples as u64, Ordering::Relaxed);
+        self.queued_bytes
+            .store(q.heap_bytes() as u64, Ordering::Relaxed);
+    }
+}
+
 struct Shared {
     protocol: Protocol,
     queue: Mutex<Queue>,
@@ -568,9 +577,7 @@ impl Pusher {
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
         let dropped = q.push(at_ms, batch);
         st.dropped_full.fetch_add(dropped as u64, Ordering::Relaxed);
-        st.queued.store(q.samples as u64, Ordering::Relaxed);
-        st.queued_bytes
-            .store(q.heap_bytes() as u64, Ordering::Relaxed);
+        st.holding(&q);
         drop(q);
         self.shared.wake.notify_one();
         // On the interval's grid; a late sweep does not shift the next ones.
@@ -687,9 +694,7 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
             Outcome::Retry(why, after) => {
                 let dropped = q.failed();
                 st.dropped_full.fetch_add(dropped as u64, Ordering::Relaxed);
-                st.queued.store(q.samples as u64, Ordering::Relaxed);
-                st.queued_bytes
-                    .store(q.heap_bytes() as u64, Ordering::Relaxed);
+                st.holding(&q);
                 st.failures.fetch_add(1, Ordering::Relaxed);
                 if !failing {
                     diag(&format!("warning: {what} to {url} failed ({why}); queueing up to {} samples and trying again", q.bound));
@@ -705,9 +710,7 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
                 continue;
             }
         }
-        st.queued.store(q.samples as u64, Ordering::Relaxed);
-        st.queued_bytes
-            .store(q.heap_bytes() as u64, Ordering::Relaxed);
+        st.holding(&q);
     }
 }
 

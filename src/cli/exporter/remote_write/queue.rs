@@ -58,6 +58,12 @@ impl Queue {
             .collect();
         self.samples += points.len();
         self.batches.push_back(Batch { at_ms, points });
+        self.trim()
+    }
+
+    /// Drops the oldest batches not in flight while those not in flight are over
+    /// the bound; how many samples it dropped.
+    fn trim(&mut self) -> usize {
         let mut dropped = 0;
         while self.samples - self.inflight_samples > self.bound
             && self.batches.len() > self.inflight
@@ -140,14 +146,7 @@ impl Queue {
     pub(super) fn failed(&mut self) -> usize {
         self.inflight = 0;
         self.inflight_samples = 0;
-        let mut dropped = 0;
-        while self.samples > self.bound {
-            if let Some(b) = self.batches.pop_front() {
-                self.samples -= b.points.len();
-                dropped += b.points.len();
-            }
-        }
-        dropped
+        self.trim()
     }
 
     /// The bytes the queue holds in memory, beyond its fixed size: the measure of
