@@ -51,11 +51,19 @@ pub trait Sysfs: Send + Sync {
         self.location()
     }
 
-    /// What the device is, however it is reached (a bind mount, another path): the
-    /// writer lock is keyed on it. The canonical location unless the files have a
-    /// better identity.
+    /// What the device is, however it is reached (a bind mount, another path) and
+    /// wherever it comes back (a driver loaded again): the writer lock, the
+    /// owner's socket and the journal are keyed on it. The canonical location
+    /// unless the files have a better identity.
     fn identity(&self) -> String {
         self.canonical_location()
+    }
+
+    /// The directory's device and inode numbers, where it has them: "the same
+    /// directory as a moment ago", never a name of the device (a driver loaded
+    /// again gives it new ones, and they are handed out again).
+    fn directory(&self) -> Option<(u64, u64)> {
+        None
     }
 
     /// A name of the device that outlasts a probe: the platform device it belongs
@@ -202,6 +210,9 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     }
     fn identity(&self) -> String {
         (**self).identity()
+    }
+    fn directory(&self) -> Option<(u64, u64)> {
+        (**self).directory()
     }
     fn lasting_location(&self) -> String {
         (**self).lasting_location()
@@ -367,14 +378,33 @@ pub(crate) mod layout {
 pub struct RealFs {
     dir: PathBuf,
     page_size: Option<usize>,
+    /// The directory's device and inode numbers when it was opened: nothing is
+    /// written once they change (a driver loaded again, another tree put there).
+    opened: Option<(u64, u64)>,
 }
 
 impl RealFs {
     /// The device at `dir` (a hwmon directory or a copy of one).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        RealFs {
+        let mut fs = RealFs {
             dir: dir.into(),
             page_size: None,
+            opened: None,
+        };
+        fs.opened = fs.directory();
+        fs
+    }
+
+    /// Refuses a write when the directory is no longer the one opened: whatever is
+    /// at its place now (the device loaded again, another tree) was never looked
+    /// at, and is not written through this handle.
+    fn still_here(&self) -> io::Result<()> {
+        match self.opened {
+            Some(at) if self.directory() != Some(at) => Err(io::Error::other(format!(
+                "{} is no longer the directory bfperf opened (the device went away, or something else is there now); nothing was written",
+                self.dir.display()
+            ))),
+            _ => Ok(()),
         }
     }
 
@@ -590,6 +620,7 @@ impl Sysfs for RealFs {
     }
 
     fn open_control(&self, rel: &str) -> io::Result<Box<dyn ControlFile + '_>> {
+        self.still_here()?;
         Ok(Box::new(PwriteFile {
             file: open_attribute(&self.path(rel), true, false)?,
         }))
@@ -598,6 +629,7 @@ impl Sysfs for RealFs {
     fn write(&self, rel: &str, data: &[u8]) -> io::Result<()> {
         // Truncate (O_TRUNC) so that plain-file copies of the tree hold exactly what was written;
         // sysfs ignores the truncation. Never create a file that is not there.
+        self.still_here()?;
         let mut file = open_attribute(&self.path(rel), true, true)?;
         let n = file.write(data)?;
         if n != data.len() {
@@ -659,15 +691,93 @@ impl Sysfs for RealFs {
             .to_string()
     }
 
-    /// The directory's device and inode numbers: the same through a bind mount or
-    /// any other path to it.
+    /// What the device is, by the rules of the filesystem holding it (see
+    /// [`tree_identity`]).
     fn identity(&self) -> String {
-        use std::os::unix::fs::MetadataExt;
-        match fs::metadata(&self.dir) {
-            Ok(m) => format!("device {:x} inode {}", m.dev(), m.ino()),
-            Err(_) => self.canonical_location(),
-        }
+        tree_identity(
+            &self.dir,
+            self.read_link(layout::DEVICE_LINK).ok().as_deref(),
+        )
     }
+
+    fn directory(&self) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(&self.dir).ok().map(|m| (m.dev(), m.ino()))
+    }
+}
+
+/// The magic numbers `statfs` gives for the kernel's sysfs and for FUSE.
+const SYSFS_MAGIC: i64 = 0x6265_6572;
+const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
+
+/// What the device in the hwmon directory `dir` is, however it is reached, its
+/// `device` link reading `platform` (the link's text: no path is resolved):
+/// - on the kernel's sysfs, the platform device the link names (`MLNXBFD2:00`,
+///   the ACPI HID and instance): a name the kernel gives one device for the whole
+///   boot, which a driver loaded again keeps and no other device can take; every
+///   path to it (a bind mount, a link, another `hwmonN`) reads the same link;
+/// - on FUSE (the simulator), the place of the tree that holds it (the directory
+///   above `class/hwmon/hwmonN`, resolved): a FUSE server's device numbers are
+///   handed out again to the next mount, so they name nothing;
+/// - on any other filesystem (a copy of a tree), the directory's device and inode
+///   numbers, which a bind mount shares and nothing else has while it exists.
+pub(crate) fn tree_identity(dir: &Path, platform: Option<&str>) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let platform = platform
+        .and_then(|t| t.rsplit('/').find(|c| !c.is_empty()))
+        .map_or_else(|| "-".to_string(), |n| escape_key(n));
+    let place = match filesystem_magic(dir) {
+        Some(SYSFS_MAGIC) => "sysfs".to_string(),
+        Some(FUSE_SUPER_MAGIC) => {
+            let real = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+            let root = tree_root(&real);
+            format!("fuse {}", escape_key(&root.display().to_string()))
+        }
+        _ => match fs::metadata(dir) {
+            Ok(m) => format!("directory {:x}:{}", m.dev(), m.ino()),
+            Err(_) => format!("path {}", escape_key(&dir.display().to_string())),
+        },
+    };
+    format!("{place} platform {platform}")
+}
+
+/// The root of the sysfs tree a hwmon directory is in: above `class/hwmon/hwmonN`
+/// (or `hwmon/hwmonN` under a platform device), the directory itself otherwise.
+fn tree_root(real: &Path) -> PathBuf {
+    let parts: Vec<_> = real.components().collect();
+    let n = parts.len();
+    let names = |i: usize| parts[i].as_os_str().to_str().unwrap_or("");
+    if n >= 3 && names(n - 2) == "hwmon" && names(n - 3) == "class" {
+        return parts[..n - 3].iter().collect();
+    }
+    real.to_path_buf()
+}
+
+/// A name as a key spells it: no spaces or controls.
+fn escape_key(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_whitespace() || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// `statfs`'s `f_type` of the filesystem holding `dir`.
+fn filesystem_magic(dir: &Path) -> Option<i64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statfs fills the struct we own from the NUL-terminated path.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    #[allow(clippy::unnecessary_cast)]
+    Some(st.f_type as i64)
 }
 
 /// The most a configuration file (exporter config, workload, metric file) may hold.

@@ -76,14 +76,6 @@ fn open_device_of(global: &Global, only: Option<&[&str]>) -> Result<Device> {
     }
 }
 
-/// Opens the device whose hwmon directory is `dir` (found by discovery, or named),
-/// its skipped entries said.
-pub(super) fn open_device_at(global: &Global, dir: std::path::PathBuf) -> Result<Device> {
-    said(Device::open_tree(
-        crate::sysfs::RealFs::new(dir).with_page_size(global.page_size),
-    )?)
-}
-
 /// Takes the writer lock of the device (writing commands hold it while they run).
 /// An in-process simulator (`--sim`) belongs to this process alone: no lock.
 pub(super) fn lock_device(

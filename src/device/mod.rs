@@ -49,6 +49,21 @@ pub fn discover(sysfs_root: &Path) -> Result<PathBuf> {
     }
 }
 
+/// Every hwmon directory under `sysfs_root` whose `name` reads `bfperf`, in order
+/// (none when the class cannot be listed): where a device that went away may be
+/// found again.
+pub(crate) fn candidates(sysfs_root: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(sysfs_root.join(layout::HWMON_CLASS)) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    dirs.sort();
+    dirs.retain(|d| {
+        read_attribute(&d.join(layout::NAME)).is_ok_and(|n| n.trim_end() == layout::DEVICE_NAME)
+    });
+    dirs
+}
+
 /// Why no hwmon device is named bfperf, from what the firmware describes and
 /// whether the driver took it, and what to do.
 fn why_no_device(sysfs_root: &Path) -> String {
@@ -92,6 +107,11 @@ pub struct Device {
     generation: Generation,
     blocks: Vec<Block>,
     warnings: Vec<String>,
+    /// A digest of the names of every block directory (whether opened or not).
+    inventory: String,
+    /// What it is ([`Device::identity`]), as it was when opened: the same
+    /// however the files fail later.
+    identity: String,
     /// Catalogs of counter blocks by kind: the driver prints one table per kind, so
     /// one block's `event_list` is read and parsed for all of its kind.
     catalogs: std::sync::Mutex<std::collections::HashMap<BlockKind, std::sync::Arc<Catalog>>>,
@@ -210,6 +230,13 @@ impl Device {
                     .map(|e| e.name.as_str()),
             ),
         };
+        let inventory = inventory_of(
+            top.iter()
+                .filter(|e| {
+                    e.kind == EntryKind::Dir && !layout::NON_BLOCKS.contains(&e.name.as_str())
+                })
+                .map(|e| e.name.as_str()),
+        );
         let mut blocks: Vec<Block> = listed
             .iter()
             .map(|(name, files)| Block::from_files(name, files, generation))
@@ -228,11 +255,14 @@ impl Device {
                 )
             });
         }
+        let identity = format!("{} {}", fs.identity(), generation.label());
         Ok(Device {
             fs,
             generation,
             blocks,
             warnings,
+            inventory,
+            identity,
             catalogs: Default::default(),
         })
     }
@@ -259,10 +289,37 @@ impl Device {
         self.fs.lasting_location()
     }
 
-    /// What the device is however it is reached, a bind mount included (the writer
-    /// lock).
+    /// What the device is however it is reached, a bind mount included, and
+    /// wherever it comes back: what the kernel says it is (see
+    /// [`Sysfs::identity`]) and its generation. The writer lock, the owner's
+    /// socket and the journal are keyed on it.
     pub fn identity(&self) -> String {
-        self.fs.identity()
+        self.identity.clone()
+    }
+
+    /// A digest of its block inventory: the names of every block directory.
+    pub fn inventory(&self) -> &str {
+        &self.inventory
+    }
+
+    /// Whether `other` is this device: the same identity (the kernel's name for it
+    /// and its generation) and the same blocks. What a device found again must be
+    /// before anything is written to it; the reason when it is not.
+    pub fn same_device(&self, other: &Device) -> std::result::Result<(), String> {
+        if self.identity() != other.identity() {
+            return Err(format!(
+                "it is {}, not {}",
+                other.identity(),
+                self.identity()
+            ));
+        }
+        if self.inventory != other.inventory {
+            return Err(format!(
+                "its blocks differ (inventory {}, not {})",
+                other.inventory, self.inventory
+            ));
+        }
+        Ok(())
     }
 
     /// Its generation.
@@ -480,6 +537,17 @@ fn detect_generation<'a>(fs: &dyn Sysfs, names: impl Iterator<Item = &'a str>) -
         }
     }
     Generation::from_block_names(names)
+}
+
+/// A digest of block directory names, in any order: FNV-1a of the sorted names.
+fn inventory_of<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let mut names: Vec<&str> = names.collect();
+    names.sort_unstable();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in names.iter().flat_map(|n| n.bytes().chain([b'\n'])) {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{}:{h:016x}", names.len())
 }
 
 /// Whether a selector is a pattern of block names (`llt*`).

@@ -69,6 +69,13 @@ enum Place {
     Own,
 }
 
+impl Client<'_> {
+    /// What its counters held before it was granted them.
+    pub(crate) fn saved(&self) -> &[Saved] {
+        &self.saved
+    }
+}
+
 impl<'d> Exporter<'d> {
     /// Counts `specs` for a new client of user `uid` beside the exporter's own
     /// events: returns the client's id and where each item is counted, or refuses
@@ -788,6 +795,10 @@ fn refusal(reason: String) -> Error {
 
 /// The exporter is the owner the sharing protocol's connections talk to.
 impl crate::measure::share::Owner for Exporter<'_> {
+    fn serves(&self) -> crate::measure::share::Serves {
+        crate::measure::share::Serves::of(self.device)
+    }
+
     fn grant(
         &mut self,
         specs: &[String],

@@ -50,6 +50,43 @@ pub struct ExportConfig {
 /// The default share of a block's free counters one user other than root may hold.
 pub const USER_SHARE: f64 = 0.5;
 
+/// What a device that went away and came back held before the exporter first
+/// programmed it, and the journal that records it.
+pub struct Inheritance {
+    saved: Vec<Saved>,
+    journal: Option<journal::Journal>,
+}
+
+impl Inheritance {
+    /// The prior state at the device's new place: what `earlier` recorded, and
+    /// for the counters of `plans` it did not record, what the device holds now
+    /// (put back first, so `earlier` wins where both name a counter). The journal
+    /// is replaced only when that adds anything.
+    fn merged(
+        self,
+        device: &Device,
+        plans: &[BlockPlan],
+    ) -> Result<(Vec<Saved>, Option<journal::Journal>)> {
+        let now = session::save(device, plans)?;
+        let mut saved: Vec<Saved> = now
+            .into_iter()
+            .filter(|n| {
+                !self
+                    .saved
+                    .iter()
+                    .any(|e| e.block == n.block && e.same_counters(n))
+            })
+            .collect();
+        let added = !saved.is_empty();
+        saved.extend(self.saved);
+        let journal = match (self.journal, added) {
+            (Some(_), true) => Some(journal::write(device, &saved)?),
+            (j, _) => j,
+        };
+        Ok((saved, journal))
+    }
+}
+
 /// The exporter's state on one device.
 pub struct Exporter<'d> {
     device: &'d Device,
@@ -210,21 +247,44 @@ impl<'d> Exporter<'d> {
         set: MetricSet,
         clock: impl Fn() -> u64 + Send + Sync + 'd,
     ) -> Result<Exporter<'d>> {
+        Exporter::start_after(device, config, set, clock, None)
+    }
+
+    /// As [`Exporter::start`], on a device that went away and came back (at its
+    /// place or another `hwmonN`) while this exporter owned it: `earlier` is what
+    /// the device held before the exporter first programmed it and the journal
+    /// that records it ([`Exporter::forsake`]). The journal is never removed in
+    /// between: it is replaced (atomically) only when this start adds blocks, so a
+    /// kill at any instant leaves `bfperf restore` the device's prior state, never
+    /// the exporter's own programming.
+    pub fn start_after(
+        device: &'d Device,
+        config: &ExportConfig,
+        set: MetricSet,
+        clock: impl Fn() -> u64 + Send + Sync + 'd,
+        earlier: Option<Inheritance>,
+    ) -> Result<Exporter<'d>> {
         let checked = check(device, config, &set)?;
         let metric_names = checked.metrics;
         let (plans, _) = prepare(device, &StatRequest::for_specs(checked.specs))?;
-        // A writer that died left its programming: put the device back first, so
-        // that what is recorded below is the real prior state.
         let mut events = Vec::new();
-        if config.journal {
-            if let Some(r) = journal::restore_leftover(device)? {
-                events.push(r.describe());
+        let (saved, journal) = match earlier {
+            Some(earlier) => earlier.merged(device, &plans)?,
+            None => {
+                // A writer that died left its programming: put the device back
+                // first, so that what is recorded below is the real prior state.
+                if config.journal {
+                    if let Some(r) = journal::restore_leftover(device)? {
+                        events.push(r.describe());
+                    }
+                }
+                let saved = session::save(device, &plans)?;
+                let journal = match config.journal {
+                    true => Some(journal::write(device, &saved)?),
+                    false => None,
+                };
+                (saved, journal)
             }
-        }
-        let saved = session::save(device, &plans)?;
-        let journal = match config.journal {
-            true => Some(journal::write(device, &saved)?),
-            false => None,
         };
         // The window opens when the counters start, not when the exporter did.
         let mut now = 0;
@@ -319,12 +379,6 @@ impl<'d> Exporter<'d> {
                     .collect()
             })
             .collect();
-    }
-
-    /// Whether the device answers now (its `name` reads), for one that failed: a
-    /// tree mounted again, a driver loaded again at the same place.
-    pub fn answers(&self) -> bool {
-        self.device.fs().read("name").is_ok()
     }
 
     /// Whether the last sweep read every block: false while the device fails (a
@@ -620,34 +674,23 @@ impl<'d> Exporter<'d> {
         &self.set
     }
 
-    /// The device went away and was found again in another place (a driver loaded
-    /// again): nothing can be put back where it was. Drops the old place's journal
-    /// and returns what the device held before the exporter programmed it, for
-    /// [`Exporter::inherit`] at the new place.
-    pub fn forsake(self) -> Vec<Saved> {
-        if let Some(j) = self.journal {
-            let _ = j.remove();
+    /// The device went away and came back (a driver loaded again, at its place or
+    /// another `hwmonN`): nothing is written to the place it was lost at, which
+    /// may hold something else now. Returns what the device held before the
+    /// exporter and its clients programmed it (in the journal's order) with the
+    /// journal that records it, for [`Exporter::start_after`].
+    pub fn forsake(self) -> Inheritance {
+        let mut saved: Vec<Saved> = self
+            .clients
+            .iter()
+            .flat_map(|c| c.saved().iter().cloned())
+            .collect();
+        saved.extend(self.lent.iter().map(|l| l.saved.clone()));
+        saved.extend(self.saved.iter().cloned());
+        Inheritance {
+            saved,
+            journal: self.journal,
         }
-        self.saved
-    }
-
-    /// At stop, puts back `earlier` (what the device held before the exporter first
-    /// programmed it, at the place it was lost) rather than what this start found,
-    /// block by block: the device found in another place is the same hardware, and
-    /// may still hold the exporter's own programming. The journal records it.
-    pub fn inherit(&mut self, earlier: Vec<Saved>) -> Result<()> {
-        for s in &mut self.saved {
-            if let Some(e) = earlier
-                .iter()
-                .find(|e| e.block == s.block && e.same_counters(s))
-            {
-                *s = e.clone();
-            }
-        }
-        if self.journal.is_some() {
-            self.journal = Some(journal::write(self.device, &self.saved)?);
-        }
-        Ok(())
     }
 
     /// Puts the device back as it was, and drops the journal.

@@ -20,7 +20,8 @@ use crate::measure::plan::{BlockPlan, Slot};
 use crate::measure::sampler::Acc;
 
 /// The protocol's version: a message without it, or with another, is refused.
-pub(crate) const VERSION: u32 = 1;
+/// Version 2 names the device on both sides of the first exchange.
+pub(crate) const VERSION: u32 = 2;
 /// The longest line either side reads; a longer one ends the connection.
 pub(crate) const MAX_LINE: usize = 64 * 1024;
 /// The most clients an owner serves at once, and the most items one may ask for.
@@ -53,8 +54,14 @@ pub(crate) struct Ask {
 #[serde(rename_all = "snake_case")]
 pub(crate) enum AskWhat {
     /// Count these `stat -e` specs from now until the connection ends; `command`
-    /// names the client for the owner's log.
-    Count { specs: Vec<String>, command: String },
+    /// names the client for the owner's log; `device` is the device the client
+    /// means (refused when the owner serves another).
+    Count {
+        specs: Vec<String>,
+        command: String,
+        #[serde(default)]
+        device: Option<Serves>,
+    },
     /// Every item's accumulator now, in the grant's order.
     Read,
     /// The measurement is over: put the counters back, then say so.
@@ -77,14 +84,68 @@ pub(crate) struct Answer {
 #[serde(rename_all = "snake_case")]
 pub(crate) enum AnswerWhat {
     /// The request is counted: per block (in the order the specs resolve to), the
-    /// counter of each item, or null where it takes turns.
-    Granted { blocks: Vec<GrantedBlock> },
+    /// counter of each item, or null where it takes turns; on the device named.
+    Granted {
+        blocks: Vec<GrantedBlock>,
+        device: Serves,
+    },
     /// The request cannot be counted; nothing was programmed.
     Refused { reason: String },
     /// Every item's accumulator since the grant, per block, and when (monotonic ns).
     Totals { at_ns: u64, blocks: Vec<Vec<Acc>> },
     /// The counters are as they were before the grant.
     Ended,
+}
+
+/// A device as both sides of the protocol name it: what it is (the key its lock,
+/// socket and journal are named by), its generation and a digest of its blocks,
+/// and where it is now (for people).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Serves {
+    /// [`Device::identity`].
+    pub identity: String,
+    /// Its generation's label.
+    pub generation: String,
+    /// [`Device::inventory`].
+    pub inventory: String,
+    /// Where it is now.
+    pub location: String,
+}
+
+impl Serves {
+    /// How `device` is named on the wire.
+    pub(crate) fn of(device: &Device) -> Serves {
+        Serves {
+            identity: device.identity(),
+            generation: device.generation().label().to_string(),
+            inventory: device.inventory().to_string(),
+            location: device.location(),
+        }
+    }
+
+    /// The same device (wherever each side sees it).
+    fn same(&self, other: &Serves) -> bool {
+        (&self.identity, &self.generation, &self.inventory)
+            == (&other.identity, &other.generation, &other.inventory)
+    }
+
+    /// For people: where, and what.
+    fn describe(&self) -> String {
+        format!(
+            "{} at {} ({}, blocks {})",
+            self.generation, self.location, self.identity, self.inventory
+        )
+    }
+}
+
+/// Why a client's device is not the owner's, naming both.
+fn not_served(asked: &Serves, serves: &Serves) -> String {
+    format!(
+        "this owner serves the {}, not the {} asked about: it counts nothing for another device",
+        serves.describe(),
+        asked.describe()
+    )
 }
 
 /// Where a block's items are counted.
@@ -105,6 +166,8 @@ pub(crate) fn send<T: Serialize>(w: &mut impl Write, message: &T) -> std::io::Re
 
 /// What the owner of the device does for its clients: the exporter.
 pub(crate) trait Owner {
+    /// The device it owns.
+    fn serves(&self) -> Serves;
     /// Counts `specs` for a client of `uid` from `now`: its id and where each item
     /// is counted; Err (nothing programmed) when it cannot.
     fn grant(
@@ -183,17 +246,26 @@ impl Session {
             ));
         }
         match (ask.what, self.id) {
-            (AskWhat::Count { specs, command }, None) => match owner.grant(&specs, self.uid, now) {
-                Ok((id, blocks)) => {
-                    self.id = Some(id);
-                    let command = crate::lock::one_line(&command);
-                    (
-                        AnswerWhat::Granted { blocks },
-                        Some(Said::Granted { command }),
-                    )
+            (
+                AskWhat::Count {
+                    device: Some(d), ..
+                },
+                None,
+            ) if !d.same(&owner.serves()) => refuse(not_served(&d, &owner.serves())),
+            (AskWhat::Count { specs, command, .. }, None) => {
+                match owner.grant(&specs, self.uid, now) {
+                    Ok((id, blocks)) => {
+                        self.id = Some(id);
+                        let command = crate::lock::one_line(&command);
+                        let device = owner.serves();
+                        (
+                            AnswerWhat::Granted { blocks, device },
+                            Some(Said::Granted { command }),
+                        )
+                    }
+                    Err(err) => refuse(err.to_string()),
                 }
-                Err(err) => refuse(err.to_string()),
-            },
+            }
             (AskWhat::Read, Some(id)) => match owner.totals(id, now) {
                 Ok((at_ns, blocks)) => (AnswerWhat::Totals { at_ns, blocks }, None),
                 Err(err) => refuse(err.to_string()),
@@ -297,12 +369,22 @@ impl<'d> Shared<'d> {
             last: Vec::new(),
             at_ns: 0,
         };
+        let mine = Serves::of(device);
         let asked = AskWhat::Count {
             specs: specs.to_vec(),
             command,
+            device: Some(mine.clone()),
         };
         let blocks = match shared.ask(asked)? {
-            AnswerWhat::Granted { blocks } => blocks,
+            AnswerWhat::Granted { device: theirs, .. } if !theirs.same(&mine) => {
+                // Its numbers would be another device's: ended, nothing read.
+                let _ = shared.ask(AskWhat::End);
+                return Err(Error::Refused {
+                    reason: not_served(&mine, &theirs),
+                    socket: socket.to_path_buf(),
+                });
+            }
+            AnswerWhat::Granted { blocks, .. } => blocks,
             AnswerWhat::Refused { reason } => {
                 return Err(Error::Refused {
                     reason,
@@ -314,6 +396,7 @@ impl<'d> Shared<'d> {
         shared.plans = plans_of(resolved.blocks, &blocks).ok_or_else(|| {
             shared.confused(&AnswerWhat::Granted {
                 blocks: blocks.clone(),
+                device: mine.clone(),
             })
         })?;
         Ok(Some(shared))
@@ -494,7 +577,19 @@ mod tests {
         released: Vec<u64>,
     }
 
+    fn fake_device() -> Serves {
+        Serves {
+            identity: "sysfs platform MLNXBFD2:00 BlueField-3".into(),
+            generation: "BlueField-3".into(),
+            inventory: "2:0".into(),
+            location: "/sys/class/hwmon/hwmon4".into(),
+        }
+    }
+
     impl Owner for Fake {
+        fn serves(&self) -> Serves {
+            fake_device()
+        }
         fn grant(
             &mut self,
             specs: &[String],
@@ -580,6 +675,47 @@ mod tests {
             AnswerWhat::Granted { .. }
         ));
         assert!(refused(&s.answer(&ask(COUNT), &mut o, 0).0).contains("one measurement"));
+    }
+
+    #[test]
+    fn a_client_that_means_another_device_is_refused_naming_both() {
+        let (mut s, mut o) = (Session::new(None), Fake::default());
+        let mut other = fake_device();
+        other.identity = "sysfs platform MLNXBFD1:00 BlueField-2".into();
+        other.location = "/sys/class/hwmon/hwmon7".into();
+        let line = serde_json::to_string(&Ask {
+            bfperf: VERSION,
+            what: AskWhat::Count {
+                specs: vec!["tile2/HNF_REQUESTS/".into()],
+                command: "stat".into(),
+                device: Some(other),
+            },
+        })
+        .unwrap();
+        let (a, said) = s.answer(line.as_bytes(), &mut o, 0);
+        let why = refused(&a);
+        assert!(why.contains("hwmon4") && why.contains("hwmon7"), "{why}");
+        assert!(
+            why.contains("MLNXBFD1:00") && why.contains("MLNXBFD2:00"),
+            "{why}"
+        );
+        assert_eq!((said, s.id, o.granted), (None, None, 0));
+        // The same device, wherever the client sees it, is granted and named.
+        let mut same = fake_device();
+        same.location = "/mnt/bound".into();
+        let line = serde_json::to_string(&Ask {
+            bfperf: VERSION,
+            what: AskWhat::Count {
+                specs: vec!["x".into()],
+                command: "stat".into(),
+                device: Some(same),
+            },
+        })
+        .unwrap();
+        match s.answer(line.as_bytes(), &mut o, 0).0 {
+            AnswerWhat::Granted { device, .. } => assert_eq!(device, fake_device()),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

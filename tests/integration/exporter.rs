@@ -2133,7 +2133,7 @@ fn ask_to_count(dir: &Path, specs: &[&str]) -> (std::os::unix::net::UnixStream, 
     client
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    let ask = serde_json::json!({"bfperf": 1, "count": {"specs": specs, "command": "a test"}});
+    let ask = serde_json::json!({"bfperf": 2, "count": {"specs": specs, "command": "a test"}});
     writeln!(client, "{ask}").unwrap();
     let mut answer = String::new();
     let mut reader = std::io::BufReader::new(&client);
@@ -2307,7 +2307,7 @@ fn a_burst_of_reads_never_stalls_a_scrape() {
     let (mut client, answer) = ask_to_count(dir.path(), &["mss0/SKYLIB_DDN_TX_FLITS/"]);
     assert!(answer.contains("granted"), "{answer}");
     let reader = std::io::BufReader::new(client.try_clone().unwrap());
-    let read = "{\"bfperf\":1,\"read\":null}\n";
+    let read = "{\"bfperf\":2,\"read\":null}\n";
     // As many as their answers fit in a socket's buffer: a client that asks faster
     // than it reads is cut off, not waited for.
     let n = 500;
@@ -2421,7 +2421,7 @@ fn a_members_costliest_globs_never_hold_the_exporter() {
     };
     let lock = dir.path().join("lock");
     let ask = |specs: Vec<String>| {
-        serde_json::json!({"bfperf": 1, "count": {"specs": specs, "command": "hostile"}})
+        serde_json::json!({"bfperf": 2, "count": {"specs": specs, "command": "hostile"}})
             .to_string()
     };
     let longest = format!("*/{}*/", "*Q".repeat(63));

@@ -276,6 +276,20 @@ impl Clients {
         }
     }
 
+    /// Ends every connection without a write to the device, which went away: what
+    /// their counters held is put back when the exporter stops (it is in the
+    /// journal meanwhile).
+    pub(super) fn drop_all(&mut self) {
+        for conn in self.conns.drain(..) {
+            if conn.session.id.is_some() {
+                diag(&format!(
+                    "{} ended (the device went away); its counters are put back when the exporter stops",
+                    conn.command
+                ));
+            }
+        }
+    }
+
     /// Ends every connection (the exporter reloads), each client's counters put
     /// back: a reload that is refused keeps this exporter, which must not keep
     /// counting for clients that are gone.

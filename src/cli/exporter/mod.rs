@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::args::Global;
 use crate::cli::exit::diag;
-use crate::cli::setup::{load_metrics, lock_device, lock_path, open_device, open_device_at};
+use crate::cli::setup::{load_metrics, lock_device, lock_path, open_device};
 use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -52,9 +52,8 @@ fn signals() -> Signals {
 /// Loads a new config on SIGHUP: checked in full first; a bad one keeps the old
 /// programming and says why. A config that checks out but fails to start (the
 /// device refuses a write) is undone, and the old configuration starts again.
-/// With `carry`, the series that continue keep their running totals; without (the
-/// device answers again after it failed: its counts started again), they restart.
-fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>, carry: bool) -> Result<Exporter<'d>> {
+/// The series that continue keep their running totals.
+fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter<'d>> {
     let (device, global) = (r.device, r.global);
     let checked = read_config(r.args.config.as_deref(), global).and_then(|(c, serving)| {
         if serving != r.serving {
@@ -93,9 +92,7 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>, carry: bool) -> Re
             Exporter::start(device, &old, old_set, monotonic_ns)?
         }
     };
-    if carry {
-        next.carry(totals);
-    }
+    next.carry(totals);
     Ok(next)
 }
 
@@ -168,6 +165,14 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     let sig = signals();
     let mut server = Serve::Pending(web);
     let mut pusher: Vec<_> = push.into_iter().map(remote_write::Pusher::start).collect();
+    // The device's owner, for the exporter's whole life: its writer lock and its
+    // clients' socket, keyed on what the device is, so they hold wherever the
+    // device comes back; the journal goes with them (`earlier`).
+    let _lock = lock_device(global, &device)?;
+    let mut clients = match lock_path(global, &device)? {
+        Some(lock) => Some(clients::Clients::open(&lock, group)?),
+        None => None,
+    };
     let mut device = device;
     let mut config = (config, set);
     let mut earlier = None;
@@ -175,25 +180,31 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         let outcome = run_on(
             &device,
             global,
-            (&args, group),
+            (&args, &mut clients),
             (&mut config, &serving, earlier.take()),
             (&mut pusher, &mut server),
             &sig,
         )?;
         match outcome {
             Outcome::Stopped(result) => {
-                diag("stopped; the counters are as they were");
+                // A failure says itself, as the exporter exits.
+                if result.is_ok() {
+                    diag("stopped; the counters are as they were");
+                }
                 return result;
             }
             Outcome::Moved(found, saved) => {
-                // The old place is gone: what the device held before the exporter
-                // is put back at the new place when the exporter stops.
+                // What the device held before the exporter is put back at the
+                // place it is found at when the exporter stops.
                 earlier = Some(saved);
-                diag(&format!(
-                    "the device answers again at {} (it was at {}): programming it there (its series start again from 0, a counter reset)",
-                    found.location(),
-                    device.location()
-                ));
+                match found.location() == device.location() {
+                    true => diag("the device answers again: programming it again (its series start again from 0, a counter reset)"),
+                    false => diag(&format!(
+                        "the device answers again at {} (it was at {}): programming it there (its series start again from 0, a counter reset)",
+                        found.location(),
+                        device.location()
+                    )),
+                }
                 device = found;
             }
         }
@@ -222,42 +233,28 @@ fn otlp_of(device: &Device) -> remote_write::Protocol {
 enum Outcome {
     /// Asked to stop (or failed): the loop's result, the device put back.
     Stopped(Result<()>),
-    /// The device was lost and found again in another place (another hwmonN),
-    /// with what it held before the exporter programmed it.
-    Moved(Device, Vec<crate::measure::session::Saved>),
+    /// The device went away and was found again (at its place, or another
+    /// hwmonN), with what it held before the exporter programmed it.
+    Moved(Device, export::Inheritance),
 }
 
-/// What the device held before the exporter first programmed it.
-type Earlier = Option<Vec<crate::measure::session::Saved>>;
-
-/// The exporter on `device` until it stops or the device is found elsewhere: its
-/// lock and clients' socket taken, the loop run, the device put back (as `earlier`
-/// says, when the device was found here after it was lost elsewhere).
+/// The exporter on `device` until it stops or the device comes back anew: the
+/// loop run, the device put back at the end (as `earlier` says, when the device
+/// was found here after it went away).
 fn run_on(
     device: &Device,
     global: &Global,
-    (args, group): (&ExporterOptions, Option<u32>),
+    (args, clients): (&ExporterOptions, &mut Option<clients::Clients>),
     (config, serving, earlier): (
         &mut (ExportConfig, crate::metrics::MetricSet),
         &Serving,
-        Earlier,
+        Option<export::Inheritance>,
     ),
     (pusher, server): (&mut Vec<remote_write::Pusher>, &mut Serve),
     sig: &Signals,
 ) -> Result<Outcome> {
-    let _lock = lock_device(global, device)?;
-    // Clients (stat) count beside the exporter through a socket by the lock.
-    let clients = match lock_path(global, device)? {
-        Some(lock) => Some(clients::Clients::open(&lock, group)?),
-        None => None,
-    };
-    let mut exporter = Exporter::start(device, &config.0, config.1.clone(), monotonic_ns)?;
-    if let Some(earlier) = earlier {
-        if let Err(e) = exporter.inherit(earlier) {
-            let _ = exporter.stop();
-            return Err(e);
-        }
-    }
+    let exporter =
+        Exporter::start_after(device, &config.0, config.1.clone(), monotonic_ns, earlier)?;
     let mut running = Running {
         device,
         global,
@@ -265,7 +262,7 @@ fn run_on(
         exporter: Some(exporter),
         config: config.clone(),
         serving: serving.clone(),
-        clients,
+        clients: clients.take(),
         pusher: std::mem::take(pusher),
         last_sweep: Instant::now(),
         last_probe: Instant::now(),
@@ -279,21 +276,27 @@ fn run_on(
             .and_then(|server| http_loop(&mut running, sig, server)),
     };
     let Running {
-        clients,
+        clients: kept,
         pusher: pushed,
         config: ran,
         exporter,
         moved,
         ..
     } = running;
-    drop(clients);
-    // The pushers' queues and the configuration a reload left go on with the next run.
-    (*pusher, *config) = (pushed, ran);
-    Ok(match (result, moved) {
-        (Ok(()), Some(found)) => {
-            Outcome::Moved(found, exporter.map(Exporter::forsake).unwrap_or_default())
+    // The socket, the pushers' queues and the configuration a reload left go on
+    // with the next run.
+    (*clients, *pusher, *config) = (kept, pushed, ran);
+    Ok(match (result, moved, exporter) {
+        (Ok(()), Some(found), Some(exporter)) => {
+            if let Some(c) = clients {
+                c.drop_all();
+            }
+            Outcome::Moved(found, exporter.forsake())
         }
-        (result, _) => {
+        (result, _, exporter) => {
+            if let Some(c) = clients {
+                c.drop_all();
+            }
             let restored = exporter.map_or(Ok(()), Exporter::stop);
             Outcome::Stopped(result.and(restored))
         }
@@ -357,47 +360,55 @@ const REDISCOVER_FIRST: Duration = Duration::from_secs(1);
 const REDISCOVER_MOST: Duration = Duration::from_secs(5);
 
 impl<'d> Running<'d, '_> {
-    /// Whether a device that could not be read answers again (looked for at most
-    /// every second, backing off to every 5 s while it does not).
-    fn device_back(&mut self) -> bool {
-        let e = self.exporter();
-        if e.readable() {
-            return false;
+    /// Looks for a device that could not be read (at most every second, backing
+    /// off to every 5 s while it is not found): `moved` is set when it is found.
+    fn look_for_device(&mut self) {
+        if self.exporter().readable() {
+            return;
         }
         let (at, wait) = self.rediscover;
         if Instant::now() < at {
-            return false;
+            return;
         }
-        if self.exporter().answers() {
-            self.rediscover = (Instant::now(), REDISCOVER_FIRST);
-            return true;
-        }
-        self.moved = self.found_elsewhere();
+        self.moved = self.found_again();
         self.rediscover = (Instant::now() + wait, (wait * 2).min(REDISCOVER_MOST));
-        false
     }
 
-    /// The device, found by discovery in another place than the one it was lost
-    /// at (a driver loaded again takes a new hwmonN). Not for a device named by
-    /// `--hwmon`, nor a simulator.
-    fn found_elsewhere(&self) -> Option<Device> {
-        if self.global.device.is_some() || self.global.sim.is_some() {
+    /// The device, found again: at its own place, or (when it was found by
+    /// discovery, not named by `--hwmon`) under any other hwmonN. A place is
+    /// taken only if it is the same device (its name, generation, platform device
+    /// and blocks: [`Device::same_device`]); anything else there is never written,
+    /// is said once, and the search goes on. Not for a simulator in process.
+    fn found_again(&self) -> Option<Device> {
+        if self.global.sim.is_some() {
             return None;
         }
-        let dir = crate::device::discover(&self.global.sysfs_root).ok()?;
-        if dir.display().to_string() == self.device.location() {
-            return None;
+        let own = PathBuf::from(self.device.location());
+        let mut places = vec![own.clone()];
+        if self.global.device.is_none() {
+            let others = crate::device::candidates(&self.global.sysfs_root);
+            places.extend(others.into_iter().filter(|d| *d != own));
         }
-        match open_device_at(self.global, dir.clone()) {
-            Ok(found) => Some(found),
-            Err(e) => {
-                diag(&format!(
-                    "warning: a device appeared at {} but cannot be opened: {e}",
-                    dir.display()
-                ));
-                None
+        for dir in places {
+            match crate::device::Device::open_tree(crate::sysfs::RealFs::new(&dir).with_page_size(self.global.page_size)) {
+                Ok(found) => match self.device.same_device(&found) {
+                    Ok(()) => return Some(found),
+                    Err(why) => say_once(&format!(
+                        "warning: {} is not the device this exporter owns ({why}): nothing is written there; still looking",
+                        dir.display()
+                    )),
+                },
+                // Something that is no bfperf device at all where the device was.
+                Err(Error::NotADevice { reason, .. }) if dir == own && !reason.starts_with("cannot read") => {
+                    say_once(&format!(
+                        "warning: {} is not the device this exporter owns ({reason}): nothing is written there; still looking",
+                        dir.display()
+                    ))
+                }
+                Err(_) => {}
             }
         }
+        None
     }
 
     fn exporter(&mut self) -> &mut Exporter<'d> {
@@ -412,19 +423,16 @@ impl<'d> Running<'d, '_> {
         if sig.stop.load(Ordering::SeqCst) {
             return Ok(true);
         }
-        let back = self.device_back();
+        self.look_for_device();
         if self.moved.is_some() {
             return Ok(true);
         }
-        if back {
-            diag("the device answers again: programming it again (its series start again from 0, a counter reset)");
-        }
-        if sig.reload.swap(false, Ordering::SeqCst) || back {
+        if sig.reload.swap(false, Ordering::SeqCst) {
             if let (Some(c), Some(e)) = (&mut self.clients, &mut self.exporter) {
                 c.close_all(e);
             }
             let old = self.exporter.take().expect("an exporter is always running");
-            self.exporter = Some(reload(self, old, !back)?);
+            self.exporter = Some(reload(self, old)?);
         }
         if let (Some(c), Some(e)) = (&mut self.clients, &mut self.exporter) {
             c.poll(e);
