@@ -116,14 +116,14 @@ pub(crate) fn log(level: Level, line: &str) {
     let time = timed.then(|| crate::ops::snapshot::rfc3339_to(std::time::SystemTime::now(), 3));
     let out = match format {
         LogFormat::Json => {
-            let msg = serde_json::Value::from(line);
+            let msg = crate::cli::output::json_quoted(line);
             match time {
                 Some(t) => format!(r#"{{"time":"{t}","level":"{name}","msg":{msg}}}"#),
                 None => format!(r#"{{"level":"{name}","msg":{msg}}}"#),
             }
         }
         LogFormat::Logfmt => {
-            let msg = serde_json::Value::from(line).to_string();
+            let msg = crate::cli::output::json_quoted(line);
             match time {
                 Some(t) => format!("time={t} level={name} msg={msg}"),
                 None => format!("level={name} msg={msg}"),

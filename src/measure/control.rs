@@ -22,9 +22,6 @@ const MAX_READ: usize = 64 * 1024;
 /// taken in (a pipe holds 64 KiB; more comes only from a writer still running).
 const MAX_LAST: usize = 4 << 20;
 
-/// How many unknown words are named after the run; the rest are counted.
-const EXAMPLES: usize = 3;
-
 /// The longest word kept; longer input is dropped up to its newline.
 const MAX_WORD: usize = 64;
 
@@ -110,20 +107,22 @@ pub struct Control {
     overlong: bool,
     /// Words read but not yet handed out.
     pending: Vec<Switch>,
-    /// Words it does not know: how many, and the first few (each once).
+    /// Words it does not know: how many (their text is never shown: a FIFO may
+    /// carry what is not meant for bfperf's output).
     unknown: usize,
-    examples: Vec<String>,
     /// Acks not written because nobody read the ack descriptor while it was full.
     dropped: usize,
 }
 
 /// Opens a FIFO named on the command line, refusing anything else, and checks what
-/// was opened, not what a name pointed to when looked at: the name itself, never a
-/// link's target (`O_PATH | O_NOFOLLOW`, nothing opened through it yet), a FIFO by
-/// `fstat` on that descriptor, owned by the caller or root (so that root never reads
-/// or answers another user's FIFO); only then opened for reading and writing through
-/// the descriptor (so that it never reads as ended while no writer holds it, and an
-/// open never blocks), close-on-exec.
+/// was opened, not what a name pointed to when looked at: the path is walked one
+/// component at a time (`openat` with `O_PATH | O_NOFOLLOW`), no link followed,
+/// each directory owned by the caller or root and, if others may write it, sticky
+/// (as /tmp), so no other user can swap what a name leads to; the last name itself,
+/// never a link's target, a FIFO by `fstat` on that descriptor, owned by the caller
+/// or root (so that root never reads or answers another user's FIFO); only then
+/// opened for reading and writing through the descriptor (so that it never reads as
+/// ended while no writer holds it, and an open never blocks), close-on-exec.
 fn open_fifo(path: &Path, what: &str) -> Result<File> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::MetadataExt;
@@ -139,11 +138,12 @@ fn open_fifo(path: &Path, what: &str) -> Result<File> {
             path.display()
         ))
     };
-    let name = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(fail)?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let name = walk(path, me).map_err(|w| match w {
+        Walk::Io(e) => fail(e),
+        Walk::Refused(why) => refuse(why),
+    })?;
     let md = name.metadata().map_err(fail)?;
     let kind = md.file_type();
     if kind.is_symlink() {
@@ -154,8 +154,6 @@ fn open_fifo(path: &Path, what: &str) -> Result<File> {
     if !kind.is_fifo() {
         return Err(refuse("is not a FIFO (make one with mkfifo)".into()));
     }
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
     if md.uid() != me && md.uid() != 0 {
         return Err(refuse(format!(
             "belongs to user {}, not to you (uid {me}) or root: make the FIFOs yourself",
@@ -176,6 +174,78 @@ fn open_fifo(path: &Path, what: &str) -> Result<File> {
         return Err(refuse("changed while bfperf opened it".into()));
     }
     Ok(file)
+}
+
+/// Why a walk to a FIFO stopped.
+enum Walk {
+    Io(std::io::Error),
+    Refused(String),
+}
+
+/// Opens each component of `path` in turn with `O_PATH | O_NOFOLLOW` under the one
+/// before it (from `/`, or the working directory for a relative path): a link
+/// anywhere is refused, never followed, and so is a directory that is not the
+/// caller's (`me`) or root's, or that others may write without the sticky bit.
+/// Returns the last component's descriptor.
+fn walk(path: &Path, me: u32) -> std::result::Result<File, Walk> {
+    use std::ffi::CString;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Component;
+    let flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let open_at = |dir: libc::c_int, name: &std::ffi::OsStr| -> std::result::Result<File, Walk> {
+        let c = CString::new(name.as_bytes()).map_err(|e| Walk::Io(std::io::Error::other(e)))?;
+        // SAFETY: openat reads the NUL-terminated name; the descriptor returned is ours.
+        let fd = unsafe { libc::openat(dir, c.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(Walk::Io(std::io::Error::last_os_error()));
+        }
+        // SAFETY: fd is a new descriptor nobody else owns.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    };
+    let parts: Vec<Component> = path.components().collect();
+    let (last, dirs) = match parts.split_last() {
+        Some((Component::Normal(last), dirs)) => (*last, dirs),
+        _ => return Err(Walk::Refused("does not end in a file name".into())),
+    };
+    let mut at = open_at(libc::AT_FDCWD, std::ffi::OsStr::new("."))?;
+    let mut walked = std::path::PathBuf::new();
+    for part in dirs {
+        let next = match part {
+            Component::RootDir => open_at(libc::AT_FDCWD, std::ffi::OsStr::new("/"))?,
+            Component::CurDir => continue,
+            Component::ParentDir => open_at(at.as_raw_fd(), std::ffi::OsStr::new(".."))?,
+            Component::Normal(name) => open_at(at.as_raw_fd(), name)?,
+            Component::Prefix(_) => return Err(Walk::Refused("is no Unix path".into())),
+        };
+        walked.push(part.as_os_str());
+        let md = next.metadata().map_err(Walk::Io)?;
+        let where_ = walked.display();
+        if md.file_type().is_symlink() {
+            return Err(Walk::Refused(format!(
+                "is reached through the symbolic link {where_}: name the FIFO by a path without links (bfperf follows none here)"
+            )));
+        }
+        if !md.is_dir() {
+            return Err(Walk::Refused(format!(
+                "is under {where_}, which is no directory"
+            )));
+        }
+        if md.uid() != me && md.uid() != 0 {
+            return Err(Walk::Refused(format!(
+                "is in the directory {where_} of user {}, not yours (uid {me}) or root's: another user could change what its names lead to",
+                md.uid()
+            )));
+        }
+        if md.mode() & 0o022 != 0 && md.mode() & 0o1000 == 0 {
+            return Err(Walk::Refused(format!(
+                "is in the directory {where_}, which others may write and is not sticky: keep the FIFOs in a directory only you can change"
+            )));
+        }
+        at = next;
+    }
+    open_at(at.as_raw_fd(), last)
 }
 
 /// Takes an inherited descriptor, checked to be open (and readable or writable,
@@ -233,7 +303,6 @@ impl Control {
             overlong: false,
             pending: Vec::new(),
             unknown: 0,
-            examples: Vec::new(),
             dropped: 0,
         })
     }
@@ -277,14 +346,7 @@ impl Control {
                     "enable" => self.pending.push(Switch::Enable),
                     "disable" => self.pending.push(Switch::Disable),
                     "ping" => self.pending.push(Switch::Ping),
-                    other => {
-                        self.unknown += 1;
-                        if self.examples.len() < EXAMPLES
-                            && !self.examples.iter().any(|u| u == other)
-                        {
-                            self.examples.push(other.to_string());
-                        }
-                    }
+                    _ => self.unknown += 1,
                 }
             }
             self.word.clear();
@@ -336,16 +398,12 @@ impl Gate for Control {
     fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
         if self.unknown > 0 {
-            let quoted: Vec<String> = self.examples.iter().map(|w| format!("'{w}'")).collect();
             let what = match self.unknown {
-                1 => format!("{} is no word bfperf knows", quoted.join("")),
-                n => format!(
-                    "{n} words were none bfperf knows, e.g. {}",
-                    quoted.join(", ")
-                ),
+                1 => "1 line was no word bfperf knows".to_string(),
+                n => format!("{n} lines were no word bfperf knows"),
             };
             notes.push(format!(
-                "--control: {what} (enable, disable, ping); ignored"
+                "--control: {what} (enable, disable, ping); ignored, and not shown"
             ));
         }
         if self.dropped > 0 {

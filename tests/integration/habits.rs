@@ -367,10 +367,11 @@ fn per_process_task_clock_is_the_command_s_cpu_time() {
 
 /// A command that hardly runs: perf says `0.72 msec task-clock # 0.004 CPUs
 /// utilized`; bfperf never shows a measured value as `0.00`, but with two
-/// significant digits.
+/// significant digits. A second of sleep keeps the share under 0.005 on a loaded
+/// machine too (`sleep 0.2` once ran 1.58 ms there: 0.0073).
 #[test]
 fn a_small_value_is_shown_with_its_digits_not_as_zero() {
-    let lines = stat_report(&["--sim", "bf3", "stat", "-e", "task-clock", "sleep", "0.2"]);
+    let lines = stat_report(&["--sim", "bf3", "stat", "-e", "task-clock", "sleep", "1"]);
     let (ms, _) = row(&lines, "software", "task-clock");
     let elapsed = seconds(&lines, "time elapsed");
     let shown = lines

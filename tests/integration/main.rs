@@ -46,6 +46,7 @@ mod kernels;
 mod metrics;
 mod otlp;
 mod output;
+mod owner;
 mod perf;
 mod plot;
 mod program;

@@ -16,7 +16,9 @@ use std::io::{self, Write};
 
 use clap::ValueEnum;
 
-pub(crate) use text::{escape, group, group_f, pad_into, percent, readable, readable_as};
+pub(crate) use text::{
+    escape, group, group_f, json_quoted, pad_into, percent, readable, readable_as,
+};
 
 /// The output formats every data-printing command takes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
