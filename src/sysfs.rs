@@ -692,7 +692,7 @@ impl Sysfs for RealFs {
     }
 
     /// What the device is, by the rules of the filesystem holding it (see
-    /// [`tree_identity`]).
+    /// `tree_identity`).
     fn identity(&self) -> String {
         tree_identity(
             &self.dir,
@@ -725,7 +725,7 @@ pub(crate) fn tree_identity(dir: &Path, platform: Option<&str>) -> String {
     use std::os::unix::fs::MetadataExt;
     let platform = platform
         .and_then(|t| t.rsplit('/').find(|c| !c.is_empty()))
-        .map_or_else(|| "-".to_string(), |n| escape_key(n));
+        .map_or_else(|| "-".to_string(), escape_key);
     let place = match filesystem_magic(dir) {
         Some(SYSFS_MAGIC) => "sysfs".to_string(),
         Some(FUSE_SUPER_MAGIC) => {

@@ -221,22 +221,9 @@ impl Device {
         let generation = match only {
             None => detect_generation(fs.as_ref(), listed.iter().map(|(n, _)| n.as_str())),
             // From every block directory's name, listed or not.
-            Some(_) => detect_generation(
-                fs.as_ref(),
-                top.iter()
-                    .filter(|e| {
-                        e.kind == EntryKind::Dir && !layout::NON_BLOCKS.contains(&e.name.as_str())
-                    })
-                    .map(|e| e.name.as_str()),
-            ),
+            Some(_) => detect_generation(fs.as_ref(), block_dirs(&top)),
         };
-        let inventory = inventory_of(
-            top.iter()
-                .filter(|e| {
-                    e.kind == EntryKind::Dir && !layout::NON_BLOCKS.contains(&e.name.as_str())
-                })
-                .map(|e| e.name.as_str()),
-        );
+        let inventory = inventory_of(block_dirs(&top));
         let mut blocks: Vec<Block> = listed
             .iter()
             .map(|(name, files)| Block::from_files(name, files, generation))
@@ -537,6 +524,13 @@ fn detect_generation<'a>(fs: &dyn Sysfs, names: impl Iterator<Item = &'a str>) -
         }
     }
     Generation::from_block_names(names)
+}
+
+/// The names of the block directories among a device directory's entries.
+fn block_dirs(top: &[crate::sysfs::Entry]) -> impl Iterator<Item = &str> {
+    top.iter()
+        .filter(|e| e.kind == EntryKind::Dir && !layout::NON_BLOCKS.contains(&e.name.as_str()))
+        .map(|e| e.name.as_str())
 }
 
 /// A digest of block directory names, in any order: FNV-1a of the sorted names.

@@ -375,24 +375,8 @@ impl<'d> Shared<'d> {
             command,
             device: Some(mine.clone()),
         };
-        let blocks = match shared.ask(asked)? {
-            AnswerWhat::Granted { device: theirs, .. } if !theirs.same(&mine) => {
-                // Its numbers would be another device's: ended, nothing read.
-                let _ = shared.ask(AskWhat::End);
-                return Err(Error::Refused {
-                    reason: not_served(&mine, &theirs),
-                    socket: socket.to_path_buf(),
-                });
-            }
-            AnswerWhat::Granted { blocks, .. } => blocks,
-            AnswerWhat::Refused { reason } => {
-                return Err(Error::Refused {
-                    reason,
-                    socket: socket.to_path_buf(),
-                })
-            }
-            other => return Err(shared.confused(&other)),
-        };
+        let answer = shared.ask(asked)?;
+        let blocks = shared.granted(answer, &mine)?;
         shared.plans = plans_of(resolved.blocks, &blocks).ok_or_else(|| {
             shared.confused(&AnswerWhat::Granted {
                 blocks: blocks.clone(),
@@ -400,6 +384,23 @@ impl<'d> Shared<'d> {
             })
         })?;
         Ok(Some(shared))
+    }
+
+    /// The blocks a `count` was granted on the client's device `mine`; a refusal,
+    /// or a grant on another device (ended at once: its numbers would be that
+    /// device's), as an error naming why.
+    fn granted(&mut self, answer: AnswerWhat, mine: &Serves) -> Result<Vec<GrantedBlock>> {
+        let socket = self.path.clone();
+        let refused = |reason| Error::Refused { reason, socket };
+        match answer {
+            AnswerWhat::Granted { device, .. } if !device.same(mine) => {
+                let _ = self.ask(AskWhat::End);
+                Err(refused(not_served(mine, &device)))
+            }
+            AnswerWhat::Granted { blocks, .. } => Ok(blocks),
+            AnswerWhat::Refused { reason } => Err(refused(reason)),
+            other => Err(self.confused(&other)),
+        }
     }
 
     fn ask(&mut self, what: AskWhat) -> Result<AnswerWhat> {

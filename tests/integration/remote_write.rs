@@ -575,3 +575,20 @@ fn sample_of(body: &str, name: &str) -> f64 {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or_else(|| panic!("no {name} in {body}"))
 }
+
+/// A receiver that refuses every push is said as a failing device is: its first
+/// refusal, then a count at most once a minute, not a line per push (it was).
+#[test]
+fn a_receiver_that_keeps_refusing_is_said_once_not_per_push() {
+    let refuser = Refuser::start("HTTP/1.1 400 Bad Request");
+    let dir = tempfile::tempdir().unwrap();
+    let (e, port) = pusher_serving(dir.path(), "refused", refuser.port);
+    wait_until("five refused pushes", Duration::from_secs(60), || {
+        refuser.requests() >= 5
+    });
+    wait_refused(port);
+    let log = crate::exporter::said(&e);
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("refused")).collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(lines[0].contains("HTTP 400"), "{log}");
+}

@@ -165,14 +165,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     let sig = signals();
     let mut server = Serve::Pending(web);
     let mut pusher: Vec<_> = push.into_iter().map(remote_write::Pusher::start).collect();
-    // The device's owner, for the exporter's whole life: its writer lock and its
-    // clients' socket, keyed on what the device is, so they hold wherever the
-    // device comes back; the journal goes with them (`earlier`).
-    let _lock = lock_device(global, &device)?;
-    let mut clients = match lock_path(global, &device)? {
-        Some(lock) => Some(clients::Clients::open(&lock, group)?),
-        None => None,
-    };
+    let (_lock, mut clients) = take_owner(global, &device, group)?;
     let mut device = device;
     let mut config = (config, set);
     let mut earlier = None;
@@ -209,6 +202,22 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
             }
         }
     }
+}
+
+/// The device's owner, for the exporter's whole life: its writer lock and its
+/// clients' socket, keyed on what the device is, so they hold wherever the device
+/// comes back; the journal goes with them (`Outcome::Moved`).
+fn take_owner(
+    global: &Global,
+    device: &Device,
+    group: Option<u32>,
+) -> Result<(Option<crate::lock::WriterLock>, Option<clients::Clients>)> {
+    let lock = lock_device(global, device)?;
+    let clients = match lock_path(global, device)? {
+        Some(lock) => Some(clients::Clients::open(&lock, group)?),
+        None => None,
+    };
+    Ok((lock, clients))
 }
 
 /// OTLP's Resource for `device`: who sends (bfperf, its version, this host) and
@@ -375,7 +384,7 @@ impl<'d> Running<'d, '_> {
     }
 
     /// The device, found again: at its own place, or (when it was found by
-    /// discovery, not named by `--hwmon`) under any other hwmonN. A place is
+    /// discovery, not named by `--device`) under any other hwmonN. A place is
     /// taken only if it is the same device (its name, generation, platform device
     /// and blocks: [`Device::same_device`]); anything else there is never written,
     /// is said once, and the search goes on. Not for a simulator in process.

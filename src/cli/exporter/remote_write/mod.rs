@@ -659,6 +659,7 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
     };
     let mut backoff = MIN_BACKOFF;
     let mut failing = false;
+    let mut refusals = Refusals::default();
     // OTLP: each counter series' start, from the time the sender began.
     let began = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -680,6 +681,9 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
                 if failing {
                     diag(&format!("{what} to {url} accepted again"));
                 }
+                if let Some(line) = refusals.accepted() {
+                    diag(&format!("{what} to {url} {line}"));
+                }
                 failing = false;
                 backoff = MIN_BACKOFF;
             }
@@ -687,9 +691,9 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
                 starts.keep(after);
                 let n = q.done();
                 st.refused.fetch_add(n as u64, Ordering::Relaxed);
-                diag(&format!(
-                    "warning: {what} to {url} refused {n} samples (dropped): {why}"
-                ));
+                if let Some(line) = refusals.refused(Instant::now(), n, &why) {
+                    diag(&format!("warning: {what} to {url} {line}"));
+                }
             }
             Outcome::Retry(why, after) => {
                 let dropped = q.failed();
@@ -711,6 +715,57 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
             }
         }
         st.holding(&q);
+    }
+}
+
+/// How often the log says a receiver refuses: as it says a failing device, the
+/// first refusal, then a count at most once a minute while refusals go on, and
+/// the acceptance that ends them.
+#[derive(Debug, Default)]
+struct Refusals {
+    /// When the log last said a refusal (None: the receiver accepts).
+    said_at: Option<Instant>,
+    /// Refused requests and samples since then, unsaid; and in all, this run.
+    unsaid: (u64, u64),
+    total: (u64, u64),
+}
+
+impl Refusals {
+    /// How long the log keeps quiet between two counts of refusals.
+    const EVERY: Duration = Duration::from_secs(60);
+
+    /// A request of `n` samples refused at `now` with `why`: the line to log, if any.
+    fn refused(&mut self, now: Instant, n: usize, why: &str) -> Option<String> {
+        let n = n as u64;
+        self.total = (self.total.0 + 1, self.total.1 + n);
+        match self.said_at {
+            None => {
+                self.said_at = Some(now);
+                Some(format!("refused {n} samples (dropped): {why}"))
+            }
+            Some(at) if now.duration_since(at) >= Self::EVERY => {
+                let (r, s) = (self.unsaid.0 + 1, self.unsaid.1 + n);
+                self.unsaid = (0, 0);
+                self.said_at = Some(now);
+                Some(format!(
+                    "refused {r} more requests ({s} samples, dropped) since the last line; the last said: {why}"
+                ))
+            }
+            Some(_) => {
+                self.unsaid = (self.unsaid.0 + 1, self.unsaid.1 + n);
+                None
+            }
+        }
+    }
+
+    /// A request accepted: the line that ends a run of refusals, if there was one.
+    fn accepted(&mut self) -> Option<String> {
+        self.said_at.take()?;
+        let (r, s) = std::mem::take(&mut self.total);
+        self.unsaid = (0, 0);
+        Some(format!(
+            "accepted again after {r} refused requests ({s} samples dropped)"
+        ))
     }
 }
 
@@ -809,6 +864,35 @@ fn next_request(shared: &Shared) -> Option<Vec<TimeSeries>> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_receiver_that_keeps_refusing_is_said_first_once_a_minute_and_when_it_ends() {
+        let mut r = Refusals::default();
+        let t0 = Instant::now();
+        let first = r.refused(t0, 10, "HTTP 400").unwrap();
+        assert_eq!(first, "refused 10 samples (dropped): HTTP 400");
+        for s in 1..60 {
+            assert_eq!(r.refused(t0 + Duration::from_secs(s), 10, "HTTP 400"), None);
+        }
+        let count = r
+            .refused(t0 + Duration::from_secs(60), 10, "HTTP 401")
+            .unwrap();
+        assert!(
+            count.starts_with("refused 60 more requests (600 samples"),
+            "{count}"
+        );
+        assert!(count.ends_with("HTTP 401"), "{count}");
+        assert_eq!(
+            r.accepted().unwrap(),
+            "accepted again after 61 refused requests (610 samples dropped)"
+        );
+        assert_eq!(r.accepted(), None);
+        assert!(r
+            .refused(t0, 1, "again")
+            .unwrap()
+            .starts_with("refused 1 samples"));
+    }
+
     use super::*;
 
     #[test]

@@ -335,7 +335,7 @@ pub(super) fn partial_success(answer: &[u8]) -> Option<(u64, String)> {
     let p = ExportMetricsServiceResponse::decode(answer)
         .ok()?
         .partial_success?;
-    let message = crate::lock::one_line(p.error_message.trim());
+    let message = super::post::bounded(&p.error_message);
     Some((p.rejected_data_points.max(0) as u64, message))
 }
 
@@ -383,7 +383,7 @@ mod tests {
         let cut = answer(7, &"x".repeat(100));
         assert_eq!(partial_success(&cut[..cut.len() - 10]), None);
         let long = partial_success(&answer(1, &"y".repeat(5000))).unwrap();
-        assert_eq!(long.1.len(), 1000);
+        assert_eq!(long.1.len(), 512);
     }
 
     fn label(name: &str, value: &str) -> Label {

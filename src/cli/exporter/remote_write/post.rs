@@ -105,7 +105,12 @@ fn said(body: &[u8], protobuf: bool) -> String {
         Some(s) => std::borrow::Cow::Borrowed(s.message.as_str()),
         None => String::from_utf8_lossy(&body[..body.len().min(MAX_SAID)]),
     };
-    crate::lock::one_line(&text)
+    bounded(&text)
+}
+
+/// A receiver's text as the log says it: one line, at most [`MAX_SAID`] characters.
+pub(super) fn bounded(text: &str) -> String {
+    crate::lock::one_line(text)
         .trim()
         .chars()
         .take(MAX_SAID)
