@@ -1,15 +1,15 @@
-//! One writer at a time: every command that writes the counters holds an exclusive
-//! `flock` on a lock file for as long as it runs, with its PID and command line in it,
-//! so that a second writer is refused with the holder named (or waits, with `--wait`).
-//! Read commands take no lock.
+//! One writer at a time, the mechanics: every command that writes the counters
+//! holds an exclusive `flock` on a lock file for as long as it runs, with its PID
+//! and command line in it, so that a second writer is refused with the holder named
+//! (or waits, with `--wait`). Read commands take no lock. Which file a device's lock
+//! is (keyed on what the device is) is the owner's business
+//! (`measure::owner`).
 //!
 //! bfperf runs as root on shared machines, so the lock cannot be turned against it:
 //! it lives in a directory only its owner can write (`/run/bfperf`, root's, 0755;
-//! another user's own runtime directory), it is keyed on what the device is — the
-//! device and inode numbers of its directory — so every path to it (a link, a bind
-//! mount) shares one lock, it is opened without following a
-//! link and never truncated on open, it must be a regular file owned by the caller
-//! with one link, and its holder record is read bounded.
+//! another user's own runtime directory), it is opened without following a link and
+//! never truncated on open, it must be a regular file owned by the caller with one
+//! link, and its holder record is read bounded.
 
 use std::fs;
 use std::io::{Read, Seek, Write};
@@ -110,27 +110,6 @@ pub(crate) fn state_dir() -> Result<PathBuf> {
         0o700,
         uid,
     )
-}
-
-/// A stable file name for a device: FNV-1a of its identity
-/// ([`Device::identity`](crate::device::Device::identity)).
-pub(crate) fn device_key(identity: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in identity.bytes() {
-        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
-}
-
-/// Where root's lock file of a device is (whoever asks; nothing is created): where
-/// an unprivileged client looks for the exporter's socket.
-pub(crate) fn root_path(identity: &str) -> PathBuf {
-    Path::new(ROOT_STATE_DIR).join(format!("{}.lock", device_key(identity)))
-}
-
-/// The default lock file of a device, by its identity.
-pub(crate) fn default_path(identity: &str) -> Result<PathBuf> {
-    Ok(state_dir()?.join(format!("{}.lock", device_key(identity))))
 }
 
 /// Opens (or creates, 0600) a file bfperf keeps state in: never through a link, never

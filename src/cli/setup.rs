@@ -96,46 +96,28 @@ pub(super) fn lock_path(global: &Global, device: &Device) -> Result<Option<std::
     }
     match &global.lock_file {
         Some(p) => Ok(Some(p.clone())),
-        None => crate::lock::default_path(&device.identity()).map(Some),
+        None => crate::measure::owner::default_lock(device).map(Some),
     }
 }
 
 /// When a long-running bfperf (the exporter) owns the device and listens beside its
-/// lock: a measurement of `specs` it counts for this command, and its socket. None
-/// when nobody listens there (the caller takes the lock and programs the device).
-/// Without root, root's socket is tried too (an exporter may grant a group).
+/// lock: a measurement of `specs` it counts for this command, and its socket
+/// (`measure::owner::ask`). None for an in-process simulator, or when nobody
+/// listens (the caller takes the lock and programs the device).
 pub(super) fn owner_client<'d>(
     global: &Global,
     device: &'d Device,
     specs: &[String],
-) -> Result<Option<(crate::measure::share::Shared<'d>, std::path::PathBuf)>> {
+) -> Result<
+    Option<(
+        crate::measure::owner::protocol::Shared<'d>,
+        std::path::PathBuf,
+    )>,
+> {
     if global.sim.is_some() {
         return Ok(None);
     }
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    // Not with --lock-file: that names the lock, and so the socket.
-    let root_too = euid != 0 && global.lock_file.is_none();
-    let mut sockets = Vec::new();
-    match lock_path(global, device) {
-        Ok(Some(lock)) => sockets.push(crate::measure::share::socket_path(&lock)),
-        Ok(None) => return Ok(None),
-        // A user's own state directory another user squatted does not keep it
-        // from root's exporter; without one, taking the lock says what is wrong.
-        Err(_) if root_too => {}
-        Err(e) => return Err(e),
-    }
-    if root_too {
-        let root = crate::lock::root_path(&device.identity());
-        sockets.push(crate::measure::share::socket_path(&root));
-    }
-    for socket in sockets {
-        let command = crate::lock::this_command();
-        if let Some(s) = crate::measure::share::Shared::connect(device, &socket, specs, command)? {
-            return Ok(Some((s, socket)));
-        }
-    }
-    Ok(None)
+    crate::measure::owner::ask(device, global.lock_file.as_deref(), specs)
 }
 
 /// The metrics of these generations: built-ins and the user's files (a broken file

@@ -1,4 +1,4 @@
-//! The owner's side of sharing the device (`measure::share`): a client's events are
+//! The owner's side of sharing the device (`measure::owner::protocol`): a client's events are
 //! counted beside the exporter's own, never instead of them. An event the exporter
 //! already counts on a block is read from its own counter; another one goes on a
 //! counter the exporter leaves free (taking turns with the client's other events
@@ -10,11 +10,11 @@ use std::collections::HashMap;
 
 use crate::block::{Block, Mechanism};
 use crate::error::{Error, Result};
-use crate::measure::journal;
+use crate::measure::owner::journal;
+use crate::measure::owner::protocol::{GrantedBlock, MAX_CLIENTS, MAX_ITEMS, READ_EVERY_NS};
 use crate::measure::plan::{place_on_free, BlockPlan};
 use crate::measure::sampler::{Acc, Foreign, Sampler};
 use crate::measure::session::{self, Saved};
-use crate::measure::share::{GrantedBlock, MAX_CLIENTS, MAX_ITEMS, READ_EVERY_NS};
 use crate::spec::BlockRequest;
 
 use super::Exporter;
@@ -794,9 +794,9 @@ fn refusal(reason: String) -> Error {
 }
 
 /// The exporter is the owner the sharing protocol's connections talk to.
-impl crate::measure::share::Owner for Exporter<'_> {
-    fn serves(&self) -> crate::measure::share::Serves {
-        crate::measure::share::Serves::of(self.device)
+impl crate::measure::owner::protocol::Owner for Exporter<'_> {
+    fn serves(&self) -> crate::measure::owner::protocol::Serves {
+        crate::measure::owner::protocol::Serves::of(self.device)
     }
 
     fn grant(
@@ -814,5 +814,9 @@ impl crate::measure::share::Owner for Exporter<'_> {
 
     fn release(&mut self, id: u64) -> Result<()> {
         Exporter::release(self, id)
+    }
+
+    fn turn(&mut self, now: u64) {
+        self.tick_clients(now)
     }
 }

@@ -16,7 +16,7 @@ use crate::device::Device;
 use crate::error::Result;
 use crate::kinds::Role;
 use crate::measure::defaults::{default_set, DEFAULT};
-use crate::measure::journal;
+use crate::measure::owner::journal;
 use crate::measure::plan::BlockPlan;
 use crate::measure::sampler::{Acc, Foreign, Sampler};
 use crate::measure::session::{self, Saved};

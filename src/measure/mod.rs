@@ -10,13 +10,12 @@ pub(crate) mod compose;
 pub mod control;
 pub(crate) mod defaults;
 pub mod gate;
-pub(crate) mod journal;
+pub(crate) mod owner;
 pub(crate) mod plan;
 pub(crate) mod repeat;
 pub(crate) mod sampler;
 pub mod series;
 pub(crate) mod session;
-pub(crate) mod share;
 
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -498,7 +497,7 @@ pub struct Measurement<'d> {
 /// device), or the device's owner (`share`), which counts for it.
 enum Source<'d> {
     Own(Sampler<'d>),
-    Shared(share::Shared<'d>),
+    Shared(owner::protocol::Shared<'d>),
 }
 
 impl<'d> Source<'d> {
@@ -1079,13 +1078,13 @@ pub fn measure_gated<'d>(
     // Perf events alone touch nothing of the device (and hold no lock): no journal.
     let journal = req.journal && !plans.is_empty();
     if journal {
-        if let Some(r) = crate::measure::journal::restore_leftover(device)? {
+        if let Some(r) = crate::measure::owner::journal::restore_leftover(device)? {
             warnings.push(r.describe());
         }
     }
     let saved = session::save(device, &plans)?;
     let journal = match journal && req.restore {
-        true => Some(crate::measure::journal::write(device, &saved)?),
+        true => Some(crate::measure::owner::journal::write(device, &saved)?),
         false => None,
     };
     let outcome = Measurement::start(device, plans, &saved, pacer).and_then(|m| {
@@ -1100,7 +1099,7 @@ pub fn measure_gated<'d>(
     if !req.restore {
         return outcome;
     }
-    let restored = crate::measure::journal::put_back(device, &saved, journal);
+    let restored = crate::measure::owner::journal::put_back(device, &saved, journal);
     match (outcome, restored) {
         (Ok(o), Ok(())) => Ok(o),
         (Ok(_), Err(e)) => Err(e),
@@ -1183,7 +1182,7 @@ fn run_all<'d>(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn measure_via<'d>(
     device: &'d Device,
-    shared: Option<share::Shared<'d>>,
+    shared: Option<owner::protocol::Shared<'d>>,
     req: &StatRequest,
     pacer: &'d dyn Pacer,
     stop: &AtomicBool,

@@ -28,7 +28,7 @@ pub(crate) struct Args {}
 pub(super) fn exec(global: &Global, _a: Args, out: &mut Out) -> Result<(), Failure> {
     let device = open_device(global)?;
     let _lock = lock_device(global, &device)?;
-    let text = match crate::measure::journal::restore_leftover(&device)? {
+    let text = match crate::measure::owner::journal::restore_leftover(&device)? {
         Some(r) => format!("{}\n", r.describe()),
         None => format!(
             "nothing to restore: no journal for {} (every writer restored the device, or none ran)\n",

@@ -88,7 +88,7 @@ pub(super) fn write_blocks<P: Planned>(
 /// --discard-journal, or for a dry run only mentioned.
 fn pending_journal(device: &Device, w: &WriteOpts) -> Result<()> {
     if w.dry_run {
-        if let Some((path, _)) = crate::measure::journal::leftover(device)? {
+        if let Some((path, _)) = crate::measure::owner::journal::leftover(device)? {
             diag(&format!(
                 "note: a killed measurement's journal is pending ({}); the real write will be refused until `bfperf restore` or --discard-journal",
                 path.display()
@@ -96,7 +96,8 @@ fn pending_journal(device: &Device, w: &WriteOpts) -> Result<()> {
         }
         return Ok(());
     }
-    if let Some(note) = crate::measure::journal::pending_refusal(device, w.discard_journal)? {
+    if let Some(note) = crate::measure::owner::journal::pending_refusal(device, w.discard_journal)?
+    {
         diag(&format!("note: {note}"));
     }
     Ok(())

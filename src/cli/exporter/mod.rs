@@ -3,7 +3,6 @@
 //! the exposition to a textfile for node_exporter; reloads its config on SIGHUP and
 //! restores the device on SIGTERM and SIGINT.
 
-mod clients;
 mod config;
 mod http;
 mod process;
@@ -19,11 +18,12 @@ use std::time::{Duration, Instant};
 
 use crate::cli::args::Global;
 use crate::cli::exit::diag;
-use crate::cli::setup::{load_metrics, lock_device, lock_path, open_device};
+use crate::cli::setup::{load_metrics, lock_path, open_device};
 use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::export::{self, ExportConfig, Exporter, Family, TextFormat};
+use crate::measure::owner::Held;
 
 /// The default config file; its absence means the default set.
 pub(super) const DEFAULT_CONFIG: &str = "/etc/bfperf/exporter.toml";
@@ -96,6 +96,13 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
     Ok(next)
 }
 
+/// Logs what the owner's socket says happened to its clients.
+fn said(clients: &mut crate::measure::owner::socket::Clients) {
+    for line in clients.take_said() {
+        diag(&line);
+    }
+}
+
 fn log_events(e: &mut Exporter) {
     for ev in e.events.drain(..) {
         diag(&ev);
@@ -135,7 +142,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     let group = args
         .socket_group
         .as_deref()
-        .map(clients::group_id)
+        .map(crate::measure::owner::socket::group_id)
         .transpose()?;
     let set = load_metrics(global, &[device.generation()])?;
     for s in export::check(&device, &config, &set)?.skipped {
@@ -149,23 +156,14 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         Some(path) => web::Web::load(path)?,
         None => web::Web::open(),
     };
-    let config_path = args.config.clone().unwrap_or_else(|| DEFAULT_CONFIG.into());
-    let mut push = Vec::new();
-    if let Some(rw) = &serving.remote_write {
-        let p = remote_write::Protocol::RemoteWrite;
-        push.push(remote_write::RemoteWrite::check(rw, &config_path, p)?);
-    }
-    if let Some(o) = &serving.otlp {
-        push.push(remote_write::RemoteWrite::check(
-            o,
-            &config_path,
-            otlp_of(&device),
-        )?);
-    }
+    let push = pushers(&args, &serving, &device)?;
     let sig = signals();
     let mut server = Serve::Pending(web);
     let mut pusher: Vec<_> = push.into_iter().map(remote_write::Pusher::start).collect();
-    let (_lock, mut clients) = take_owner(global, &device, group)?;
+    let mut owner = match lock_path(global, &device)? {
+        Some(lock) => Some(Held::take(&lock, global.wait, group)?),
+        None => None,
+    };
     let mut device = device;
     let mut config = (config, set);
     let mut earlier = None;
@@ -173,7 +171,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         let outcome = run_on(
             &device,
             global,
-            (&args, &mut clients),
+            (&args, &mut owner),
             (&mut config, &serving, earlier.take()),
             (&mut pusher, &mut server),
             &sig,
@@ -204,20 +202,26 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     }
 }
 
-/// The device's owner, for the exporter's whole life: its writer lock and its
-/// clients' socket, keyed on what the device is, so they hold wherever the device
-/// comes back; the journal goes with them (`Outcome::Moved`).
-fn take_owner(
-    global: &Global,
+/// The pushers the config asks for (remote write, OTLP), checked.
+fn pushers(
+    args: &ExporterOptions,
+    serving: &Serving,
     device: &Device,
-    group: Option<u32>,
-) -> Result<(Option<crate::lock::WriterLock>, Option<clients::Clients>)> {
-    let lock = lock_device(global, device)?;
-    let clients = match lock_path(global, device)? {
-        Some(lock) => Some(clients::Clients::open(&lock, group)?),
-        None => None,
-    };
-    Ok((lock, clients))
+) -> Result<Vec<remote_write::RemoteWrite>> {
+    let config_path = args.config.clone().unwrap_or_else(|| DEFAULT_CONFIG.into());
+    let mut push = Vec::new();
+    if let Some(rw) = &serving.remote_write {
+        let p = remote_write::Protocol::RemoteWrite;
+        push.push(remote_write::RemoteWrite::check(rw, &config_path, p)?);
+    }
+    if let Some(o) = &serving.otlp {
+        push.push(remote_write::RemoteWrite::check(
+            o,
+            &config_path,
+            otlp_of(device),
+        )?);
+    }
+    Ok(push)
 }
 
 /// OTLP's Resource for `device`: who sends (bfperf, its version, this host) and
@@ -253,7 +257,7 @@ enum Outcome {
 fn run_on(
     device: &Device,
     global: &Global,
-    (args, clients): (&ExporterOptions, &mut Option<clients::Clients>),
+    (args, owner): (&ExporterOptions, &mut Option<Held>),
     (config, serving, earlier): (
         &mut (ExportConfig, crate::metrics::MetricSet),
         &Serving,
@@ -271,7 +275,7 @@ fn run_on(
         exporter: Some(exporter),
         config: config.clone(),
         serving: serving.clone(),
-        clients: clients.take(),
+        owner: owner.take(),
         pusher: std::mem::take(pusher),
         last_sweep: Instant::now(),
         last_probe: Instant::now(),
@@ -285,7 +289,7 @@ fn run_on(
             .and_then(|server| http_loop(&mut running, sig, server)),
     };
     let Running {
-        clients: kept,
+        owner: kept,
         pusher: pushed,
         config: ran,
         exporter,
@@ -294,17 +298,19 @@ fn run_on(
     } = running;
     // The socket, the pushers' queues and the configuration a reload left go on
     // with the next run.
-    (*clients, *pusher, *config) = (kept, pushed, ran);
+    (*owner, *pusher, *config) = (kept, pushed, ran);
     Ok(match (result, moved, exporter) {
         (Ok(()), Some(found), Some(exporter)) => {
-            if let Some(c) = clients {
-                c.drop_all();
+            if let Some(h) = owner {
+                h.clients.drop_all();
+                said(&mut h.clients);
             }
             Outcome::Moved(found, exporter.forsake())
         }
         (result, _, exporter) => {
-            if let Some(c) = clients {
-                c.drop_all();
+            if let Some(h) = owner {
+                h.clients.drop_all();
+                said(&mut h.clients);
             }
             let restored = exporter.map_or(Ok(()), Exporter::stop);
             Outcome::Stopped(result.and(restored))
@@ -350,7 +356,8 @@ struct Running<'d, 'a> {
     config: (ExportConfig, crate::metrics::MetricSet),
     /// Where the config file said to serve when the exporter started.
     serving: Serving,
-    clients: Option<clients::Clients>,
+    /// The device's lock and socket, held for the exporter's life.
+    owner: Option<Held>,
     /// Remote write, when the config asks for it.
     pusher: Vec<remote_write::Pusher>,
     last_sweep: Instant,
@@ -437,14 +444,16 @@ impl<'d> Running<'d, '_> {
             return Ok(true);
         }
         if sig.reload.swap(false, Ordering::SeqCst) {
-            if let (Some(c), Some(e)) = (&mut self.clients, &mut self.exporter) {
-                c.close_all(e);
+            if let (Some(h), Some(e)) = (&mut self.owner, &mut self.exporter) {
+                h.clients.close_all(e);
+                said(&mut h.clients);
             }
             let old = self.exporter.take().expect("an exporter is always running");
             self.exporter = Some(reload(self, old)?);
         }
-        if let (Some(c), Some(e)) = (&mut self.clients, &mut self.exporter) {
-            c.poll(e);
+        if let (Some(h), Some(e)) = (&mut self.owner, &mut self.exporter) {
+            h.clients.poll(e);
+            said(&mut h.clients);
         }
         if self.pusher.iter().any(|p| p.due()) {
             // One sweep for every pusher due: the same values, whatever the wire.
@@ -558,7 +567,7 @@ fn http_loop(r: &mut Running, sig: &Signals, server: &mut Server) -> Result<()> 
         if r.between(sig)? {
             return Ok(());
         }
-        let wait = match r.clients.as_ref().is_some_and(|c| c.busy()) {
+        let wait = match r.owner.as_ref().is_some_and(|h| h.clients.busy()) {
             true => Duration::from_millis(5),
             false => Duration::from_millis(100),
         };

@@ -9,7 +9,7 @@ use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::export::{self, ExportConfig, Exporter};
-use crate::measure::share::Shared;
+use crate::measure::owner::protocol::Shared;
 use crate::measure::Count;
 use crate::metrics::{self, MetricSet, MetricValue};
 use crate::ops::watch::Watch;

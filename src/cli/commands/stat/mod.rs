@@ -173,7 +173,7 @@ fn writer_or_client<'d>(
     req: &StatRequest,
 ) -> Result<(
     Option<crate::lock::WriterLock>,
-    Option<crate::measure::share::Shared<'d>>,
+    Option<crate::measure::owner::protocol::Shared<'d>>,
 )> {
     if req.specs.is_empty() {
         return Ok((None, None));

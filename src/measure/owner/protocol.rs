@@ -1,11 +1,10 @@
-//! One owner of the counters, many clients: while a long-running bfperf (the
-//! exporter) holds the device, `stat` asks it over a Unix socket beside the writer
-//! lock to count its events, instead of failing on the lock. The protocol is
-//! line-delimited JSON, versioned (docs/sharing.md); this module holds both ends of
-//! it: its messages, the owner's side of a connection (framing, version, the
-//! request state machine, behind the [`Owner`] the exporter implements) and the
-//! client's side, which reads the owner's counts as a measurement's source. The
-//! socket itself is the command line's.
+//! The sharing protocol: while a long-running bfperf (the exporter) owns the
+//! device, `stat` and `top` ask it over the owner's Unix socket to count their
+//! events, instead of failing on the lock. It is line-delimited JSON, versioned
+//! (docs/sharing.md); this module holds both ends of it: its messages, the owner's
+//! side of a connection (framing, version, the request state machine, behind the
+//! [`Owner`] the exporter implements) and the client's side, which reads the
+//! owner's counts as a measurement's source. The socket is [`super::socket`].
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -32,11 +31,6 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 /// A client's reads closer than this to its previous one are answered with that
 /// one's values and time: a flood of reads never reads the device more often.
 pub(crate) const READ_EVERY_NS: u64 = 10_000_000;
-
-/// The socket of the owner of the device whose writer lock is `lock`.
-pub(crate) fn socket_path(lock: &Path) -> PathBuf {
-    lock.with_extension("sock")
-}
 
 /// A client's message.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -180,6 +174,10 @@ pub(crate) trait Owner {
     fn totals(&mut self, id: u64, now: u64) -> Result<(u64, Vec<Vec<Acc>>)>;
     /// Puts client `id`'s counters back.
     fn release(&mut self, id: u64) -> Result<()>;
+    /// The clients' counters take a turn (those multiplexed), at `now`.
+    fn turn(&mut self, now: u64) {
+        let _ = now;
+    }
 }
 
 /// What the owner's log should say after a request.

@@ -1,8 +1,9 @@
-//! The exporter's Unix socket for `stat` and other clients (`measure::share`): beside
+//! The owner's Unix socket for `stat` and other clients ([`super::protocol`]): beside
 //! the writer lock, the caller's only (0600) or its group's too (0660, when a
 //! `socket_group` is granted), polled between sweeps without blocking.
 //! A client's request is checked and granted or refused at once; its counters are
-//! put back when its connection ends, however it ends (exit, crash, SIGKILL).
+//! put back when its connection ends, however it ends (exit, crash, SIGKILL). What
+//! happens is said as lines for the owner's log ([`Clients::take_said`]).
 
 use std::io::{ErrorKind, Read};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -10,11 +11,9 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::cli::exit::diag;
+use super::protocol::{self, Answer, AnswerWhat, Owner, Said, Session, MAX_CLIENTS};
 use crate::device::values::monotonic_ns;
 use crate::error::{Error, Result};
-use crate::export::Exporter;
-use crate::measure::share::{self, Answer, AnswerWhat, Said, Session, MAX_CLIENTS};
 use crate::measure::MULTIPLEX_TICK;
 
 /// Connections beyond the clients being served that may wait for their request.
@@ -40,12 +39,14 @@ struct Conn {
 }
 
 /// The listening socket and its connections.
-pub(super) struct Clients {
+pub(crate) struct Clients {
     listener: UnixListener,
     path: PathBuf,
     conns: Vec<Conn>,
     /// When the clients' own counters last took a turn.
     last_turn: Instant,
+    /// Lines for the owner's log, not yet taken.
+    said: Vec<String>,
 }
 
 /// How a client's end is logged when it went away: the same words whether the
@@ -117,8 +118,8 @@ impl Clients {
     /// Listens beside the lock `lock` (the exporter holds it, so a socket left there
     /// is a dead exporter's: replaced if it is a socket of the caller's); members of
     /// `group` may connect too.
-    pub(super) fn open(lock: &Path, group: Option<u32>) -> Result<Clients> {
-        let path = share::socket_path(lock);
+    pub(crate) fn open(lock: &Path, group: Option<u32>) -> Result<Clients> {
+        let path = super::socket_of(lock);
         let cannot = |source| Error::File {
             what: "cannot listen for clients on",
             path: path.clone(),
@@ -141,16 +142,22 @@ impl Clients {
             path,
             conns: Vec::new(),
             last_turn: Instant::now(),
+            said: Vec::new(),
         })
     }
 
+    /// What happened since the last call, as lines for the owner's log.
+    pub(crate) fn take_said(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.said)
+    }
+
     /// Whether a client is being served (the loop then wakes more often).
-    pub(super) fn busy(&self) -> bool {
+    pub(crate) fn busy(&self) -> bool {
         !self.conns.is_empty()
     }
 
     /// Accepts, reads and answers what has come, without waiting.
-    pub(super) fn poll(&mut self, e: &mut Exporter) {
+    pub(crate) fn poll(&mut self, e: &mut dyn Owner) {
         self.accept();
         let mut i = 0;
         while i < self.conns.len() {
@@ -168,7 +175,7 @@ impl Clients {
         if self.conns.iter().any(|c| c.session.id.is_some())
             && self.last_turn.elapsed() >= MULTIPLEX_TICK
         {
-            e.tick_clients(monotonic_ns());
+            e.turn(monotonic_ns());
             self.last_turn = Instant::now();
         }
     }
@@ -179,7 +186,7 @@ impl Clients {
     fn accept(&mut self) {
         while let Ok((stream, _)) = self.listener.accept() {
             // Who the client is, as the kernel says: its words are only its claim.
-            let peer = share::peer(&stream);
+            let peer = protocol::peer(&stream);
             let uid = peer.map(|(_, uid)| uid);
             let root = uid == Some(0);
             let waiting = self
@@ -209,7 +216,7 @@ impl Clients {
     }
 
     /// Reads what connection `i` sent and answers each line; Err ends it.
-    fn serve(&mut self, i: usize, e: &mut Exporter) -> std::result::Result<(), String> {
+    fn serve(&mut self, i: usize, e: &mut dyn Owner) -> std::result::Result<(), String> {
         let mut chunk = [0u8; 4096];
         loop {
             match self.conns[i].stream.read(&mut chunk) {
@@ -226,12 +233,12 @@ impl Clients {
             match said {
                 Some(Said::Granted { command }) => {
                     conn.command = format!("{} (says `{command}`)", conn.who);
-                    diag(&format!(
+                    self.said.push(format!(
                         "counting for {} beside the exporter's events",
                         conn.command
                     ));
                 }
-                Some(Said::Ended) => diag(&format!(
+                Some(Said::Ended) => self.said.push(format!(
                     "{} ended; its counters are as they were",
                     conn.command
                 )),
@@ -241,10 +248,10 @@ impl Clients {
             let ended = matches!(answer, AnswerWhat::Ended);
             let read = matches!(answer, AnswerWhat::Totals { .. });
             let message = Answer {
-                bfperf: share::VERSION,
+                bfperf: protocol::VERSION,
                 what: answer,
             };
-            share::send(&mut conn.stream, &message).map_err(|e| ended_by(&e))?;
+            protocol::send(&mut conn.stream, &message).map_err(|e| ended_by(&e))?;
             if refused && conn.session.id.is_none() {
                 return Err("refused".into());
             }
@@ -260,15 +267,15 @@ impl Clients {
         Ok(())
     }
 
-    fn close(&mut self, i: usize, e: &mut Exporter, why: &str) {
+    fn close(&mut self, i: usize, e: &mut dyn Owner, why: &str) {
         let conn = self.conns.remove(i);
         if let Some(id) = conn.session.id {
             match e.release(id) {
-                Ok(()) => diag(&format!(
+                Ok(()) => self.said.push(format!(
                     "{} ended ({why}); its counters are as they were",
                     conn.command
                 )),
-                Err(err) => diag(&format!(
+                Err(err) => self.said.push(format!(
                     "{} ended ({why}); putting its counters back failed: {err}",
                     conn.command
                 )),
@@ -279,10 +286,10 @@ impl Clients {
     /// Ends every connection without a write to the device, which went away: what
     /// their counters held is put back when the exporter stops (it is in the
     /// journal meanwhile).
-    pub(super) fn drop_all(&mut self) {
+    pub(crate) fn drop_all(&mut self) {
         for conn in self.conns.drain(..) {
             if conn.session.id.is_some() {
-                diag(&format!(
+                self.said.push(format!(
                     "{} ended (the device went away); its counters are put back when the exporter stops",
                     conn.command
                 ));
@@ -293,7 +300,7 @@ impl Clients {
     /// Ends every connection (the exporter reloads), each client's counters put
     /// back: a reload that is refused keeps this exporter, which must not keep
     /// counting for clients that are gone.
-    pub(super) fn close_all(&mut self, e: &mut Exporter) {
+    pub(crate) fn close_all(&mut self, e: &mut dyn Owner) {
         while !self.conns.is_empty() {
             self.close(0, e, "the exporter reloads its configuration");
         }
@@ -308,7 +315,7 @@ impl Drop for Clients {
 
 /// The group `name` names (or a number, as it is): the group whose members may ask
 /// the exporter to count (`socket_group`).
-pub(super) fn group_id(name: &str) -> Result<u32> {
+pub(crate) fn group_id(name: &str) -> Result<u32> {
     if let Ok(gid) = name.parse::<u32>() {
         return Ok(gid);
     }

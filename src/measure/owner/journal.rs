@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::lock::{device_key, open_state_file, state_dir};
+use crate::lock::open_state_file;
 use crate::measure::session::{self, Saved};
 
 /// The most a journal may hold.
@@ -51,11 +51,6 @@ pub(crate) struct Journal {
     path: PathBuf,
 }
 
-/// The journal file of a device.
-pub(crate) fn path_for(device: &Device) -> Result<PathBuf> {
-    Ok(state_dir()?.join(format!("{}.journal", device_key(&device.identity()))))
-}
-
 fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Error + 'a {
     move |source| Error::File {
         what,
@@ -67,7 +62,7 @@ fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> 
 /// Records `saved` for `device`: a temporary file written and fsync'd, renamed over
 /// the journal, and the directory fsync'd.
 pub(crate) fn write(device: &Device, saved: &[Saved]) -> Result<Journal> {
-    let path = path_for(device)?;
+    let path = super::journal_of(device)?;
     let tmp = path.with_extension("journal.tmp");
     let record = Record {
         device: device.canonical_location(),
@@ -126,7 +121,7 @@ pub(crate) fn put_back(device: &Device, saved: &[Saved], journal: Option<Journal
 /// The journal a dead writer left for `device`, if any. Call with the device's
 /// writer lock held (a live writer's journal is its own business).
 pub(crate) fn leftover(device: &Device) -> Result<Option<(PathBuf, Record)>> {
-    let path = path_for(device)?;
+    let path = super::journal_of(device)?;
     match fs::symlink_metadata(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io("cannot read the journal", &path)(e)),
