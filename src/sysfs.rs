@@ -66,6 +66,13 @@ pub trait Sysfs: Send + Sync {
         None
     }
 
+    /// Whether the files are still the ones opened (Err, saying why, when the
+    /// directory was replaced or is gone): nothing is written through a handle
+    /// whose directory changed.
+    fn still_here(&self) -> io::Result<()> {
+        Ok(())
+    }
+
     /// A name of the device that outlasts a probe: the platform device it belongs
     /// to (`/sys/devices/platform/MLNXBFD2:00`), where its `device` link leads,
     /// rather than the `hwmonN` the kernel numbers anew at each probe. The
@@ -213,6 +220,9 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     }
     fn directory(&self) -> Option<(u64, u64)> {
         (**self).directory()
+    }
+    fn still_here(&self) -> io::Result<()> {
+        (**self).still_here()
     }
     fn lasting_location(&self) -> String {
         (**self).lasting_location()
@@ -393,19 +403,6 @@ impl RealFs {
         };
         fs.opened = fs.directory();
         fs
-    }
-
-    /// Refuses a write when the directory is no longer the one opened: whatever is
-    /// at its place now (the device loaded again, another tree) was never looked
-    /// at, and is not written through this handle.
-    fn still_here(&self) -> io::Result<()> {
-        match self.opened {
-            Some(at) if self.directory() != Some(at) => Err(io::Error::other(format!(
-                "{} is no longer the directory bfperf opened (the device went away, or something else is there now); nothing was written",
-                self.dir.display()
-            ))),
-            _ => Ok(()),
-        }
     }
 
     /// The page size of the kernel the files came from, when that is not the running
@@ -698,6 +695,19 @@ impl Sysfs for RealFs {
             &self.dir,
             self.read_link(layout::DEVICE_LINK).ok().as_deref(),
         )
+    }
+
+    /// Refuses a write when the directory is no longer the one opened: whatever is
+    /// at its place now (the device loaded again, another tree) was never looked
+    /// at, and is not written through this handle.
+    fn still_here(&self) -> io::Result<()> {
+        match self.opened {
+            Some(at) if self.directory() != Some(at) => Err(io::Error::other(format!(
+                "{} is no longer the directory bfperf opened (the device went away, or something else is there now); nothing was written",
+                self.dir.display()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     fn directory(&self) -> Option<(u64, u64)> {

@@ -386,6 +386,12 @@ impl Mount {
     /// As [`Mount::revive`], the device under `hwmon{hwmon}` this time (a driver
     /// loaded again takes a new number).
     pub fn revive_at(&mut self, gen: &str, hwmon: u32) {
+        self.revive_as(gen, hwmon, &[])
+    }
+
+    /// As [`Mount::revive_at`], with more `sim mount` arguments (`--kernel 6.12`:
+    /// another driver, which lists other blocks).
+    pub fn revive_as(&mut self, gen: &str, hwmon: u32, extra: &[&str]) {
         assert!(self.lost, "revive a lost mount");
         let _ = std::process::Command::new("umount")
             .arg("-l")
@@ -393,6 +399,7 @@ impl Mount {
             .status();
         self.child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("bfperf"))
             .args(["sim", "mount", "--gen", gen, "--hwmon", &hwmon.to_string()])
+            .args(extra)
             .arg(self.dir.path())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())

@@ -243,6 +243,7 @@ fn beside_the_owner(site: &Site, e: &Running, port: u16, n: u32) {
         before["llt1"], after["llt1"],
         "program wrote beside the exporter"
     );
+    top_beside(site, e, n);
     let body = get(port, "/metrics", "text/plain").1;
     assert_eq!(
         sample(&body, "bfperf_reprogrammed_total", &[]),
@@ -250,6 +251,38 @@ fn beside_the_owner(site: &Site, e: &Running, port: u16, n: u32) {
         "another writer disturbed the exporter: {}",
         said(e)
     );
+}
+
+/// `bfperf top` beside the exporter, in a real terminal: it shows the device's
+/// DDR reads at the simulator's rate and says the exporter holds the lock (it is
+/// its client).
+fn top_beside(site: &Site, e: &Running, n: u32) {
+    use crate::top::{shown, tmux_available, Tmux};
+    if !tmux_available() {
+        return;
+    }
+    let cmd = format!(
+        "exec env BFPERF_STATE_DIR={state} BFPERF_PAGE_SIZE=4096 {bin} --device {dev} top --interval 500ms",
+        state = site.state.path().display(),
+        bin = assert_cmd::cargo::cargo_bin!("bfperf").display(),
+        dev = site.place(n).display(),
+    );
+    let t = Tmux::start(&cmd, 100, 30);
+    let screen = t.wait_for("top's panels with values", |s| {
+        shown(s, "ddr_read_bandwidth").is_some()
+    });
+    assert!(
+        screen.contains("lock: the exporter's"),
+        "{screen}\n{}",
+        said(e)
+    );
+    let truth = bf3_gb_per_s(&["mss0", "mss1"], "SKYLIB_DDN_TX_FLITS");
+    assert_rate(
+        shown(&screen, "ddr_read_bandwidth").unwrap(),
+        truth,
+        &screen,
+    );
+    t.keys("q");
 }
 
 /// Ends the exporter with SIGTERM; its exit status must be success.
@@ -387,6 +420,72 @@ fn a_device_back_elsewhere_is_found_and_nothing_else_is_written() {
     );
     assert_eq!(stranger.contents(), strangers_files);
     assert!(site.journal().is_none());
+}
+
+/// The device back at its place with other blocks (another kernel's driver): it is
+/// not taken for the exporter's (whose lock it shares, being the same platform
+/// device), nothing is written to it, and a root `stat` on it is refused by the
+/// exporter with both devices named, its numbers never given.
+#[test]
+fn a_client_of_another_device_is_told_both_and_given_no_numbers() {
+    let Some(mut site) = Site::new() else {
+        return;
+    };
+    let (e, port) = site.exporter();
+    up_at(port, &site.place(3), &e);
+    site.mount.lose();
+    down(port);
+    site.mount.revive_as("3", 3, &["--kernel", "6.12"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !said(&e).contains("is not the device this exporter owns") {
+        assert!(Instant::now() < deadline, "{}", said(&e));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(said(&e).contains("its blocks differ"), "{}", said(&e));
+    let before = site.tree(3);
+    let o = site
+        .cmd()
+        .args([
+            "stat",
+            "-e",
+            "llt0/HNF0_CYCLES/",
+            "--duration",
+            "1s",
+            "--json",
+            "-o",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("this owner serves"), "{err}");
+    let inventories: Vec<&str> = err.matches("blocks ").collect();
+    assert_eq!(inventories.len(), 2, "both devices are named: {err}");
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("\"value\""),
+        "numbers were given"
+    );
+    assert_eq!(
+        site.tree(3),
+        before,
+        "something was written to another device"
+    );
+    assert_eq!(
+        sample(&get(port, "/metrics", "text/plain").1, "bfperf_up", &[]),
+        0.0
+    );
+    // Stopped, it cannot put back what it never found again: its journal stays
+    // for `bfperf restore`, and it says so.
+    let mut e = e;
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
+    let status = e.0.wait().unwrap();
+    let log = crate::exporter::said_to_end(&e);
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(log.contains("bfperf restore"), "{log}");
+    assert_eq!(site.tree(3), before);
+    assert!(site.journal().is_some());
 }
 
 /// Where the exporter is killed (SIGKILL): before the loss, during it, just as the

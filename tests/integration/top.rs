@@ -11,7 +11,7 @@ use crate::common::*;
 use bfperf::sim::{ManualClock, Sim, SimOptions, Workload};
 use bfperf::Generation;
 
-fn tmux_available() -> bool {
+pub(crate) fn tmux_available() -> bool {
     let ok = Process::new("tmux")
         .arg("-V")
         .output()
@@ -23,12 +23,12 @@ fn tmux_available() -> bool {
 }
 
 /// A tmux server of its own (its own socket), killed on drop.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
-    fn start(cmd: &str, width: u16, height: u16) -> Tmux {
+    pub(crate) fn start(cmd: &str, width: u16, height: u16) -> Tmux {
         // One server per terminal, whatever runs beside it.
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -66,7 +66,7 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn keys(&self, keys: &str) {
+    pub(crate) fn keys(&self, keys: &str) {
         self.cmd(&["send-keys", "-t", "top", keys])
             .status()
             .unwrap();
@@ -92,7 +92,7 @@ impl Tmux {
     }
 
     /// Waits until the screen satisfies `ok`, returning it.
-    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
             let s = self.screen();
@@ -119,7 +119,7 @@ impl Drop for Tmux {
 }
 
 /// The value shown on the row of `metric`, in its unit (`2.00 GB/s` → 2.0).
-fn shown(screen: &str, metric: &str) -> Option<f64> {
+pub(crate) fn shown(screen: &str, metric: &str) -> Option<f64> {
     let line = screen
         .lines()
         .find(|l| l.contains(&format!("│{metric} ")))?;

@@ -104,14 +104,24 @@ impl Journal {
 /// Puts the device back as `saved` recorded it; then the journal goes. When the
 /// device refuses, the journal stays for `bfperf restore`, and the error says so.
 pub(crate) fn put_back(device: &Device, saved: &[Saved], journal: Option<Journal>) -> Result<()> {
-    match (session::restore(device, saved), journal) {
+    // A device gone from its place (or replaced there) is not written at all.
+    let restored = device
+        .fs()
+        .still_here()
+        .map_err(|source| Error::File {
+            what: "cannot put the device back at",
+            path: device.location().into(),
+            source,
+        })
+        .and_then(|()| session::restore(device, saved));
+    match (restored, journal) {
         (Ok(()), Some(j)) => j.remove(),
         (Ok(()), None) => Ok(()),
         (Err(e), None) => Err(e),
         (Err(e), Some(j)) => Err(crate::error::with_context(
             e,
             &format!(
-                "the journal {} keeps the earlier programming; `bfperf restore` tries again",
+                "the journal {} keeps the earlier programming; `bfperf restore` puts it back (where the device is then)",
                 j.path().display()
             ),
         )),
