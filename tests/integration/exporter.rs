@@ -2908,3 +2908,62 @@ fn an_exporter_on_port_0_says_the_port_it_took_and_serves_there() {
     assert!(body.contains("bfperf_up 1"), "{body}");
     drop(e);
 }
+
+/// A member's words reach the log escaped as the text path escapes them: the
+/// command a client says it runs, with bidirectional overrides and isolates and
+/// the line and paragraph separators in it, is one line in logfmt and in JSON,
+/// every such character written as `\uXXXX` (they were written raw).
+#[test]
+fn a_clients_words_reach_the_structured_log_escaped() {
+    let Some(m) = Mount::start("3", "6.16") else {
+        return;
+    };
+    let hostile = "stat \u{202e}gnirts\u{202c} \u{2066}x\u{2069}\u{2028}level=error msg=forged\u{2029}end";
+    for format in ["logfmt", "json"] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), "events = [\"default\"]\n");
+        let mut e = exporter(
+            &m,
+            &dir.path().join("lock"),
+            &[
+                "--config",
+                cfg.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+                "--log.format",
+                format,
+            ],
+        );
+        served_port(&mut e);
+        let mut client =
+            std::os::unix::net::UnixStream::connect(dir.path().join("lock.sock")).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let ask = serde_json::json!({"bfperf": 2, "count": {"specs": ["llt0/HNF0_DIR_HIT/"], "command": hostile}});
+        writeln!(client, "{ask}").unwrap();
+        let mut answer = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(&client), &mut answer).unwrap();
+        assert!(answer.contains("granted"), "{answer}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !said(&e).contains("gnirts") {
+            assert!(Instant::now() < deadline, "{}", said(&e));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let log = said(&e);
+        let line = log.lines().find(|l| l.contains("gnirts")).unwrap();
+        for c in ['\u{202e}', '\u{202c}', '\u{2066}', '\u{2069}', '\u{2028}', '\u{2029}'] {
+            assert!(!log.contains(c), "{format}: U+{:04X} raw in {line}", c as u32);
+            assert!(
+                line.contains(&format!("\\u{:04x}", c as u32)),
+                "{format}: U+{:04X} not escaped in {line}",
+                c as u32
+            );
+        }
+        assert!(!log.lines().any(|l| l.starts_with("level=error msg=forged")), "{log}");
+        if format == "json" {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(v["msg"].as_str().unwrap().contains(hostile), "{line}");
+        }
+    }
+}
