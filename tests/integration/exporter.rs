@@ -63,16 +63,19 @@ fn promtool_accepts(promtool: &Path, text: &str) {
 /// An exporter on a mount with a config, serving on the port it bound (port 0) and
 /// said.
 pub(crate) fn serve(m: &Mount, dir: &Path, config: &Path) -> (Running, u16) {
-    let mut e = exporter(
-        m,
-        &dir.join("lock"),
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ],
-    );
+    serve_with(m, dir, config, &[])
+}
+
+/// As [`serve`], with more of the exporter's arguments.
+fn serve_with(m: &Mount, dir: &Path, config: &Path, more: &[&str]) -> (Running, u16) {
+    let mut args = vec![
+        "--config",
+        config.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    args.extend_from_slice(more);
+    let mut e = exporter(m, &dir.join("lock"), &args);
     let port = served_port(&mut e);
     (e, port)
 }
@@ -760,19 +763,7 @@ fn user_metrics_cannot_break_the_exposition() {
         dir.path(),
         "metrics = [\"odd_help\"]\nmetric_gauges = true\n",
     );
-    let mut _e = exporter(
-        &m,
-        &dir.path().join("lock"),
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-            "--metrics",
-            file.to_str().unwrap(),
-        ],
-    );
-    let port = served_port(&mut _e);
+    let (_e, port) = serve_with(&m, dir.path(), &cfg, &["--metrics", file.to_str().unwrap()]);
     let (_, text) = get(port, "/metrics", "text/plain");
     assert!(
         text.contains("# HELP bfperf_metric_odd_help line one\\nline two \\\\ with a backslash"),
@@ -2918,23 +2909,12 @@ fn a_clients_words_reach_the_structured_log_escaped() {
     let Some(m) = Mount::start("3", "6.16") else {
         return;
     };
-    let hostile = "stat \u{202e}gnirts\u{202c} \u{2066}x\u{2069}\u{2028}level=error msg=forged\u{2029}end";
+    let hostile =
+        "stat \u{202e}gnirts\u{202c} \u{2066}x\u{2069}\u{2028}level=error msg=forged\u{2029}end";
     for format in ["logfmt", "json"] {
         let dir = tempfile::tempdir().unwrap();
         let cfg = config(dir.path(), "events = [\"default\"]\n");
-        let mut e = exporter(
-            &m,
-            &dir.path().join("lock"),
-            &[
-                "--config",
-                cfg.to_str().unwrap(),
-                "--listen",
-                "127.0.0.1:0",
-                "--log.format",
-                format,
-            ],
-        );
-        served_port(&mut e);
+        let (e, _) = serve_with(&m, dir.path(), &cfg, &["--log.format", format]);
         let mut client =
             std::os::unix::net::UnixStream::connect(dir.path().join("lock.sock")).unwrap();
         client
@@ -2952,15 +2932,24 @@ fn a_clients_words_reach_the_structured_log_escaped() {
         }
         let log = said(&e);
         let line = log.lines().find(|l| l.contains("gnirts")).unwrap();
-        for c in ['\u{202e}', '\u{202c}', '\u{2066}', '\u{2069}', '\u{2028}', '\u{2029}'] {
-            assert!(!log.contains(c), "{format}: U+{:04X} raw in {line}", c as u32);
+        for c in [
+            '\u{202e}', '\u{202c}', '\u{2066}', '\u{2069}', '\u{2028}', '\u{2029}',
+        ] {
+            assert!(
+                !log.contains(c),
+                "{format}: U+{:04X} raw in {line}",
+                c as u32
+            );
             assert!(
                 line.contains(&format!("\\u{:04x}", c as u32)),
                 "{format}: U+{:04X} not escaped in {line}",
                 c as u32
             );
         }
-        assert!(!log.lines().any(|l| l.starts_with("level=error msg=forged")), "{log}");
+        assert!(
+            !log.lines().any(|l| l.starts_with("level=error msg=forged")),
+            "{log}"
+        );
         if format == "json" {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
             assert!(v["msg"].as_str().unwrap().contains(hostile), "{line}");

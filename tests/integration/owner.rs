@@ -45,6 +45,24 @@ impl Site {
         Some(site)
     }
 
+    /// A site whose device was pre-programmed ([`Site::pre_program`]), what every
+    /// block held then, and the exporter serving it.
+    fn started() -> Option<(Site, Blocks, Running, u16)> {
+        let site = Site::new()?;
+        site.pre_program();
+        let before = site.tree(3);
+        let (e, port) = site.exporter();
+        up_at(port, &site.place(3), &e);
+        Some((site, before, e, port))
+    }
+
+    /// The device goes away (the driver unloaded), and the exporter serving on
+    /// `port` has seen it.
+    fn lose(&mut self, port: u16) {
+        self.mount.lose();
+        down(port);
+    }
+
     /// `class/hwmon/hwmon{n}` leads to `to` from now on.
     fn link(&self, n: u32, to: &Path) {
         let at = self.place(n);
@@ -114,6 +132,16 @@ impl Site {
         );
         let port = served_port(&mut e);
         (e, port)
+    }
+
+    /// A root `stat` of llt0's cycles for a second on the device at `hwmon{n}`,
+    /// its records as JSON on standard output.
+    fn stat(&self, n: u32) -> std::process::Output {
+        self.at(n)
+            .args(["stat", "-e", "llt0/HNF0_CYCLES/", "--duration", "1s"])
+            .args(["--json", "-o", "-"])
+            .output()
+            .unwrap()
     }
 
     /// Every block's configuration at `hwmon{n}`.
@@ -189,20 +217,7 @@ fn down(port: u16) {
 /// (its log says so), the second refused naming it; the device unchanged by them.
 fn beside_the_owner(site: &Site, e: &Running, port: u16, n: u32) {
     let before = site.tree(n);
-    let o = site
-        .at(n)
-        .args([
-            "stat",
-            "-e",
-            "llt0/HNF0_CYCLES/",
-            "--duration",
-            "1s",
-            "-o",
-            "-",
-        ])
-        .args(["--json"])
-        .output()
-        .unwrap();
+    let o = site.stat(n);
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "stat beside the exporter: {err}");
@@ -302,15 +317,10 @@ fn stop(mut e: Running) -> String {
 /// the device holds what it held before the exporter.
 #[test]
 fn a_device_back_at_its_place_has_one_owner() {
-    let Some(mut site) = Site::new() else {
+    let Some((mut site, before, e, port)) = Site::started() else {
         return;
     };
-    site.pre_program();
-    let before = site.tree(3);
-    let (e, port) = site.exporter();
-    up_at(port, &site.place(3), &e);
-    site.mount.lose();
-    down(port);
+    site.lose(port);
     site.mount.revive("3");
     up_at(port, &site.place(3), &e);
     assert_eq!(said(&e).matches("answers again").count(), 1, "{}", said(&e));
@@ -336,13 +346,9 @@ fn a_device_back_at_its_place_has_one_owner() {
 /// device's prior state, at every instant of the move.
 #[test]
 fn a_device_back_elsewhere_is_found_and_nothing_else_is_written() {
-    let Some(mut site) = Site::new() else {
+    let Some((mut site, before, e, port)) = Site::started() else {
         return;
     };
-    site.pre_program();
-    let before = site.tree(3);
-    let (e, port) = site.exporter();
-    up_at(port, &site.place(3), &e);
     let journal = site.journal().expect("the exporter's journal");
     let recorded = std::fs::read_to_string(&journal).unwrap();
     let saved = |text: &str| {
@@ -373,8 +379,7 @@ fn a_device_back_elsewhere_is_found_and_nothing_else_is_written() {
             (looks, faults)
         })
     };
-    site.mount.lose();
-    down(port);
+    site.lose(port);
     let stranger = site.stranger_at(3);
     let strangers_files = stranger.contents();
     let other = site.dir.path().join("coretemp");
@@ -428,13 +433,10 @@ fn a_device_back_elsewhere_is_found_and_nothing_else_is_written() {
 /// exporter with both devices named, its numbers never given.
 #[test]
 fn a_client_of_another_device_is_told_both_and_given_no_numbers() {
-    let Some(mut site) = Site::new() else {
+    let Some((mut site, _, e, port)) = Site::started() else {
         return;
     };
-    let (e, port) = site.exporter();
-    up_at(port, &site.place(3), &e);
-    site.mount.lose();
-    down(port);
+    site.lose(port);
     site.mount.revive_as("3", 3, &["--kernel", "6.12"]);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !said(&e).contains("is not the device this exporter owns") {
@@ -443,20 +445,7 @@ fn a_client_of_another_device_is_told_both_and_given_no_numbers() {
     }
     assert!(said(&e).contains("its blocks differ"), "{}", said(&e));
     let before = site.tree(3);
-    let o = site
-        .cmd()
-        .args([
-            "stat",
-            "-e",
-            "llt0/HNF0_CYCLES/",
-            "--duration",
-            "1s",
-            "--json",
-            "-o",
-            "-",
-        ])
-        .output()
-        .unwrap();
+    let o = site.stat(3);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("this owner serves"), "{err}");
@@ -510,13 +499,9 @@ fn a_killed_exporters_journal_restores_the_device_wherever_it_returns() {
         Kill::AtTheMove,
         Kill::RightAfter,
     ] {
-        let Some(mut site) = Site::new() else {
+        let Some((mut site, before, mut e, port)) = Site::started() else {
             return;
         };
-        site.pre_program();
-        let before = site.tree(3);
-        let (mut e, port) = site.exporter();
-        up_at(port, &site.place(3), &e);
         let killed = |e: &mut Running| {
             let _ = e.0.kill();
             let _ = e.0.wait();
@@ -560,13 +545,10 @@ fn a_killed_exporters_journal_restores_the_device_wherever_it_returns() {
 /// on it is not refused in the exporter's name.
 #[test]
 fn a_stale_identity_names_no_stranger() {
-    let Some(mut site) = Site::new() else {
+    let Some((mut site, _, e, port)) = Site::started() else {
         return;
     };
-    let (e, port) = site.exporter();
-    up_at(port, &site.place(3), &e);
-    site.mount.lose();
-    down(port);
+    site.lose(port);
     // Gone for good: its mount undone, so its numbers are free for the next.
     let Site { mount, state, .. } = site;
     drop(mount);

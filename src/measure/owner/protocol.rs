@@ -676,22 +676,26 @@ mod tests {
         assert!(refused(&s.answer(&ask(COUNT), &mut o, 0).0).contains("one measurement"));
     }
 
+    /// A count request naming `device`.
+    fn count_on(device: Serves) -> Vec<u8> {
+        let ask = Ask {
+            bfperf: VERSION,
+            what: AskWhat::Count {
+                specs: vec!["tile2/HNF_REQUESTS/".into()],
+                command: "stat".into(),
+                device: Some(device),
+            },
+        };
+        serde_json::to_vec(&ask).unwrap()
+    }
+
     #[test]
     fn a_client_that_means_another_device_is_refused_naming_both() {
         let (mut s, mut o) = (Session::new(None), Fake::default());
         let mut other = fake_device();
         other.identity = "sysfs platform MLNXBFD1:00 BlueField-2".into();
         other.location = "/sys/class/hwmon/hwmon7".into();
-        let line = serde_json::to_string(&Ask {
-            bfperf: VERSION,
-            what: AskWhat::Count {
-                specs: vec!["tile2/HNF_REQUESTS/".into()],
-                command: "stat".into(),
-                device: Some(other),
-            },
-        })
-        .unwrap();
-        let (a, said) = s.answer(line.as_bytes(), &mut o, 0);
+        let (a, said) = s.answer(&count_on(other), &mut o, 0);
         let why = refused(&a);
         assert!(why.contains("hwmon4") && why.contains("hwmon7"), "{why}");
         assert!(
@@ -702,16 +706,7 @@ mod tests {
         // The same device, wherever the client sees it, is granted and named.
         let mut same = fake_device();
         same.location = "/mnt/bound".into();
-        let line = serde_json::to_string(&Ask {
-            bfperf: VERSION,
-            what: AskWhat::Count {
-                specs: vec!["x".into()],
-                command: "stat".into(),
-                device: Some(same),
-            },
-        })
-        .unwrap();
-        match s.answer(line.as_bytes(), &mut o, 0).0 {
+        match s.answer(&count_on(same), &mut o, 0).0 {
             AnswerWhat::Granted { device, .. } => assert_eq!(device, fake_device()),
             other => panic!("{other:?}"),
         }
