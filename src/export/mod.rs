@@ -123,6 +123,9 @@ pub struct Exporter<'d> {
     /// Counters of its all-at-once blocks lent to clients.
     lent: Vec<clients::Lent>,
     next_client: u64,
+    /// How the device prints its event lists, read at the start: a label that
+    /// stays as it is while the device cannot be read.
+    list_format: &'static str,
 }
 
 /// The specs of every register of every pcie, ecc and clock_measure block.
@@ -329,6 +332,7 @@ impl<'d> Exporter<'d> {
             user_share: config.user_share.unwrap_or(USER_SHARE),
             lent: Vec::new(),
             next_client: 0,
+            list_format: event_list_format(device),
         };
         // The first scrape's metrics cover the time since the start.
         e.last_accs = e.own_totals();
@@ -420,7 +424,7 @@ impl<'d> Exporter<'d> {
                 false => "sampling it again at the next sweep",
             };
             self.events.push(format!(
-                "{} of {}: {}; {then}",
+                "warning: {} of {}: {}; {then}",
                 d.items.join(", "),
                 d.block,
                 d.why.describe()
@@ -498,7 +502,7 @@ impl<'d> Exporter<'d> {
             vec![
                 ("generation", self.device.generation().label().into()),
                 ("device", location),
-                ("event_list_format", event_list_format(self.device).into()),
+                ("event_list_format", self.list_format.into()),
             ],
             1.0,
         ));

@@ -2956,3 +2956,58 @@ fn a_clients_words_reach_the_structured_log_escaped() {
         }
     }
 }
+
+/// A SIGHUP with the config as it is changes nothing: the exporter's counters go
+/// on and a client counting beside it is not cut short (it was: every reload
+/// ended every client and restarted every counter).
+#[test]
+fn an_identical_reload_changes_nothing_and_keeps_its_clients() {
+    let Some((m, dir, e, _port)) = default_exporter() else {
+        return;
+    };
+    let gic0 = m.config("gic0");
+    let client = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
+        .arg("--sysfs-root")
+        .arg(m.root())
+        .arg("--lock-file")
+        .arg(dir.path().join("lock"))
+        .args([
+            "stat",
+            "-o",
+            "-",
+            "--json",
+            "-e",
+            "gic0/AW_BEATS/",
+            "--",
+            "sleep",
+            "3",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while m.config("gic0") == gic0 {
+        assert!(
+            Instant::now() < until,
+            "the client's event was never programmed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(e.0.id() as i32, libc::SIGHUP) };
+    let out = client.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the client was cut short: {err}");
+    let total = ndjson(&String::from_utf8_lossy(&out.stdout))
+        .into_iter()
+        .find(|r| r["record"] == "total" && r["event"] == "AW_BEATS")
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        total["valid"] == true && total["value"].as_f64().unwrap() > 0.0,
+        "{total}"
+    );
+    let log = said(&e);
+    assert!(log.contains("unchanged"), "{log}");
+    assert!(!log.contains("ended (the exporter reloads"), "{log}");
+}

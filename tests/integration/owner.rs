@@ -477,6 +477,29 @@ fn a_client_of_another_device_is_told_both_and_given_no_numbers() {
     assert!(site.journal().is_some());
 }
 
+/// A config broken on disk, without a SIGHUP, never keeps the device from coming
+/// back: the exporter programs it with the configuration in force (it read the
+/// file again each time it looked, and refused it, 20 lines a second), and the
+/// file is not read.
+#[test]
+fn a_broken_config_on_disk_never_keeps_the_device_from_coming_back() {
+    let Some((mut site, _, e, port)) = Site::started() else {
+        return;
+    };
+    std::fs::write(
+        site.dir.path().join("exporter.toml"),
+        "events = [\"nosuchblock/X/\"\n",
+    )
+    .unwrap();
+    site.lose(port);
+    site.mount.revive("3");
+    up_at(port, &site.place(3), &e);
+    let log = said(&e);
+    assert!(!log.contains("reload"), "{log}");
+    assert!(log.lines().count() <= 4, "{log}");
+    stop(e);
+}
+
 /// Where the exporter is killed (SIGKILL): before the loss, during it, just as the
 /// device returns under another `hwmonN`, and once it serves it there.
 #[derive(Debug, Clone, Copy, PartialEq)]

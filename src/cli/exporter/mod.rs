@@ -50,8 +50,9 @@ fn signals() -> Signals {
 }
 
 /// Loads a new config on SIGHUP: checked in full first; a bad one keeps the old
-/// programming and says why. A config that checks out but fails to start (the
-/// device refuses a write) is undone, and the old configuration starts again.
+/// programming and says why; one that is the config running changes nothing. A
+/// config that checks out but fails to start (the device refuses a write) is
+/// undone, and the old configuration starts again.
 /// The series that continue keep their running totals.
 fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter<'d>> {
     let (device, global) = (r.device, r.global);
@@ -65,15 +66,23 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
         }
         Ok((c, set))
     });
+    let mut current = current;
     let (config, set) = match checked {
         Err(e) => {
             diag(&format!(
-                "reload refused, the old configuration keeps running: {e}"
+                "warning: reload refused, the old configuration keeps running: {e}"
             ));
+            end_clients(r, &mut current);
             return Ok(current);
         }
         Ok(c) => c,
     };
+    if same_config(&r.config, (&config, &set)) {
+        // Nothing to change: the counters and the clients' go on, nothing lost.
+        diag("configuration reloaded: unchanged, the counters go on as they are");
+        return Ok(current);
+    }
+    end_clients(r, &mut current);
     // The series that continue keep their running totals (counters never go
     // backwards across a reload).
     let totals = current.running_totals();
@@ -86,7 +95,7 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
         }
         Err(e) => {
             diag(&format!(
-                "reload failed, the old configuration runs again: {e}"
+                "warning: reload failed, the old configuration runs again: {e}"
             ));
             let (old, old_set) = r.config.clone();
             Exporter::start(device, &old, old_set, monotonic_ns)?
@@ -94,6 +103,31 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
     };
     next.carry(totals);
     Ok(next)
+}
+
+/// Ends every client's measurement, its counters put back: a reload ends them
+/// (a refused one too: the clients must not be counted for by an exporter they
+/// did not ask).
+fn end_clients(r: &mut Running, e: &mut Exporter) {
+    if let Some(h) = &mut r.owner {
+        h.clients.close_all(e);
+        said(&mut h.clients);
+    }
+}
+
+/// Whether a configuration read again is the one running: the same config and the
+/// same metric definitions (a metric file may have changed).
+fn same_config(
+    running: &(ExportConfig, crate::metrics::MetricSet),
+    (config, set): (&ExportConfig, &crate::metrics::MetricSet),
+) -> bool {
+    let defs = |s: &crate::metrics::MetricSet| -> Vec<(crate::metrics::MetricDef, String)> {
+        s.metrics
+            .iter()
+            .map(|m| (m.def.clone(), m.source.clone()))
+            .collect()
+    };
+    running.0 == *config && defs(&running.1) == defs(set)
 }
 
 /// Logs what the owner's socket says happened to its clients.
@@ -444,10 +478,6 @@ impl<'d> Running<'d, '_> {
             return Ok(true);
         }
         if sig.reload.swap(false, Ordering::SeqCst) {
-            if let (Some(h), Some(e)) = (&mut self.owner, &mut self.exporter) {
-                h.clients.close_all(e);
-                said(&mut h.clients);
-            }
             let old = self.exporter.take().expect("an exporter is always running");
             self.exporter = Some(reload(self, old)?);
         }
