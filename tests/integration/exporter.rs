@@ -3011,3 +3011,59 @@ fn an_identical_reload_changes_nothing_and_keeps_its_clients() {
     assert!(log.contains("unchanged"), "{log}");
     assert!(!log.contains("ended (the exporter reloads"), "{log}");
 }
+
+/// One read that fails (EIO on an mss0 counter, as a flaky bus) is that read's
+/// fault, not a lost device: scraped ten times a second across it, no counter
+/// series ever goes backwards (`resets()` 0) and nothing is programmed again (all
+/// of them restarted from 0 a tenth of a second later).
+#[test]
+fn a_failed_read_is_not_a_lost_device() {
+    let Some(m) = Mount::start_with("3", "6.16", &["--sim-faults", "mss0/counter*@12=EIO"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "events = [\"default\"]\n");
+    let (e, port) = serve(&m, dir.path(), &cfg);
+    let totals = |body: &str| -> std::collections::BTreeMap<String, f64> {
+        body.lines()
+            .filter(|l| {
+                l.starts_with("bfperf_events_total{") || l.starts_with("bfperf_cycles_total{")
+            })
+            .filter_map(|l| {
+                let (series, v) = l.rsplit_once(' ')?;
+                Some((series.to_string(), v.parse().ok()?))
+            })
+            .collect()
+    };
+    let mut last = totals(&get(port, "/metrics", "text/plain").1);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut after_fault = 0;
+    while after_fault < 30 {
+        assert!(
+            Instant::now() < deadline,
+            "the fault never came: {}",
+            said(&e)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let now = totals(&get(port, "/metrics", "text/plain").1);
+        for (series, v) in &now {
+            if let Some(before) = last.get(series) {
+                assert!(
+                    v >= before,
+                    "{series} went from {before} to {v}: {}",
+                    said(&e)
+                );
+            }
+        }
+        last.extend(now);
+        if said(&e).contains("cannot be read") {
+            after_fault += 1;
+        }
+    }
+    let log = said(&e);
+    assert!(
+        !log.contains("answers again") && !log.contains("programming it again"),
+        "{log}"
+    );
+    assert!(log.contains("reads again"), "{log}");
+}

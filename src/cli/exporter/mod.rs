@@ -413,7 +413,7 @@ impl<'d> Running<'d, '_> {
     /// Looks for a device that could not be read (at most every second, backing
     /// off to every 5 s while it is not found): `moved` is set when it is found.
     fn look_for_device(&mut self) {
-        if self.exporter().readable() {
+        if self.exporter().readable() || self.still_here() {
             return;
         }
         let (at, wait) = self.rediscover;
@@ -422,6 +422,15 @@ impl<'d> Running<'d, '_> {
         }
         self.moved = self.found_again();
         self.rediscover = (Instant::now() + wait, (wait * 2).min(REDISCOVER_MOST));
+    }
+
+    /// Whether a device that failed a read is still here: its directory the one
+    /// opened, its name answering. Then the read's failure was the read's (a flaky
+    /// bus, EBUSY): that window is left out, every total is kept and nothing is
+    /// programmed again; only a device gone is looked for.
+    fn still_here(&self) -> bool {
+        let fs = self.device.fs();
+        fs.still_here().is_ok() && fs.read(crate::sysfs::layout::NAME).is_ok()
     }
 
     /// The device, found again: at its own place, or (when it was found by
