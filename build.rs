@@ -1,6 +1,7 @@
-//! Records what built bfperf, for the exporter's `bfperf_build_info`: the source's
-//! revision (`git rev-parse`, or `BFPERF_REVISION` where there is no checkout, as in
-//! a source package) and the compiler's version.
+//! Records what built bfperf, for the exporter's `bfperf_build_info` and
+//! `--version`: the source's revision (`git rev-parse`, or `BFPERF_REVISION` where
+//! there is no checkout, as in a source package), the build's date and the
+//! compiler's version.
 
 use std::path::Path;
 use std::process::Command;
@@ -32,6 +33,36 @@ fn main() {
     let version = output(&rustc, &["--version"])
         .and_then(|v| v.split_whitespace().nth(1).map(str::to_string))
         .unwrap_or_else(|| "unknown".into());
+    // The build's date as reproducible builds give it (SOURCE_DATE_EPOCH, which
+    // Debian's tools set), else the revision's commit date.
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    let date = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|e| {
+            output(
+                "date",
+                &["-u", "-d", &format!("@{}", e.trim()), "+%Y%m%d-%H:%M:%S"],
+            )
+        })
+        .or_else(|| {
+            output(
+                "git",
+                &[
+                    "log",
+                    "-1",
+                    "--format=%cd",
+                    "--date=format-local:%Y%m%d-%H:%M:%S",
+                ],
+            )
+        })
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=BFPERF_BUILD_DATE={date}");
+    let target = |v: &str| std::env::var(v).unwrap_or_else(|_| "unknown".into());
+    println!(
+        "cargo:rustc-env=BFPERF_PLATFORM={}/{}",
+        target("CARGO_CFG_TARGET_OS"),
+        target("CARGO_CFG_TARGET_ARCH")
+    );
     println!("cargo:rustc-env=BFPERF_REVISION={revision}");
     println!("cargo:rustc-env=BFPERF_RUSTC_VERSION={version}");
 }

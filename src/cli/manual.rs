@@ -118,7 +118,12 @@ pub(super) fn pages() -> Vec<(String, String)> {
 
 fn page(name: &str, cmd: clap::Command, see_also: &[String]) -> (String, String) {
     let mut man_cmd = cmd.clone();
-    let man = clap_mangen::Man::new(cmd);
+    // The title carries the version alone (not the exporter's revision and build
+    // date, which its --version adds): a page does not change with every commit.
+    let man = match cmd.get_version() {
+        Some(_) => clap_mangen::Man::new(cmd.version(env!("CARGO_PKG_VERSION"))),
+        None => clap_mangen::Man::new(cmd),
+    };
     let mut buf = Vec::new();
     let _ = man.render_title(&mut buf);
     let _ = man.render_name_section(&mut buf);

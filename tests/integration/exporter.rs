@@ -2690,11 +2690,18 @@ fn a_lost_device_reads_up_0_its_series_left_out_is_logged_once_and_found_again()
 /// one that refuses it).
 #[test]
 fn the_basics_every_exporter_has() {
-    bfperf()
-        .args(["exporter", "--version"])
-        .assert()
-        .success()
-        .stdout(predicates::str::contains(env!("CARGO_PKG_VERSION")));
+    let version = stdout_of(bfperf().args(["exporter", "--version"]));
+    let first = format!("bfperf-exporter {} (revision: ", env!("CARGO_PKG_VERSION"));
+    assert!(version.starts_with(&first), "{version}");
+    for field in ["build date:", "rust version:", "platform:     linux/"] {
+        assert!(version.contains(field), "{version}");
+    }
+    let revision = version[first.len()..].split(')').next().unwrap();
+    assert!(
+        revision.len() == 12 && revision.chars().all(|c| c.is_ascii_hexdigit())
+            || revision == "unknown",
+        "{version}"
+    );
     let Some((_m, _dir, e, port)) = default_exporter() else {
         return;
     };

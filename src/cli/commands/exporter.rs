@@ -9,9 +9,23 @@ use crate::cli::exit::Failure;
 #[cfg(feature = "exporter")]
 use crate::cli::exporter::{self, ExporterOptions};
 
+/// `bfperf exporter --version`, as node_exporter says its own: the version, the
+/// revision it was built from, the build's date, the compiler and the platform.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (revision: ",
+    env!("BFPERF_REVISION"),
+    ")\n  build date:   ",
+    env!("BFPERF_BUILD_DATE"),
+    "\n  rust version: ",
+    env!("BFPERF_RUSTC_VERSION"),
+    "\n  platform:     ",
+    env!("BFPERF_PLATFORM"),
+);
+
 #[derive(Debug, ClapArgs)]
 #[command(
-    version,
+    version = VERSION,
     after_help = "Examples:\n  systemctl enable --now bfperf-exporter\n  bfperf exporter --listen 0.0.0.0:9839 --web.config.file /etc/bfperf/web.yml\n  bfperf exporter --textfile /var/lib/node_exporter/textfile/bfperf.prom"
 )]
 pub(crate) struct Args {
