@@ -66,7 +66,19 @@ pub(crate) fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to stdout (exit 0), usage errors to stderr (exit 2);
-            // a closed stream is ignored.
+            // a closed stream is ignored. The exporter's usage errors are lines of
+            // its log, in the format it was asked for.
+            if let (true, Some(format)) = (e.use_stderr(), exporter_log_format()) {
+                exit::set_log(format, exit::Level::Info);
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or_default();
+                let said = first.strip_prefix("error: ").unwrap_or(first);
+                exit::log(
+                    exit::Level::Error,
+                    &format!("{said} (bfperf exporter --help says what it takes)"),
+                );
+                return ExitCode::Usage as i32;
+            }
             let _ = e.print();
             return if e.use_stderr() {
                 ExitCode::Usage
@@ -88,6 +100,26 @@ pub(crate) fn main() -> i32 {
         Ok(code) => code,
         Err(f) => exit::report(f) as i32,
     }
+}
+
+/// The log format of an `exporter` command line (its `--log.format`, logfmt when
+/// not given or not one it knows), None for any other command: what a usage error
+/// is written in.
+fn exporter_log_format() -> Option<exit::LogFormat> {
+    use clap::ValueEnum;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let at = args.iter().position(|a| a == "exporter")?;
+    let rest = &args[at + 1..];
+    let value = rest
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| match a.strip_prefix("--log.format") {
+            Some("") => rest.get(i + 1).cloned(),
+            Some(v) => v.strip_prefix('=').map(str::to_string),
+            None => None,
+        });
+    let known = value.and_then(|v| exit::LogFormat::from_str(&v, true).ok());
+    Some(known.unwrap_or(exit::LogFormat::Logfmt))
 }
 
 /// `bfperf --version` (or `-V`) and nothing else: clap's answer, `bfperf 0.1.0`,

@@ -3074,3 +3074,35 @@ fn a_failed_read_is_not_a_lost_device() {
     );
     assert!(log.contains("reads again"), "{log}");
 }
+
+/// The exporter's usage errors are lines of its log, as its other errors are: one
+/// JSON or logfmt line at level error (they were clap's plain lines), exit 2.
+#[test]
+fn usage_errors_are_log_lines_in_the_format_asked() {
+    for (args, format) in [
+        (&["--log.format", "json", "--interval", "xyz"][..], "json"),
+        (&["--log.format=json", "--nosuch"][..], "json"),
+        (&["--nosuch"][..], "logfmt"),
+    ] {
+        let o = bfperf()
+            .args(["--sim", "bf3", "exporter"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {err}");
+        match format {
+            "json" => {
+                let v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+                assert_eq!(v["level"], "error", "{err}");
+                assert!(v["msg"].as_str().unwrap().contains("--help"), "{err}");
+            }
+            _ => assert!(lines[0].contains("level=error msg=\""), "{err}"),
+        }
+    }
+    // Another command's usage errors stay clap's.
+    let o = bfperf().args(["stat", "--nosuch"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("error: unexpected argument"));
+}
