@@ -638,7 +638,7 @@ impl<'d> Measurement<'d> {
             off.pause(start, self.source.totals());
             self.pause_perf(true);
         }
-        let mut previous = self.mark(start, &off);
+        let mut previous = self.first_mark(start, &off);
         loop {
             let mut now = pacer.now_ns();
             let elapsed = Duration::from_nanos(now.saturating_sub(start));
@@ -744,6 +744,20 @@ impl<'d> Measurement<'d> {
                 false => p.resume(),
             }
         }
+    }
+
+    /// Where the counts stand at the run's `start`: the start of its first
+    /// interval. The perf counters count from the run's start (reset then, or
+    /// opened for the command and enabled at its exec): whatever they read by the
+    /// time the loop first looks was counted within the run, so they start from
+    /// 0 and the intervals add up to the run's total.
+    fn first_mark(&mut self, start: u64, off: &Excluded) -> Mark {
+        let mut mark = self.mark(start, off);
+        for c in &mut mark.perf {
+            c.raw = 0;
+            c.value = c.value.map(|_| 0);
+        }
+        mark
     }
 
     /// Where the counts stand at `now`: the start of the next interval.
