@@ -109,9 +109,10 @@ pub struct Device {
     warnings: Vec<String>,
     /// A digest of the names of every block directory (whether opened or not).
     inventory: String,
-    /// What it is ([`Device::identity`]), as it was when opened: the same
-    /// however the files fail later.
-    identity: String,
+    /// What it is ([`Device::identity`]), as it was when first asked (a writer
+    /// asks before its first write): the same however the files fail later. One-
+    /// shot reads never ask, and never pay for it.
+    identity: std::sync::OnceLock<String>,
     /// Catalogs of counter blocks by kind: the driver prints one table per kind, so
     /// one block's `event_list` is read and parsed for all of its kind.
     catalogs: std::sync::Mutex<std::collections::HashMap<BlockKind, std::sync::Arc<Catalog>>>,
@@ -242,14 +243,13 @@ impl Device {
                 )
             });
         }
-        let identity = format!("{} {}", fs.identity(), generation.label());
         Ok(Device {
             fs,
             generation,
             blocks,
             warnings,
             inventory,
-            identity,
+            identity: std::sync::OnceLock::new(),
             catalogs: Default::default(),
         })
     }
@@ -281,7 +281,9 @@ impl Device {
     /// [`Sysfs::identity`]) and its generation. The writer lock, the owner's
     /// socket and the journal are keyed on it.
     pub fn identity(&self) -> String {
-        self.identity.clone()
+        self.identity
+            .get_or_init(|| format!("{} {}", self.fs.identity(), self.generation.label()))
+            .clone()
     }
 
     /// A digest of its block inventory: the names of every block directory.

@@ -166,6 +166,12 @@ pub(super) struct ExporterOptions {
 /// Runs the exporter until SIGTERM or SIGINT; restores the device then.
 pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     let device = open_device(global)?;
+    // What the device is, fixed now, while it answers: what a device found
+    // again must be.
+    crate::cli::exit::log(
+        crate::cli::exit::Level::Debug,
+        &format!("the device is {}", device.identity()),
+    );
     let (config, serving) = read_config(args.config.as_deref(), global)?;
     let mut args = args;
     // The command line's flags win over the config file.
