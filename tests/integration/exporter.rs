@@ -2132,30 +2132,36 @@ fn ask_to_count(dir: &Path, specs: &[&str]) -> (std::os::unix::net::UnixStream, 
     (client, answer)
 }
 
-/// A member's worst request, one line of 10,000 `*/*` specs, is refused at once:
-/// it never stalls the exporter's loop (a scrape meanwhile answers promptly).
+/// A member's worst request, one line of 10,000 `*/*` specs, is refused before
+/// any is resolved: the exporter spends on it what reading the line costs (its
+/// processor time, which a loaded machine does not stretch as it stretches a
+/// wall-clock wait; resolving them would take seconds), and a scrape meanwhile is
+/// answered.
 #[test]
 fn a_request_of_ten_thousand_specs_is_refused_at_once() {
-    let Some((_m, dir, _e, port)) = default_exporter() else {
+    let Some((_m, dir, e, port)) = default_exporter() else {
         return;
     };
     let scraped = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(20));
-        let t = Instant::now();
-        let (status, _) = get(port, "/metrics", "text/plain");
-        (status, t.elapsed())
+        get(port, "/metrics", "text/plain").0
     });
-    let t = Instant::now();
+    let before = cpu_time(e.0.id());
     let (_client, answer) = ask_to_count(dir.path(), &vec!["*/*"; 10_000]);
-    let took = t.elapsed();
+    let spent = cpu_time(e.0.id()) - before;
     assert!(
         answer.contains("refused") && answer.contains("at most"),
         "{answer}"
     );
-    assert!(took < prompt(), "refused after {took:?}");
-    let (status, scrape) = scraped.join().unwrap();
+    // Sweeps and scrapes go on meanwhile (a few ms each); under emulation every
+    // instruction costs about ten.
+    let most = match emulated() {
+        true => Duration::from_millis(2500),
+        false => Duration::from_millis(250),
+    };
+    assert!(spent < most, "refusing took {spent:?} of processor time");
+    let status = scraped.join().unwrap();
     assert!(status.contains("200"), "{status}");
-    assert!(scrape < prompt(), "a scrape took {scrape:?}");
 }
 
 /// Connections a member opens and never asks on are limited (two waiting per user)
