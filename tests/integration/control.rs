@@ -179,9 +179,10 @@ fn task_clock_counts_the_enabled_phase_of_a_busy_command() {
     let out = dir.path().join("out.json");
     let cpu = dir.path().join("cpu");
     // Busy throughout; the enabled phase's busy loop reports its own CPU time (ns,
-    // from its schedstat) before it is stopped.
+    // from its schedstat) once it is stopped (SIGSTOP first: a loop still spinning
+    // while `cut` starts on a loaded machine would count what it does not report).
     let script = format!(
-        "busy() {{ sh -c 'while :; do :; done' & p=$!; sleep 1; [ -n \"$1\" ] && cut -d' ' -f1 /proc/$p/schedstat > $1; kill $p; wait $p 2>/dev/null; }}; \
+        "busy() {{ sh -c 'while :; do :; done' & p=$!; sleep 1; kill -STOP $p; [ -n \"$1\" ] && cut -d' ' -f1 /proc/$p/schedstat > $1; kill -KILL $p; wait $p 2>/dev/null; }}; \
          ctl() {{ echo $1 > {ctl}; read a < {ack}; }}; busy; ctl enable; busy {cpu}; ctl disable; busy; true",
         cpu = cpu.display()
     );
