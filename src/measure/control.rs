@@ -182,45 +182,28 @@ enum Walk {
     Refused(String),
 }
 
-/// Opens each component of `path` in turn with `O_PATH | O_NOFOLLOW` under the one
-/// before it (from `/`, or the working directory for a relative path): a link
-/// anywhere is refused, never followed, and so is a directory that is not the
-/// caller's (`me`) or root's, or that others may write without the sticky bit.
-/// Returns the last component's descriptor.
+/// Opens the last component of `path` with `O_PATH | O_NOFOLLOW`, after every
+/// directory on the way (from `/`, the working directory for a relative path) was
+/// found, by `lstat`, to be no link, the caller's (`me`) or root's, and, if others
+/// may write it, sticky: no other user can then swap what a name leads to. The
+/// name opened is then read back (`/proc/self/fd`): a path the kernel resolved
+/// through a link anywhere is refused. Returns the descriptor.
 fn walk(path: &Path, me: u32) -> std::result::Result<File, Walk> {
-    use std::ffi::CString;
     use std::os::fd::AsRawFd;
-    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::MetadataExt;
     use std::path::Component;
-    let flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    let open_at = |dir: libc::c_int, name: &std::ffi::OsStr| -> std::result::Result<File, Walk> {
-        let c = CString::new(name.as_bytes()).map_err(|e| Walk::Io(std::io::Error::other(e)))?;
-        // SAFETY: openat reads the NUL-terminated name; the descriptor returned is ours.
-        let fd = unsafe { libc::openat(dir, c.as_ptr(), flags) };
-        if fd < 0 {
-            return Err(Walk::Io(std::io::Error::last_os_error()));
-        }
-        // SAFETY: fd is a new descriptor nobody else owns.
-        Ok(unsafe { File::from_raw_fd(fd) })
-    };
-    let parts: Vec<Component> = path.components().collect();
-    let (last, dirs) = match parts.split_last() {
-        Some((Component::Normal(last), dirs)) => (*last, dirs),
-        _ => return Err(Walk::Refused("does not end in a file name".into())),
-    };
-    let mut at = open_at(libc::AT_FDCWD, std::ffi::OsStr::new("."))?;
-    let mut walked = std::path::PathBuf::new();
+    let lexical =
+        lexical_path(path).ok_or_else(|| Walk::Refused("does not end in a file name".into()))?;
+    let mut walked = PathBuf::from("/");
+    let dirs: Vec<Component> = lexical
+        .parent()
+        .map(|p| p.components().collect())
+        .unwrap_or_default();
     for part in dirs {
-        let next = match part {
-            Component::RootDir => open_at(libc::AT_FDCWD, std::ffi::OsStr::new("/"))?,
-            Component::CurDir => continue,
-            Component::ParentDir => open_at(at.as_raw_fd(), std::ffi::OsStr::new(".."))?,
-            Component::Normal(name) => open_at(at.as_raw_fd(), name)?,
-            Component::Prefix(_) => return Err(Walk::Refused("is no Unix path".into())),
-        };
-        walked.push(part.as_os_str());
-        let md = next.metadata().map_err(Walk::Io)?;
+        if let Component::Normal(name) = part {
+            walked.push(name);
+        }
+        let md = std::fs::symlink_metadata(&walked).map_err(Walk::Io)?;
         let where_ = walked.display();
         if md.file_type().is_symlink() {
             return Err(Walk::Refused(format!(
@@ -243,9 +226,46 @@ fn walk(path: &Path, me: u32) -> std::result::Result<File, Walk> {
                 "is in the directory {where_}, which others may write and is not sticky: keep the FIFOs in a directory only you can change"
             )));
         }
-        at = next;
     }
-    open_at(at.as_raw_fd(), last)
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&lexical)
+        .map_err(Walk::Io)?;
+    // The kernel's name for what was opened is the path as written, or a link was
+    // followed on the way (a directory changed since it was looked at).
+    let opened =
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(Walk::Io)?;
+    if opened != lexical {
+        return Err(Walk::Refused(format!(
+            "resolves to {}: it is reached through a symbolic link (bfperf follows none here)",
+            opened.display()
+        )));
+    }
+    Ok(file)
+}
+
+/// `path` made absolute (from the working directory) and normalized as written:
+/// `.` dropped, `..` taking back the name before it. None when it does not end in
+/// a file name.
+fn lexical_path(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let full = match path.is_absolute() {
+        true => path.to_path_buf(),
+        false => std::env::current_dir().ok()?.join(path),
+    };
+    let mut out = PathBuf::from("/");
+    for part in full.components() {
+        match part {
+            Component::Normal(name) => out.push(name),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir => {}
+            Component::Prefix(_) => return None,
+        }
+    }
+    matches!(path.components().next_back(), Some(Component::Normal(_))).then_some(out)
 }
 
 /// Takes an inherited descriptor, checked to be open (and readable or writable,

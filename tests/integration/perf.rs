@@ -227,9 +227,13 @@ fn ipc_beside_cycles_and_instructions_is_a_value_or_says_why_not() {
             );
         }
     }
-    assert!(total(&records, "metric", "ddr_bandwidth")["value"]
-        .as_f64()
-        .is_some());
+    // The DDR bandwidth beside them: a value, or (its only window's bounds left
+    // unknown by a machine too busy, as under emulation) marked with why.
+    let ddr = total(&records, "metric", "ddr_bandwidth");
+    assert!(
+        ddr["value"].as_f64().is_some() || ddr["reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{ddr}"
+    );
 }
 
 #[test]
