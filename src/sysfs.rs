@@ -59,13 +59,6 @@ pub trait Sysfs: Send + Sync {
         self.canonical_location()
     }
 
-    /// The directory's device and inode numbers, where it has them: "the same
-    /// directory as a moment ago", never a name of the device (a driver loaded
-    /// again gives it new ones, and they are handed out again).
-    fn directory(&self) -> Option<(u64, u64)> {
-        None
-    }
-
     /// Whether the files are still the ones opened (Err, saying why, when the
     /// directory was replaced or is gone): nothing is written through a handle
     /// whose directory changed.
@@ -217,9 +210,6 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     }
     fn identity(&self) -> String {
         (**self).identity()
-    }
-    fn directory(&self) -> Option<(u64, u64)> {
-        (**self).directory()
     }
     fn still_here(&self) -> io::Result<()> {
         (**self).still_here()
@@ -410,6 +400,14 @@ impl RealFs {
     pub fn with_page_size(mut self, page_size: Option<usize>) -> Self {
         self.page_size = page_size;
         self
+    }
+
+    /// The directory's device and inode numbers, where it has them: "the same
+    /// directory as a moment ago", never a name of the device (a driver loaded
+    /// again gives it new ones, and they are handed out again).
+    fn directory(&self) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(&self.dir).ok().map(|m| (m.dev(), m.ino()))
     }
 
     /// The device's directory.
@@ -708,11 +706,6 @@ impl Sysfs for RealFs {
             ))),
             _ => Ok(()),
         }
-    }
-
-    fn directory(&self) -> Option<(u64, u64)> {
-        use std::os::unix::fs::MetadataExt;
-        fs::metadata(&self.dir).ok().map(|m| (m.dev(), m.ino()))
     }
 }
 

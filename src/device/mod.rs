@@ -539,11 +539,16 @@ fn block_dirs(top: &[crate::sysfs::Entry]) -> impl Iterator<Item = &str> {
 fn inventory_of<'a>(names: impl Iterator<Item = &'a str>) -> String {
     let mut names: Vec<&str> = names.collect();
     names.sort_unstable();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in names.iter().flat_map(|n| n.bytes().chain([b'\n'])) {
-        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-    }
+    let h = fnv1a(names.iter().flat_map(|n| n.bytes().chain([b'\n'])));
     format!("{}:{h:016x}", names.len())
+}
+
+/// FNV-1a of `bytes`: a short stable digest (not a guard against forgery) for
+/// names of files and inventories.
+pub(crate) fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
+    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Whether a selector is a pattern of block names (`llt*`).

@@ -69,13 +69,6 @@ enum Place {
     Own,
 }
 
-impl Client<'_> {
-    /// What its counters held before it was granted them.
-    pub(crate) fn saved(&self) -> &[Saved] {
-        &self.saved
-    }
-}
-
 impl<'d> Exporter<'d> {
     /// Counts `specs` for a new client of user `uid` beside the exporter's own
     /// events: returns the client's id and where each item is counted, or refuses
@@ -613,11 +606,22 @@ impl<'d> Exporter<'d> {
             return Ok(());
         }
         let mut saved = pending.to_vec();
-        saved.extend(self.clients.iter().flat_map(|c| c.saved.iter().cloned()));
-        saved.extend(self.lent.iter().map(|l| l.saved.clone()));
-        saved.extend(self.saved.iter().cloned());
+        saved.extend(self.recorded());
         self.journal = Some(journal::write(self.device, &saved)?);
         Ok(())
+    }
+
+    /// What the journal records, in its order: the clients' counters, the lent
+    /// ones, then the exporter's own, each as it was before.
+    pub(crate) fn recorded(&self) -> Vec<Saved> {
+        let mut saved: Vec<Saved> = self
+            .clients
+            .iter()
+            .flat_map(|c| c.saved.iter().cloned())
+            .collect();
+        saved.extend(self.lent.iter().map(|l| l.saved.clone()));
+        saved.extend(self.saved.iter().cloned());
+        saved
     }
 
     /// Every item of client `id` since its grant, per block, and the time they were

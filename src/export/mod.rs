@@ -684,15 +684,8 @@ impl<'d> Exporter<'d> {
     /// exporter and its clients programmed it (in the journal's order) with the
     /// journal that records it, for [`Exporter::start_after`].
     pub fn forsake(self) -> Inheritance {
-        let mut saved: Vec<Saved> = self
-            .clients
-            .iter()
-            .flat_map(|c| c.saved().iter().cloned())
-            .collect();
-        saved.extend(self.lent.iter().map(|l| l.saved.clone()));
-        saved.extend(self.saved.iter().cloned());
         Inheritance {
-            saved,
+            saved: self.recorded(),
             journal: self.journal,
         }
     }

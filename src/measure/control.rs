@@ -115,10 +115,11 @@ pub struct Control {
 }
 
 /// Opens a FIFO named on the command line, refusing anything else, and checks what
-/// was opened, not what a name pointed to when looked at: the path is walked one
-/// component at a time (`openat` with `O_PATH | O_NOFOLLOW`), no link followed,
-/// each directory owned by the caller or root and, if others may write it, sticky
-/// (as /tmp), so no other user can swap what a name leads to; the last name itself,
+/// was opened, not what a name pointed to when looked at: every directory on the
+/// path no link, owned by the caller or root and, if others may write it, sticky
+/// (as /tmp), so no other user can swap what a name leads to ([`walk`]); the path
+/// opened with `O_PATH | O_NOFOLLOW` and its name read back, no link followed
+/// anywhere; the last name itself,
 /// never a link's target, a FIFO by `fstat` on that descriptor, owned by the caller
 /// or root (so that root never reads or answers another user's FIFO); only then
 /// opened for reading and writing through the descriptor (so that it never reads as

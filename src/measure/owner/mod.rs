@@ -27,11 +27,7 @@ use crate::lock::{state_dir, WriterLock, ROOT_STATE_DIR};
 
 /// The stem of a device's files: FNV-1a of its identity.
 pub(crate) fn key(device: &Device) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in device.identity().bytes() {
-        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", crate::device::fnv1a(device.identity().bytes()))
 }
 
 /// The device's writer lock in this user's state directory.
