@@ -636,7 +636,11 @@ impl<'d> Measurement<'d> {
         let mut off = Excluded::default();
         if !gate.starts_enabled() {
             off.pause(start, self.source.totals());
-            self.pause_perf(true);
+            // Started with the window (system-wide, `-p`): what they counted
+            // since is left out.
+            if let Some(p) = &mut self.perf {
+                p.clear();
+            }
         }
         let mut previous = self.first_mark(start, &off);
         loop {

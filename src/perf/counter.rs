@@ -321,6 +321,14 @@ impl Counters {
         }
     }
 
+    /// Stops every group and zeroes it: the window opens later.
+    pub fn clear(&mut self) {
+        for s in &mut self.slots {
+            let _ = s.group.disable();
+            let _ = s.group.reset();
+        }
+    }
+
     /// Starts every group again, keeping what it counted (counting enabled again).
     pub fn resume(&mut self) {
         for s in &mut self.slots {

@@ -22,11 +22,14 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Starts `cmd` with `events` counted for it and its descendants from its `exec`.
-/// Events the kernel refuses are in the counters' refusals; the command runs anyway.
+/// Starts `cmd` with `events` counted for it and its descendants: from its `exec`,
+/// or (`from_exec` false: a run that starts with counting off, perf's `-D`) from
+/// when the counters are enabled. Events the kernel refuses are in the counters'
+/// refusals; the command runs anyway.
 pub fn spawn_counted(
     cmd: &mut Command,
     events: &[PerfEvent],
+    from_exec: bool,
 ) -> std::io::Result<(Child, Counters)> {
     let (pid_read, pid_write) = pipe()?;
     let (go_read, go_write) = pipe()?;
@@ -56,7 +59,14 @@ pub fn spawn_counted(
         let mut pid_read = std::fs::File::from(pid_read);
         let mut pid = [0u8; 4];
         pid_read.read_exact(&mut pid).ok()?;
-        let counters = Counters::open_for(&events, Target::Process(i32::from_ne_bytes(pid)));
+        let pid = i32::from_ne_bytes(pid);
+        // Before its exec the child is one thread: opened on it, inherited by all
+        // it starts, the counters stay off until enabled.
+        let target = match from_exec {
+            true => Target::Process(pid),
+            false => Target::Running(pid),
+        };
+        let counters = Counters::open_for(&events, target);
         let _ = std::fs::File::from(go_write).write_all(&[1]);
         Some(counters)
     });

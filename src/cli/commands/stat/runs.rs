@@ -22,6 +22,9 @@ pub(super) struct Runs {
     pub(super) command: Vec<String>,
     pub(super) duration: Option<Duration>,
     pub(super) per_process: Option<Vec<crate::perf::PerfEvent>>,
+    /// Whether counting is on when the command starts (no -D): its perf counters
+    /// are enabled by its `exec`, else by the gate.
+    pub(super) from_exec: bool,
     /// -p: the running process measured.
     pub(super) pid: Option<i32>,
     pub(super) perf: Vec<crate::perf::PerfEvent>,
@@ -39,6 +42,7 @@ impl Runs {
             // With a command, this is --timeout's (clap refuses --duration there).
             duration: a.duration.or(a.timeout.map(Duration::from_millis)),
             per_process: (a.per_process && !req.perf.is_empty()).then(|| req.perf.clone()),
+            from_exec: a.delay.unwrap_or(0) == 0,
             pid: a.pid,
             perf: req.perf.clone(),
             slot: Rc::new(RefCell::new(None)),
@@ -79,7 +83,7 @@ impl Runs {
         };
         // --per-process: the counters are attached before the command runs.
         let (child, perf) = match &self.per_process {
-            Some(events) => crate::perf::spawn_counted(&mut process, events)
+            Some(events) => crate::perf::spawn_counted(&mut process, events, self.from_exec)
                 .map(|(c, p)| (c, Some(p)))
                 .map_err(cannot_run)?,
             None => (process.spawn().map_err(cannot_run)?, None),
