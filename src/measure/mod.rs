@@ -10,12 +10,14 @@ pub(crate) mod compose;
 pub mod control;
 pub(crate) mod defaults;
 pub mod gate;
+pub(crate) mod order;
 pub(crate) mod owner;
 pub(crate) mod plan;
 pub(crate) mod repeat;
 pub(crate) mod sampler;
 pub mod series;
 pub(crate) mod session;
+pub(crate) mod shadow;
 
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -209,6 +211,13 @@ pub struct Count {
     /// The share of the span its counter counted it: 1 unless multiplexed, or (an
     /// all-at-once block) stopped to be read between windows.
     pub coverage: f64,
+    /// The time it was enabled within the span, ns: the enabled time for the
+    /// device's blocks, the kernel's time enabled for a perf event (summed over
+    /// the CPUs or blocks of a sum).
+    pub enabled_ns: u64,
+    /// The time it counted, ns: the enabled time times its coverage for the
+    /// device's blocks, the kernel's time running for a perf event.
+    pub running_ns: u64,
     /// False when it never got a turn: `<not counted>`, never a 0.
     pub counted: bool,
     /// False when another program re-programmed, reset, stopped or cleared it meanwhile.
@@ -248,6 +257,8 @@ impl Count {
             raw: r.raw,
             unit: r.event.unit,
             coverage: r.coverage,
+            enabled_ns: r.enabled_ns,
+            running_ns: r.running_ns,
             counted: r.value.is_some(),
             valid: r.unsupported.is_none(),
             invalid: r.unsupported.clone(),
@@ -368,6 +379,8 @@ pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Ve
                 raw: acc.total,
                 unit: unit(item),
                 coverage,
+                enabled_ns: span_ns,
+                running_ns: (span_ns as f64 * coverage).round() as u64,
                 valid: acc.foreign == 0 && unbounded.is_none(),
                 invalid: acc.why.map(|w| w.describe()).or(unbounded),
                 supported: true,
@@ -399,6 +412,8 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
                 o.counted &= c.counted;
                 o.raw += c.raw;
                 o.coverage = o.coverage.min(c.coverage);
+                o.enabled_ns += c.enabled_ns;
+                o.running_ns += c.running_ns;
                 o.valid &= c.valid;
                 o.supported &= c.supported;
                 reasons[i].extend(reason);
@@ -418,6 +433,8 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
                     raw: c.raw,
                     unit: c.unit,
                     coverage: c.coverage,
+                    enabled_ns: c.enabled_ns,
+                    running_ns: c.running_ns,
                     counted: c.counted,
                     valid: c.valid,
                     invalid: None,
@@ -760,6 +777,8 @@ impl<'d> Measurement<'d> {
         for c in &mut mark.perf {
             c.raw = 0;
             c.value = c.value.map(|_| 0);
+            c.enabled_ns = 0;
+            c.running_ns = 0;
         }
         mark
     }
@@ -873,19 +892,32 @@ fn disabled_for(counts: &mut [Count], on: u64, span: u64) {
     }
 }
 
-/// perf counts of an interval: the cumulative counts now less those at its start.
+/// perf counts of an interval: what the counters counted, and their times enabled
+/// and running, since its start; scaled as perf scales an interval (by its own
+/// times), and not counted where the counter did not run in it.
 pub(crate) fn perf_since(now: &[Count], before: &[Count]) -> Vec<Count> {
     now.iter()
         .zip(before)
         .map(|(n, b)| {
             let mut c = n.clone();
             c.raw = n.raw.saturating_sub(b.raw);
-            c.value = match (n.value, b.value) {
-                (Some(n), Some(b)) => Some(n.saturating_sub(b)),
-                (Some(n), None) => Some(n),
-                _ => None,
+            c.enabled_ns = n.enabled_ns.saturating_sub(b.enabled_ns);
+            c.running_ns = n.running_ns.saturating_sub(b.running_ns);
+            c.coverage = match c.enabled_ns {
+                0 => 0.0,
+                e => (c.running_ns as f64 / e as f64).min(1.0),
             };
+            c.value = (n.supported && c.running_ns > 0).then(|| {
+                (c.raw as f64 * c.enabled_ns.max(c.running_ns) as f64 / c.running_ns as f64)
+                    .round() as u64
+            });
             c.counted = c.value.is_some();
+            if n.supported && !c.counted {
+                c.invalid = Some(
+                    "its counter did not run in this span (nothing it counts ran, or it waited its turn)"
+                        .into(),
+                );
+            }
             c
         })
         .collect()

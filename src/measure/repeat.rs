@@ -44,11 +44,17 @@ pub(crate) fn mean_counts(per_run: &[Vec<Count>]) -> Vec<(Count, Option<f64>)> {
                 .map(|c| c.raw)
                 .collect();
             let (raw, _) = spread(&raws);
+            let mean_of = |f: fn(&Count) -> u64| {
+                let all: Vec<u64> = per_run.iter().filter_map(|r| r.get(i)).map(f).collect();
+                spread(&all).0.round() as u64
+            };
             (
                 Count {
                     value: counted.then(|| m.round() as u64),
                     counted,
                     raw: raw.round() as u64,
+                    enabled_ns: mean_of(|c| c.enabled_ns),
+                    running_ns: mean_of(|c| c.running_ns),
                     valid: per_run.iter().filter_map(|r| r.get(i)).all(|c| c.valid),
                     invalid: per_run
                         .iter()

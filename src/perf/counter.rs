@@ -78,6 +78,10 @@ pub struct Reading {
     pub raw: u64,
     /// The share of the window it ran (time running / time enabled).
     pub coverage: f64,
+    /// The kernel's time enabled, ns (summed over CPUs).
+    pub enabled_ns: u64,
+    /// The kernel's time running, ns (summed over CPUs).
+    pub running_ns: u64,
     /// Why it could not be counted (`<not supported>`), with what to do.
     pub unsupported: Option<String>,
     /// The CPU it was counted on, when split per CPU ([`Counters::per_cpu`]); None
@@ -413,6 +417,8 @@ impl Sums {
             } else {
                 0.0
             },
+            enabled_ns: self.enabled.min(u64::MAX as u128) as u64,
+            running_ns: self.running.min(u64::MAX as u128) as u64,
             unsupported: refused.clone(),
             cpu,
         }

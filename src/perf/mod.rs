@@ -48,10 +48,12 @@ pub(crate) fn generic_name(name: &str) -> Option<&'static str> {
     crate::spec::perf_terms::generic(name).map(|(names, ..)| names[0])
 }
 
+/// A generic event, named as typed (`branches`, as perf names it, not
+/// `branch-instructions`).
 fn generic(name: &str) -> Option<PerfEvent> {
-    let (names, type_, config, unit, _) = crate::spec::perf_terms::generic(name)?;
+    let (_, type_, config, unit, _) = crate::spec::perf_terms::generic(name)?;
     Some(PerfEvent {
-        name: names[0].to_string(),
+        name: name.to_string(),
         pmu: generic_pmu(*type_).to_string(),
         type_: *type_,
         configs: Configs([*config, 0, 0, 0]),

@@ -48,6 +48,7 @@ mod otlp;
 mod output;
 mod owner;
 mod perf;
+mod perf_x;
 mod plot;
 mod program;
 mod readme;

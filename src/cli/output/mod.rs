@@ -17,7 +17,7 @@ use std::io::{self, Write};
 use clap::ValueEnum;
 
 pub(crate) use text::{
-    escape, group, group_f, json_quoted, pad_into, percent, readable, readable_as,
+    escape, group, group_f, json_quoted, pad_into, percent, readable, readable_as, two_decimals,
 };
 
 /// The output formats every data-printing command takes.

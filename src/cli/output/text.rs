@@ -96,7 +96,7 @@ pub(crate) fn group_f(x: f64) -> String {
 
 /// `x` with two decimals, or with two significant digits where two decimals would
 /// read zero.
-fn two_decimals(x: f64) -> String {
+pub(crate) fn two_decimals(x: f64) -> String {
     small(x).unwrap_or_else(|| format!("{x:.2}"))
 }
 

@@ -6,11 +6,13 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::block::BlockKind;
-use crate::cli::output::{escape, group, pad_into, Cell, Document, Report, Table};
+use crate::cli::output::{escape, group, pad_into, two_decimals, Cell, Document, Report, Table};
+use crate::measure::order::SpecOrder;
 use crate::measure::repeat::{mean_counts, mean_metrics, spread_of};
 use crate::measure::{aggregate, Count, Interval, Run};
 use crate::metrics::MetricValue;
+
+use super::perf_csv::PerfCsv;
 
 /// How `stat` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +60,8 @@ pub(crate) struct StatWriter<'w> {
     header_done: bool,
     /// Print metrics only (`--metric-only`).
     metric_only: bool,
+    /// The order `-e` gave.
+    order: SpecOrder,
     /// Runs are repeated (`-r`): perf's `-x` lines have a variance field, empty
     /// where there is none (intervals, metrics).
     repeated: bool,
@@ -242,6 +246,7 @@ impl<'w> StatWriter<'w> {
             width,
             header_done: false,
             metric_only: false,
+            order: SpecOrder::default(),
             repeated: false,
             big_num: true,
             units: Default::default(),
@@ -259,6 +264,12 @@ impl<'w> StatWriter<'w> {
     /// Runs are repeated (`-r` over 1): every `-x` line has perf's variance field.
     pub(crate) fn repeated(mut self, on: bool) -> Self {
         self.repeated = on;
+        self
+    }
+
+    /// Counts in the order of `specs` (`-e`), as perf prints them.
+    pub(crate) fn in_order_of(mut self, specs: &[String]) -> Self {
+        self.order = SpecOrder::of(specs);
         self
     }
 
@@ -289,15 +300,17 @@ impl<'w> StatWriter<'w> {
         }
     }
 
-    fn shown<'c>(&self, counts: &'c [Count]) -> std::borrow::Cow<'c, [Count]> {
+    /// The counts shown: summed per kind unless -A, in `-e` order.
+    fn shown(&self, counts: &[Count]) -> Vec<Count> {
         if self.metric_only {
-            return std::borrow::Cow::Borrowed(&[]);
+            return Vec::new();
         }
-        if self.aggregate {
-            std::borrow::Cow::Owned(aggregate(counts))
-        } else {
-            std::borrow::Cow::Borrowed(counts)
-        }
+        let mut shown = match self.aggregate {
+            true => aggregate(counts),
+            false => counts.to_vec(),
+        };
+        self.order.sort(&mut shown);
+        shown
     }
 
     fn csv_rows(&mut self, rows: &[Line]) -> io::Result<()> {
@@ -353,132 +366,30 @@ impl<'w> StatWriter<'w> {
         out.flush()
     }
 
-    /// Counts and metrics as perf stat -x writes them: `[time,]value,unit,event,
-    /// [variance,]run_time_ns,percentage_running,metric_value,metric_unit`
-    /// (`<not counted>` for a count that never had a turn, or was invalidated; the
-    /// variance, `0.12%`, with -r as perf prints it). A metric goes on the line of
-    /// the first count of its block its formula names, as perf puts a metric on
-    /// its leader's line; a second metric of that count, and a metric none of whose
-    /// counts is shown, on a line of its own with the count fields empty.
+    /// perf's `-x` writer of this output.
+    fn perf_csv(&self, sep: u8) -> PerfCsv {
+        PerfCsv {
+            sep,
+            aggregate: self.aggregate,
+            repeated: self.repeated,
+            escape: self.escape,
+        }
+    }
+
+    /// Counts and metrics as perf stat -x writes them ([`PerfCsv`]).
     fn perf_rows(
         &mut self,
         sep: u8,
         time: Option<f64>,
-        span_s: f64,
+        wall_s: f64,
         counts: &[Count],
         variance: Option<&[Option<f64>]>,
         metrics: &[MetricValue],
     ) -> io::Result<()> {
-        let leader = |v: &MetricValue| {
-            v.leads.iter().find_map(|e| {
-                counts.iter().position(|c| {
-                    // perf's events are counted per PMU (`software`), their
-                    // metrics are of the kind.
-                    let of = c.block == v.block
-                        || c.kind == BlockKind::Perf && v.kind == BlockKind::Perf;
-                    of && c.event.eq_ignore_ascii_case(e)
-                })
-            })
-        };
-        let leaders: Vec<Option<usize>> = metrics.iter().map(leader).collect();
-        let mut rows: Vec<Vec<String>> = Vec::new();
-        for (i, c) in counts.iter().enumerate() {
-            let mut r = self.perf_count(
-                time,
-                span_s,
-                c,
-                variance.and_then(|v| v.get(i).copied().flatten()),
-            );
-            let mut mine = metrics
-                .iter()
-                .zip(&leaders)
-                .filter(|(_, l)| **l == Some(i))
-                .map(|(v, _)| v);
-            match mine.next() {
-                Some(v) => r.extend(self.perf_metric_fields(v)),
-                None => r.extend([String::new(), String::new()]),
-            }
-            rows.push(r);
-            for v in mine {
-                rows.push(self.perf_metric_line(time, v));
-            }
-        }
-        for (v, _) in metrics.iter().zip(&leaders).filter(|(_, l)| l.is_none()) {
-            rows.push(self.perf_metric_line(time, v));
-        }
-        self.perf_write(sep, &rows)
-    }
-
-    /// A count's fields in perf's `-x` layout, up to the metric's.
-    fn perf_count(
-        &self,
-        time: Option<f64>,
-        span_s: f64,
-        c: &Count,
-        variance: Option<f64>,
-    ) -> Vec<String> {
-        let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
-        // -A: where it was counted first, as perf's `CPU0`.
-        if !self.aggregate {
-            r.push(self.text(&c.block));
-        }
-        let (value, unit) = shown(c);
-        r.push(match value {
-            // perf's CSV has no place for a reason: a count another program
-            // (or the owner) invalidated is not given as a number.
-            Shown::Count(_) | Shown::Msec(_) if !c.valid => "<not counted>".into(),
-            Shown::Count(v) => v.to_string(),
-            Shown::Msec(ms) => format!("{ms:.2}"),
-            Shown::Missing(text) => text.into(),
-        });
-        // perf leaves the unit empty for a plain count, and names one
-        // only where there is one (`msec`).
-        r.push(match unit {
-            "events" | "count" => String::new(),
-            other => other.to_string(),
-        });
-        // perf's own events are named as perf names them (`cycles`, `PMU/EV/`).
-        r.push(self.text(&match c.kind {
-            BlockKind::Perf => c.event.clone(),
-            _ => format!("{}/{}/", c.block, c.event),
-        }));
-        if self.repeated {
-            r.push(variance.map_or_else(String::new, |sd| format!("{sd:.2}%")));
-        }
-        r.push(format!("{:.0}", span_s * c.coverage * 1e9));
-        r.push(crate::cli::output::percent(c.coverage));
-        r
-    }
-
-    /// A metric's two fields: its value (empty when it has none) and `unit name block`.
-    fn perf_metric_fields(&self, v: &MetricValue) -> [String; 2] {
-        [
-            v.value.map(|x| format!("{x:.6}")).unwrap_or_default(),
-            self.text(&format!("{} {} {}", v.unit, v.metric, v.block)),
-        ]
-    }
-
-    /// A metric on a line of its own: the count fields empty (value, unit, event,
-    /// run time and percentage, with -A the location and with -r the variance).
-    fn perf_metric_line(&self, time: Option<f64>, v: &MetricValue) -> Vec<String> {
-        let mut r: Vec<String> = time.map(|t| format!("{t:.9}")).into_iter().collect();
-        let fields = 5 + usize::from(!self.aggregate) + usize::from(self.repeated);
-        r.extend(std::iter::repeat_n(String::new(), fields));
-        r.extend(self.perf_metric_fields(v));
-        r
-    }
-
-    fn perf_write(&mut self, sep: u8, rows: &[Vec<String>]) -> io::Result<()> {
-        let mut out = ::csv::WriterBuilder::new()
-            .delimiter(sep)
-            .has_headers(false)
-            .flexible(true)
-            .from_writer(&mut *self.w);
-        for r in rows {
-            out.write_record(r)
-                .map_err(|e| io::Error::other(e.to_string()))?;
-        }
-        out.flush()
+        let csv = self.perf_csv(sep);
+        let wall_ns = (wall_s * 1e9).round() as u64;
+        let rows = csv.rows(time, wall_ns, counts, variance, metrics);
+        csv.write(self.w, &rows)
     }
 
     /// Metric values as CSV rows: the metric in `event`, its value in `value`.
@@ -591,10 +502,9 @@ impl<'w> StatWriter<'w> {
 
     /// One interval, as it ends, with its metrics.
     pub(crate) fn interval(&mut self, i: &Interval, metrics: &[MetricValue]) -> io::Result<()> {
+        self.intervals_done = true;
         if self.metric_columns_wanted() {
-            self.intervals_done = true;
-            let time = format!("{:.3}", i.time_s);
-            self.metric_columns(Some(&time), metrics)?;
+            self.metric_columns(Some(i.time_s), metrics)?;
             return self.w.flush();
         }
         let counts = self.shown(&i.counts);
@@ -653,19 +563,16 @@ impl<'w> StatWriter<'w> {
         metrics: &[Vec<MetricValue>],
         ending: &Ending,
     ) -> io::Result<()> {
-        if self.metric_columns_wanted() {
-            // perf stat -x -I prints the intervals only.
-            if self.intervals_done && matches!(self.format, StatFormat::PerfCsv(_)) {
-                return self.w.flush();
-            }
-            let time = self.intervals_done.then_some("total");
-            self.metric_columns(time, &mean_metrics(metrics))?;
+        // perf stat -I prints the intervals only, in a table as in CSV.
+        if self.intervals_done && matches!(self.format, StatFormat::PerfCsv(_) | StatFormat::Table)
+        {
             return self.w.flush();
         }
-        let per_run: Vec<Vec<Count>> = runs
-            .iter()
-            .map(|r| self.shown(&r.counts).into_owned())
-            .collect();
+        if self.metric_columns_wanted() {
+            self.metric_columns(None, &mean_metrics(metrics))?;
+            return self.w.flush();
+        }
+        let per_run: Vec<Vec<Count>> = runs.iter().map(|r| self.shown(&r.counts)).collect();
         let mean = mean_counts(&per_run);
         // perf's run_time: the time counted (enabled), not the time elapsed.
         let enabled_s = runs.iter().map(|r| r.enabled_s).sum::<f64>() / runs.len().max(1) as f64;
@@ -673,9 +580,6 @@ impl<'w> StatWriter<'w> {
             // perf stat -x -I prints intervals only; without -I, the counts (the
             // mean over -r runs) and the metrics, with no time column.
             StatFormat::PerfCsv(sep) => {
-                if self.header_done {
-                    return self.w.flush();
-                }
                 let counts: Vec<Count> = mean.iter().map(|(c, _)| c.clone()).collect();
                 let spread: Vec<Option<f64>> = mean.iter().map(|(_, sd)| *sd).collect();
                 let variance = (runs.len() > 1).then_some(&spread[..]);
@@ -707,40 +611,35 @@ impl<'w> StatWriter<'w> {
     }
 
     /// As perf stat --metric-only: one column per metric (per block with -A), a
-    /// header line, then one line per interval (or the total). A table shows an
-    /// estimate's coverage beside it and `-` for no value; CSV (`-x`) gives each
-    /// metric two fields, its value and its coverage in percent.
-    fn metric_columns(&mut self, time: Option<&str>, values: &[MetricValue]) -> io::Result<()> {
+    /// header line, then one line per interval (`time`) or the total. A table
+    /// shows an estimate's coverage beside it and `-` for no value; perf's CSV
+    /// (`-x`) is perf's ([`PerfCsv::metric_columns`]).
+    fn metric_columns(&mut self, time: Option<f64>, values: &[MetricValue]) -> io::Result<()> {
         let name = |v: &MetricValue| match v.of_kind {
             true => v.metric.clone(),
             false => format!("{}:{}", v.block, v.metric),
         };
+        let time_text = time.map(|t| format!("{t:.3}"));
         let mut head: Vec<String> = time.map(|_| "# TIME".to_string()).into_iter().collect();
-        let mut row: Vec<String> = time.map(str::to_string).into_iter().collect();
+        let mut row: Vec<String> = time_text.into_iter().collect();
         match self.format {
             StatFormat::PerfCsv(sep) => {
-                for v in values {
-                    head.push(self.text(&format!("{} {}", name(v), v.unit)));
-                    head.push(self.text(&format!("{} coverage", name(v))));
-                    row.push(v.value.map(|x| format!("{x:.6}")).unwrap_or_default());
-                    row.push(crate::cli::output::percent(v.coverage));
-                }
-                let mut rows = Vec::new();
-                if !self.header_done {
-                    self.header_done = true;
-                    rows.push(head);
-                }
-                rows.push(row);
-                self.perf_write(sep, &rows)
+                let csv = self.perf_csv(sep);
+                let rows = csv.metric_columns(!self.header_done, time, values);
+                self.header_done = true;
+                csv.write(self.w, &rows)
             }
             _ => {
                 for v in values {
                     let h = escape(&format!("{} {}", name(v), v.unit)).into_owned();
                     let cell = match v.value {
-                        Some(x) if v.coverage < 1.0 => {
-                            format!("{x:.2} ({}%)", crate::cli::output::percent(v.coverage))
-                        }
-                        Some(x) => format!("{x:.2}"),
+                        // The digits the metrics table shows (`0.0027`, not `0.00`).
+                        Some(x) if v.coverage < 1.0 => format!(
+                            "{} ({}%)",
+                            two_decimals(x),
+                            crate::cli::output::percent(v.coverage)
+                        ),
+                        Some(x) => two_decimals(x),
                         None => "-".into(),
                     };
                     let width = h.len().max(cell.len()).max(10);

@@ -55,8 +55,9 @@ pub(crate) struct Args {
     /// One row per block instead of sums per kind
     #[arg(short = 'A', long = "no-aggr")]
     no_aggr: bool,
-    /// Stop after N intervals of -I (as perf stat --interval-count)
-    #[arg(long = "interval-count", value_name = "N", requires = "interval", conflicts_with_all = ["duration", "command"], value_parser = clap::value_parser!(u64).range(1..))]
+    /// Stop after N intervals of -I (as perf stat --interval-count; a COMMAND
+    /// runs on to its end, and bfperf exits with its status)
+    #[arg(long = "interval-count", value_name = "N", requires = "interval", conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
     interval_count: Option<u64>,
     /// Print the metrics only, not the counts (as perf stat --metric-only)
     #[arg(long = "metric-only")]
@@ -225,6 +226,7 @@ fn writer_of<'w>(
     StatWriter::new(out, format, !a.no_aggr, width)
         .escaping(to_terminal)
         .metric_only(a.metric_only)
+        .in_order_of(&a.events)
         .repeated(a.repeat > 1)
         .big_num(!a.no_big_num)
 }

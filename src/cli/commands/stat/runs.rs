@@ -156,9 +156,12 @@ pub(super) fn conclude(
     planned: &Planned,
 ) -> Result<Concluded> {
     let (said, req) = (&planned.said, &planned.req);
+    // --interval-count: the counting ends, the command runs on (as perf's).
+    let counted_enough = a.interval_count.is_some() && runs.timed_out.get();
     match (&result, signal) {
         // The device failed, not the command: it is never the victim.
         (Err(_), 0) => wait_child(&runs.slot, &runs.status),
+        (Ok(_), 0) if counted_enough => wait_child(&runs.slot, &runs.status),
         _ => end_child(
             &runs.slot,
             &runs.status,
@@ -172,8 +175,10 @@ pub(super) fn conclude(
     let status = *runs.status.borrow();
     // --timeout ended the command, and its SIGTERM is what ended it (a command
     // that catches it ends as it chooses, and that is its status).
-    let ended_by_timeout =
-        runs.timed_out.get() && status == Some(128 + libc::SIGTERM) && signal == 0;
+    let ended_by_timeout = runs.timed_out.get()
+        && !counted_enough
+        && status == Some(128 + libc::SIGTERM)
+        && signal == 0;
     if ended_by_timeout {
         diag(&format!(
             "'{}' ended with SIGTERM at --timeout {} ms",

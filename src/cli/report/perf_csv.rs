@@ -1,0 +1,230 @@
+//! `stat -x SEP` as perf stat writes it, field by field, so that a script written
+//! for `perf stat -x,` reads bfperf unchanged: `[time,][location,]value,unit,event,
+//! [variance,]run_time_ns,percentage_running,metric_value,metric_unit`; the time
+//! as perf's `%6lu.%09lu`; `<not counted>` for a count that did not run (or was
+//! invalidated), `<not supported>` for one the kernel refused; perf's own metric
+//! beside each of its events; `--metric-only` as a header of metric names and a
+//! line of values.
+
+use std::io::{self, Write};
+
+use crate::block::BlockKind;
+use crate::cli::output::escape;
+use crate::measure::{shadow, Count};
+use crate::metrics::MetricValue;
+
+/// How the lines are written.
+pub(super) struct PerfCsv {
+    pub sep: u8,
+    /// Counts summed per kind (no location field), as perf aggregates.
+    pub aggregate: bool,
+    /// `-r`: every count line has a variance field.
+    pub repeated: bool,
+    /// Control characters in text escaped (the output is a terminal).
+    pub escape: bool,
+}
+
+/// A time as perf prints an interval's: seconds right-aligned in six places, then
+/// nanoseconds.
+pub(super) fn time_text(t: f64) -> String {
+    let ns = (t.max(0.0) * 1e9).round() as u64;
+    format!("{:6}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// perf's percentage of a count's time it ran: 100 unless it ran less than it
+/// was enabled.
+fn percent_running(c: &Count) -> String {
+    let share = match c.running_ns != c.enabled_ns && c.enabled_ns > 0 {
+        true => 100.0 * c.running_ns as f64 / c.enabled_ns as f64,
+        false => 100.0,
+    };
+    format!("{share:.2}")
+}
+
+impl PerfCsv {
+    fn text(&self, s: &str) -> String {
+        match self.escape {
+            true => escape(s).into_owned(),
+            false => s.to_string(),
+        }
+    }
+
+    /// The lines of a span (`time`: an interval's end; None for the total) over
+    /// `wall_ns`. A perf event's line carries perf's metric for it; a metric of
+    /// bfperf's goes on the line of the first of its block's counts its formula
+    /// names (on a line of its own after a perf event's, or when a count already
+    /// has one, or none of its counts is shown), as perf puts a metric on its
+    /// leader's line.
+    pub(super) fn rows(
+        &self,
+        time: Option<f64>,
+        wall_ns: u64,
+        counts: &[Count],
+        variance: Option<&[Option<f64>]>,
+        metrics: &[MetricValue],
+    ) -> Vec<Vec<String>> {
+        let metrics: Vec<&MetricValue> = metrics
+            .iter()
+            .filter(|v| !(v.kind == BlockKind::Perf && shadow::SHOWN_BESIDE.contains(&&*v.metric)))
+            .collect();
+        let leader = |v: &MetricValue| {
+            v.leads.iter().find_map(|e| {
+                counts.iter().position(|c| {
+                    // perf's events are counted per PMU (`software`), their
+                    // metrics are of the kind.
+                    let of = c.block == v.block
+                        || c.kind == BlockKind::Perf && v.kind == BlockKind::Perf;
+                    of && c.event.eq_ignore_ascii_case(e)
+                })
+            })
+        };
+        let leaders: Vec<Option<usize>> = metrics.iter().map(|v| leader(v)).collect();
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for (i, c) in counts.iter().enumerate() {
+            let mut r = self.count(time, c, variance.and_then(|v| v.get(i).copied().flatten()));
+            let mut mine = metrics
+                .iter()
+                .zip(&leaders)
+                .filter(|(_, l)| **l == Some(i))
+                .map(|(v, _)| *v)
+                .peekable();
+            match (c.kind, mine.peek()) {
+                (BlockKind::Perf, _) => r.extend(match shadow::of(c, counts, wall_ns) {
+                    Some(s) => [s.value_text(), s.unit],
+                    None => [String::new(), String::new()],
+                }),
+                (_, Some(v)) => {
+                    r.extend(self.metric_fields(v));
+                    mine.next();
+                }
+                (_, None) => r.extend([String::new(), String::new()]),
+            }
+            rows.push(r);
+            rows.extend(mine.map(|v| self.metric_line(time, v)));
+        }
+        for (v, _) in metrics.iter().zip(&leaders).filter(|(_, l)| l.is_none()) {
+            rows.push(self.metric_line(time, v));
+        }
+        rows
+    }
+
+    /// A count's fields, up to the metric's.
+    fn count(&self, time: Option<f64>, c: &Count, variance: Option<f64>) -> Vec<String> {
+        let mut r: Vec<String> = time.map(time_text).into_iter().collect();
+        // -A: where it was counted, as perf's `CPU0`.
+        if !self.aggregate {
+            r.push(self.text(&c.block));
+        }
+        r.push(match (c.supported, c.value.filter(|_| c.valid)) {
+            (false, _) => "<not supported>".into(),
+            // perf's CSV has no place for a reason: a count another program (or
+            // the owner) invalidated is not given as a number.
+            (true, None) => "<not counted>".into(),
+            (true, Some(v)) if c.unit == "ns" => format!("{:.2}", v as f64 / 1e6),
+            (true, Some(v)) => v.to_string(),
+        });
+        // perf names a unit only where there is one: `msec` for its clocks (the
+        // device's blocks say what else they count, `bytes`, `cycles`).
+        r.push(
+            match (c.kind, c.unit) {
+                (_, "ns") => "msec",
+                (BlockKind::Perf, _) | (_, "events" | "count") => "",
+                (_, other) => other,
+            }
+            .to_string(),
+        );
+        r.push(self.text(&match c.kind {
+            BlockKind::Perf => c.event.clone(),
+            _ => format!("{}/{}/", c.block, c.event),
+        }));
+        if self.repeated {
+            r.push(variance.map_or_else(String::new, |sd| format!("{sd:.2}%")));
+        }
+        r.push(c.running_ns.to_string());
+        r.push(percent_running(c));
+        r
+    }
+
+    /// A metric's two fields: its value (empty when it has none) and `unit name
+    /// block`.
+    fn metric_fields(&self, v: &MetricValue) -> [String; 2] {
+        [
+            v.value.map(|x| format!("{x:.6}")).unwrap_or_default(),
+            self.text(&format!("{} {} {}", v.unit, v.metric, v.block)),
+        ]
+    }
+
+    /// A metric on a line of its own: the count fields empty (value, unit, event,
+    /// run time and percentage, with -A the location and with -r the variance).
+    fn metric_line(&self, time: Option<f64>, v: &MetricValue) -> Vec<String> {
+        let mut r: Vec<String> = time.map(time_text).into_iter().collect();
+        let fields = 5 + usize::from(!self.aggregate) + usize::from(self.repeated);
+        r.extend(std::iter::repeat_n(String::new(), fields));
+        r.extend(self.metric_fields(v));
+        r
+    }
+
+    /// `--metric-only`: perf's header (` time` with -I, then each metric's unit
+    /// and name), each field closed by the separator; then a line of values.
+    pub(super) fn metric_columns(
+        &self,
+        header: bool,
+        time: Option<f64>,
+        values: &[MetricValue],
+    ) -> Vec<Vec<String>> {
+        let name = |v: &MetricValue| match v.of_kind {
+            true => v.metric.clone(),
+            false => format!("{}:{}", v.block, v.metric),
+        };
+        let mut rows = Vec::new();
+        if header {
+            let mut head: Vec<String> = time.map(|_| " time".to_string()).into_iter().collect();
+            head.extend(values.iter().map(|v| match v.unit.is_empty() {
+                true => self.text(&name(v)),
+                false => self.text(&format!("{}  {}", v.unit, name(v))),
+            }));
+            head.push(String::new());
+            rows.push(head);
+        }
+        let mut row: Vec<String> = time.map(time_text).into_iter().collect();
+        row.extend(
+            values
+                .iter()
+                .map(|v| v.value.map(|x| format!("{x:.6}")).unwrap_or_default()),
+        );
+        row.push(String::new());
+        rows.push(row);
+        rows
+    }
+
+    pub(super) fn write(&self, w: &mut dyn Write, rows: &[Vec<String>]) -> io::Result<()> {
+        let mut text = Vec::new();
+        for r in rows {
+            // A line of one empty field is an empty line, as perf's (not `""`).
+            if r.iter().all(String::is_empty) && r.len() == 1 {
+                text.push(b'\n');
+                continue;
+            }
+            let mut out = ::csv::WriterBuilder::new()
+                .delimiter(self.sep)
+                .has_headers(false)
+                .flexible(true)
+                .from_writer(&mut text);
+            out.write_record(r)
+                .and_then(|_| out.flush().map_err(Into::into))
+                .map_err(|e| io::Error::other(e.to_string()))?;
+        }
+        w.write_all(&text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_as_perf_prints_them() {
+        assert_eq!(time_text(0.500308965), "     0.500308965");
+        assert_eq!(time_text(1234567.25), "1234567.250000000");
+    }
+}
