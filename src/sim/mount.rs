@@ -251,12 +251,8 @@ impl Filesystem for SimFs {
         }
         let content = match &node.content {
             Content::Static(t) => Ok(t.clone().into_bytes()),
-            // Like sysfs, the text is made once per open, on the first read.
-            Content::Device(rel) if !matches!(mode, OpenAccMode::O_WRONLY) => self
-                .sim
-                .read(rel)
-                .map(String::into_bytes)
-                .map_err(|e| e.raw_os_error().unwrap_or(errno::EIO)),
+            // Like sysfs, the text is made by a read at offset 0, not by the open:
+            // a read (and an injected fault, `--sim-faults`) is one `read`.
             Content::Device(_) => Ok(Vec::new()),
             Content::Dir(_) => return reply.error(Errno::EISDIR),
             Content::Link(_) => return reply.error(Errno::ELOOP),

@@ -83,26 +83,24 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
         return Ok(current);
     }
     end_clients(r, &mut current);
-    // The series that continue keep their running totals (counters never go
-    // backwards across a reload).
-    let totals = current.running_totals();
-    current.stop()?;
-    let mut next = match Exporter::start(device, &config, set.clone(), monotonic_ns) {
-        Ok(e) => {
+    // Blocks whose events stay keep counting; the series that continue keep their
+    // running totals (counters never go backwards across a reload).
+    match current.reload(&config, set.clone()) {
+        Ok(next) => {
             diag("configuration reloaded");
             r.config = (config, set);
-            e
+            Ok(next)
         }
-        Err(e) => {
+        Err((e, totals)) => {
             diag(&format!(
                 "warning: reload failed, the old configuration runs again: {e}"
             ));
             let (old, old_set) = r.config.clone();
-            Exporter::start(device, &old, old_set, monotonic_ns)?
+            let mut next = Exporter::start(device, &old, old_set, monotonic_ns)?;
+            next.carry(totals);
+            Ok(next)
         }
-    };
-    next.carry(totals);
-    Ok(next)
+    }
 }
 
 /// Ends every client's measurement, its counters put back: a reload ends them

@@ -627,6 +627,61 @@ impl<'d> Sampler<'d> {
         })
     }
 
+    /// As [`Sampler::open`], taking over from `old` the blocks whose plan is the
+    /// same in both (`kept[i]`: the index of plan `i` in `old`): they go on
+    /// counting as they were, their files, baselines and counts kept. Start the
+    /// others with [`Sampler::start_others`].
+    pub fn open_keeping(
+        device: &'d Device,
+        plans: Vec<BlockPlan<'d>>,
+        saved_masks: &HashMap<String, u32>,
+        old: Sampler<'d>,
+        kept: &[Option<usize>],
+    ) -> Result<Sampler<'d>> {
+        let mut old_states: Vec<Option<BlockState<'d>>> =
+            old.states.into_iter().map(Some).collect();
+        let states = plans
+            .iter()
+            .zip(kept)
+            .map(
+                |(p, k)| match k.and_then(|j| old_states.get_mut(j)?.take()) {
+                    Some(st) => Ok(st),
+                    None => {
+                        let saved_mask = saved_masks.get(&p.block.name).copied().unwrap_or(0);
+                        block_state(device, p, saved_mask)
+                    }
+                },
+            )
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Sampler {
+            device,
+            stamp: old.stamp,
+            plans,
+            states,
+            log: old.log,
+            put_back_failures: old.put_back_failures,
+        })
+    }
+
+    /// As [`Sampler::start`], for the blocks that are not `kept` only.
+    pub fn start_others(&mut self, now: u64, kept: &[Option<usize>]) -> Result<()> {
+        let fresh = |i: usize| kept.get(i).is_none_or(Option::is_none);
+        for (i, (p, st)) in self.plans.iter().zip(&mut self.states).enumerate() {
+            if p.block.mechanism == Mechanism::Registers || !fresh(i) {
+                continue;
+            }
+            program_group(self.device, p, 0, st.saved_mask)?;
+            st.enable(true)?;
+        }
+        for i in (0..self.plans.len()).filter(|i| fresh(*i)) {
+            let st = &mut self.states[i];
+            st.last_ns = now;
+            st.turn_end.iter_mut().for_each(|t| *t = now);
+            self.rebaseline(i, now)?;
+        }
+        Ok(())
+    }
+
     /// Programs the first group of every counter block and starts the all-at-once
     /// ones, then takes the baseline readings at `now`.
     pub fn start(&mut self, now: u64) -> Result<()> {
