@@ -9,7 +9,6 @@ mod device;
 mod diff;
 mod list;
 mod metrics;
-mod perf_csv;
 mod read;
 mod stat;
 mod write;
