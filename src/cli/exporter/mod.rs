@@ -515,7 +515,7 @@ impl<'d> Running<'d, '_> {
             log_events(e);
             self.last_sweep = Instant::now();
             self.last_probe = self.last_sweep;
-        } else if self.last_probe.elapsed() >= crate::measure::PROBE {
+        } else if self.last_probe.elapsed() >= crate::measure::pace::PROBE {
             let e = self.exporter();
             e.probe(monotonic_ns());
             log_events(e);

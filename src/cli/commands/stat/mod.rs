@@ -272,7 +272,7 @@ pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
         Ok(())
     };
     let (stop, pacer) = (&sig.stop, &RealPacer);
-    let result = measure::measure_via(
+    let result = measure::request::measure_via(
         &device,
         shared,
         req,
