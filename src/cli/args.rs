@@ -29,7 +29,7 @@ pub(crate) struct Global {
         global = true,
         value_name = "SIZE",
         env = "BFPERF_PAGE_SIZE",
-        value_parser = crate::sysfs::parse_page_size
+        value_parser = crate::sysfs::procfs::parse_page_size
     )]
     pub page_size: Option<usize>,
     /// Reads or writes of the simulated device that fail, as a flaky device's would:

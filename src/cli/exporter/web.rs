@@ -269,7 +269,8 @@ fn server_config(config: &Path, cert: &Path, key: &Path) -> Result<rustls::Serve
     // certificate is an error, not a hang or a memory flood.
     let cert_pem =
         crate::sysfs::read_regular(cert, "cannot read the TLS certificate (cert_file)", MAX_PEM)?;
-    let key_pem = crate::sysfs::read_secret(key, "cannot read the TLS key (key_file)", MAX_PEM)?;
+    let key_pem =
+        crate::sysfs::files::read_secret(key, "cannot read the TLS key (key_file)", MAX_PEM)?;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
         .collect::<std::result::Result<_, _>>()
         .map_err(|e| bad(config, format!("cert_file {}: {e}", cert.display())))?;

@@ -383,7 +383,7 @@ fn authorization(file: &PushFile, at: &Section) -> Result<Option<hyper::header::
     // One line: its line end is not part of it, and a second line means the file
     // is not what the config meant (never sent).
     let secret = |p: &PathBuf, key: &str| -> Result<String> {
-        let bytes = crate::sysfs::read_secret(p, at.cannot_read(key), MAX_SECRET)?;
+        let bytes = crate::sysfs::files::read_secret(p, at.cannot_read(key), MAX_SECRET)?;
         let text =
             String::from_utf8(bytes).map_err(|_| at.bad(format!("{} is not text", p.display())))?;
         let line = text

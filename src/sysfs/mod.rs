@@ -7,6 +7,17 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+pub(crate) mod files;
+mod firmware;
+mod identity;
+pub(crate) mod procfs;
+
+pub(crate) use files::{check_config, read_config, read_regular};
+pub(crate) use firmware::pmc_firmware;
+pub(crate) use identity::tree_identity;
+pub(crate) use procfs::kernel_page_size;
+pub use procfs::{process_figures, ProcessFigures};
+
 /// What a directory entry is. Symlinks are reported as such and never followed when
 /// listing, because the driver's `device` and `subsystem` links lead in circles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,81 +236,10 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     }
 }
 
-/// The running kernel's page size (`sysconf(_SC_PAGESIZE)`): 4 KiB on x86_64; 4, 16
-/// or 64 KiB on arm64, as the kernel was built.
-pub(crate) fn kernel_page_size() -> usize {
-    // SAFETY: sysconf reads a constant of the process; it has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(n)
-        .ok()
-        .filter(|n| n.is_power_of_two())
-        .unwrap_or(MIN_PAGE_SIZE)
-}
-
 /// The smallest page size a kernel has (and the simulator's default).
 pub(crate) const MIN_PAGE_SIZE: usize = 4096;
 /// The largest page size accepted (arm64 and ppc64 go up to 64 KiB; hexagon 256 KiB).
 pub(crate) const MAX_PAGE_SIZE: usize = 256 * 1024;
-
-/// A page size as people write it: `4k`, `16K`, `64KiB`, or bytes (`65536`); a power of
-/// two from 4 KiB to 256 KiB.
-pub(crate) fn parse_page_size(text: &str) -> Result<usize, String> {
-    let t = text.trim();
-    let lower = t.to_ascii_lowercase();
-    let (digits, scale) = match lower
-        .strip_suffix("kib")
-        .or_else(|| lower.strip_suffix('k'))
-    {
-        Some(d) => (d, 1024),
-        None => (lower.as_str(), 1),
-    };
-    digits
-        .trim()
-        .parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .filter(|n| n.is_power_of_two() && (MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(n))
-        .ok_or_else(|| {
-            format!("'{text}' is not a page size: give 4k, 16k or 64k (a power of two from 4 KiB to 256 KiB)")
-        })
-}
-
-/// A device the firmware's ACPI tables describe, and whether a driver took it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FirmwareDevice {
-    /// The ACPI device's name (`MLNXBFD1:00`): its HID and instance.
-    pub(crate) name: String,
-    /// A driver is bound to its platform device.
-    pub(crate) bound: bool,
-}
-
-/// What the system says of the PMC when no hwmon device is named bfperf: the
-/// devices the firmware describes with one of `hids` (None where the sysfs root has
-/// no ACPI bus: not an ACPI system, or a copied tree), and whether the mlxbf-pmc
-/// driver is loaded.
-pub(crate) fn pmc_firmware(root: &Path, hids: &[&str]) -> (Option<Vec<FirmwareDevice>>, bool) {
-    let loaded = root.join(layout::PMC_DRIVER).is_dir();
-    let Ok(entries) = std::fs::read_dir(root.join(layout::ACPI_DEVICES)) else {
-        return (None, loaded);
-    };
-    let mut found: Vec<FirmwareDevice> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let hid = name.split(':').next()?;
-            hids.contains(&hid).then(|| FirmwareDevice {
-                bound: e
-                    .path()
-                    .join(layout::PHYSICAL_NODE)
-                    .join(layout::DRIVER_LINK)
-                    .exists(),
-                name,
-            })
-        })
-        .collect();
-    found.sort_by(|a, b| a.name.cmp(&b.name));
-    (Some(found), loaded)
-}
 
 /// File names of the driver's interface.
 pub(crate) mod layout {
@@ -478,75 +418,6 @@ fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::Fi
     Ok(file)
 }
 
-/// This process's own figures, as Prometheus' client libraries export them
-/// (`process_*`): from `/proc/self` and `/proc/stat`, each None where it cannot be
-/// read.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProcessFigures {
-    /// User and system CPU time, seconds.
-    pub cpu_seconds: Option<f64>,
-    /// Resident memory, bytes.
-    pub resident_bytes: Option<f64>,
-    /// Virtual memory, bytes.
-    pub virtual_bytes: Option<f64>,
-    /// Open file descriptors.
-    pub open_fds: Option<f64>,
-    /// The soft limit of open file descriptors.
-    pub max_fds: Option<f64>,
-    /// When it started, seconds since the epoch.
-    pub start_time_seconds: Option<f64>,
-}
-
-/// Reads [`ProcessFigures`] now.
-pub fn process_figures() -> ProcessFigures {
-    // SAFETY: sysconf and getrlimit only ask the kernel; rl is ours.
-    let (tick, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_CLK_TCK),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    let (tick, page) = (tick.max(1) as f64, page.max(1) as f64);
-    let mut rl = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: as above.
-    let max_fds = (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } == 0)
-        .then_some(rl.rlim_cur as f64);
-    let read = |p: &str| fs::read_to_string(p).ok();
-    // /proc/self/stat: fields after the command's closing parenthesis, the state
-    // first; utime, stime are fields 14 and 15 of the whole line, starttime 22.
-    let stat = read("/proc/self/stat");
-    let after: Vec<&str> = stat
-        .as_deref()
-        .and_then(|s| s.rsplit_once(')'))
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let field = |n: usize| after.get(n - 3).and_then(|v| v.parse::<f64>().ok());
-    let statm = read("/proc/self/statm").unwrap_or_default();
-    let pages: Vec<f64> = statm
-        .split_whitespace()
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    // The boot time, read once: /proc/stat grows with the CPUs, and it never changes.
-    static BTIME: std::sync::OnceLock<Option<f64>> = std::sync::OnceLock::new();
-    let btime = *BTIME.get_or_init(|| {
-        read("/proc/stat").and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("btime ")?.trim().parse::<f64>().ok())
-        })
-    });
-    ProcessFigures {
-        cpu_seconds: field(14).zip(field(15)).map(|(u, s)| (u + s) / tick),
-        resident_bytes: pages.get(1).map(|p| p * page),
-        virtual_bytes: pages.first().map(|p| p * page),
-        open_fds: fs::read_dir("/proc/self/fd").ok().map(|d| d.count() as f64),
-        max_fds,
-        start_time_seconds: btime.zip(field(22)).map(|(b, t)| b + t / tick),
-    }
-}
-
 /// Which CPUs are online, under a sysfs root.
 pub(crate) fn cpus_online(sysfs_root: &Path) -> PathBuf {
     sysfs_root.join("devices/system/cpu/online")
@@ -709,207 +580,8 @@ impl Sysfs for RealFs {
     }
 }
 
-/// The magic numbers `statfs` gives for the kernel's sysfs and for FUSE.
-const SYSFS_MAGIC: i64 = 0x6265_6572;
-const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
-
-/// What the device in the hwmon directory `dir` is, however it is reached, its
-/// `device` link reading `platform` (the link's text: no path is resolved):
-/// - on the kernel's sysfs, the platform device the link names (`MLNXBFD2:00`,
-///   the ACPI HID and instance): a name the kernel gives one device for the whole
-///   boot, which a driver loaded again keeps and no other device can take; every
-///   path to it (a bind mount, a link, another `hwmonN`) reads the same link;
-/// - on FUSE (the simulator), the place of the tree that holds it (the directory
-///   above `class/hwmon/hwmonN`, resolved): a FUSE server's device numbers are
-///   handed out again to the next mount, so they name nothing;
-/// - on any other filesystem (a copy of a tree), the directory's device and inode
-///   numbers, which a bind mount shares and nothing else has while it exists.
-pub(crate) fn tree_identity(dir: &Path, platform: Option<&str>) -> String {
-    use std::os::unix::fs::MetadataExt;
-    let platform = platform
-        .and_then(|t| t.rsplit('/').find(|c| !c.is_empty()))
-        .map_or_else(|| "-".to_string(), escape_key);
-    let place = match filesystem_magic(dir) {
-        Some(SYSFS_MAGIC) => "sysfs".to_string(),
-        Some(FUSE_SUPER_MAGIC) => {
-            let real = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-            let root = tree_root(&real);
-            format!("fuse {}", escape_key(&root.display().to_string()))
-        }
-        _ => match fs::metadata(dir) {
-            Ok(m) => format!("directory {:x}:{}", m.dev(), m.ino()),
-            Err(_) => format!("path {}", escape_key(&dir.display().to_string())),
-        },
-    };
-    format!("{place} platform {platform}")
-}
-
-/// The root of the sysfs tree a hwmon directory is in: above `class/hwmon/hwmonN`
-/// (or `hwmon/hwmonN` under a platform device), the directory itself otherwise.
-fn tree_root(real: &Path) -> PathBuf {
-    let parts: Vec<_> = real.components().collect();
-    let n = parts.len();
-    let names = |i: usize| parts[i].as_os_str().to_str().unwrap_or("");
-    if n >= 3 && names(n - 2) == "hwmon" && names(n - 3) == "class" {
-        return parts[..n - 3].iter().collect();
-    }
-    real.to_path_buf()
-}
-
-/// A name as a key spells it: no spaces or controls.
-fn escape_key(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_whitespace() || c.is_control() {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect()
-}
-
-/// `statfs`'s `f_type` of the filesystem holding `dir`.
-fn filesystem_magic(dir: &Path) -> Option<i64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statfs fills the struct we own from the NUL-terminated path.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    #[allow(clippy::unnecessary_cast)]
-    Some(st.f_type as i64)
-}
-
 /// The most a configuration file (exporter config, workload, metric file) may hold.
 pub(crate) const MAX_CONFIG: u64 = 64 * 1024 * 1024;
-
-/// Reads a configuration file a user named as UTF-8 text: see [`read_regular`].
-pub(crate) fn read_config(path: &Path) -> crate::Result<String> {
-    let bytes = read_regular(path, "cannot read the configuration file", MAX_CONFIG)?;
-    String::from_utf8(bytes).map_err(|_| crate::Error::File {
-        what: "cannot read the configuration file",
-        path: path.to_path_buf(),
-        source: io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"),
-    })
-}
-
-/// Checks that a file a user named can be read as configuration (see
-/// [`read_regular`]) without reading it.
-pub(crate) fn check_config(path: &Path, what: &'static str) -> crate::Result<()> {
-    open_regular(path, what).map(drop)
-}
-
-/// Reads a file a user named (configuration, a certificate, a key): opened without
-/// blocking (a FIFO cannot hang bfperf), a regular file only (a link the user gave is
-/// followed; a device such as /dev/zero, a FIFO, a socket or a directory is refused),
-/// at most `max` bytes. The error names the file, what it was for and what it is.
-pub(crate) fn read_regular(path: &Path, what: &'static str, max: u64) -> crate::Result<Vec<u8>> {
-    read_bounded(open_regular(path, what)?, path, what, max)
-}
-
-/// All of an opened `file` (`path`, read for `what`), refused when it holds more
-/// than `max` bytes.
-fn read_bounded(
-    file: fs::File,
-    path: &Path,
-    what: &'static str,
-    max: u64,
-) -> crate::Result<Vec<u8>> {
-    let fail = |source: io::Error| crate::Error::File {
-        what,
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut out = Vec::new();
-    file.take(max + 1).read_to_end(&mut out).map_err(fail)?;
-    if out.len() as u64 > max {
-        let size = match max >= 1 << 20 {
-            true => format!("{} MiB", max >> 20),
-            false => format!("{} KiB", max >> 10),
-        };
-        return Err(fail(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("it holds more than {size}, more than such a file ever needs"),
-        )));
-    }
-    Ok(out)
-}
-
-/// Reads a secret a user named (a TLS key, a token, a password): as
-/// [`read_regular`], and more strictly, since what it holds leaves the machine or
-/// proves who bfperf is: the name itself is opened, never a link's target
-/// (`O_NOFOLLOW`), and the file must belong to root or to bfperf's own user and be
-/// writable by no one else, so that nobody else can put another file's content
-/// (`/etc/shadow`) in its place. Checked on the opened descriptor.
-pub(crate) fn read_secret(path: &Path, what: &'static str, max: u64) -> crate::Result<Vec<u8>> {
-    use std::os::unix::fs::MetadataExt;
-    let fail = |source: io::Error| crate::Error::File {
-        what,
-        path: path.to_path_buf(),
-        source,
-    };
-    let refuse = |why: String| fail(io::Error::new(io::ErrorKind::PermissionDenied, why));
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => refuse(
-                "it is a symbolic link; name the file itself (bfperf follows no link to a secret)"
-                    .into(),
-            ),
-            _ => fail(e),
-        })?;
-    let md = file.metadata().map_err(fail)?;
-    if !md.file_type().is_file() {
-        return Err(refuse(format!(
-            "it is {}, not a regular file",
-            kind_name(&md.file_type())
-        )));
-    }
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if md.uid() != 0 && md.uid() != me {
-        return Err(refuse(format!(
-            "it belongs to user {}, not to root or to bfperf's user (uid {me})",
-            md.uid()
-        )));
-    }
-    if md.mode() & 0o022 != 0 {
-        return Err(refuse(format!(
-            "others can write it (mode {:o}): chmod go-w it",
-            md.mode() & 0o7777
-        )));
-    }
-    read_bounded(file, path, what, max)
-}
-
-fn open_regular(path: &Path, what: &'static str) -> crate::Result<fs::File> {
-    let fail = |source: io::Error| crate::Error::File {
-        what,
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(fail)?;
-    let kind = file.metadata().map_err(fail)?.file_type();
-    if !kind.is_file() {
-        return Err(fail(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "it is {}, not a regular file (bfperf reads such files only when they are regular files, so that none can hang it or flood its memory)",
-                kind_name(&kind)
-            ),
-        )));
-    }
-    Ok(file)
-}
 
 #[cfg(test)]
 mod tests {
