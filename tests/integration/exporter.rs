@@ -180,6 +180,32 @@ pub(crate) fn served_port(e: &mut Running) -> u16 {
     port_of(&served_at(e).unwrap_or_else(|why| panic!("{why}")))
 }
 
+/// A real Prometheus scraping the exporter on `port` every second, its data in
+/// `dir`: the running Prometheus and the port it answers queries on.
+pub(crate) fn scraping(prometheus: &Path, dir: &Path, port: u16) -> (Running, u16) {
+    let prom_cfg = dir.join("prometheus.yml");
+    std::fs::write(
+        &prom_cfg,
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: bfperf\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"),
+    )
+    .unwrap();
+    let mut p = Running(
+        Process::new(prometheus)
+            .arg(format!("--config.file={}", prom_cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg("--web.listen-address=127.0.0.1:0")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let prom_port = prometheus_port(&mut p);
+    (p, prom_port)
+}
+
 /// The port Prometheus `p` listens on, as its `msg="Listening on"
 /// address=ADDRESS` line says (started with `--web.listen-address=127.0.0.1:0`).
 pub(crate) fn prometheus_port(p: &mut Running) -> u16 {
@@ -444,26 +470,7 @@ fn a_real_prometheus_scrapes_it_and_computes_the_simulators_rates() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "events = [\"tile2/MEMORY_READS/\"]\n");
     let (_e, port) = serve(&m, dir.path(), &cfg);
-    let prom_cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &prom_cfg,
-        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: bfperf\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"),
-    )
-    .unwrap();
-    let mut _p = Running(
-        Process::new(prometheus)
-            .arg(format!("--config.file={}", prom_cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg("--web.listen-address=127.0.0.1:0")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let prom_port = prometheus_port(&mut _p);
+    let (_p, prom_port) = scraping(&prometheus, dir.path(), port);
     // The simulator's rates: a register's from two reads a second apart; the tile's
     // from the same simulator model in process (same generation, kernel, layout).
     let reg = m.device().join("pcie0/IN_P_BYTE_CNT");
@@ -3156,26 +3163,7 @@ fn prometheus_sees_no_reset_across_a_fault_and_reloads() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "events = [\"default\"]\n");
     let (e, port) = serve(&m, dir.path(), &cfg);
-    let prom_cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &prom_cfg,
-        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: bfperf\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"),
-    )
-    .unwrap();
-    let mut p = Running(
-        Process::new(prometheus)
-            .arg(format!("--config.file={}", prom_cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg("--web.listen-address=127.0.0.1:0")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let prom_port = prometheus_port(&mut p);
+    let (_p, prom_port) = scraping(&prometheus, dir.path(), port);
     let q = |s: &str| prometheus_query(prom_port, s);
     let mss0 = "bfperf_events_total{block=\"mss0\",event=\"SKYLIB_DDN_TX_FLITS\"}";
     let scrapes = |n: f64| {
