@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{remote_write, DEFAULT_CONFIG};
+use super::{push, DEFAULT_CONFIG};
 use crate::cli::args::Global;
 use crate::cli::exit::diag;
 use crate::cli::setup::metric_params;
@@ -39,9 +39,9 @@ pub(super) struct ConfigFile {
     /// overrides it); otherwise only its user.
     pub(super) socket_group: Option<String>,
     /// Push the series to a Prometheus remote-write receiver too.
-    pub(super) remote_write: Option<remote_write::PushFile>,
+    pub(super) remote_write: Option<push::PushFile>,
     /// Push them over OTLP/HTTP too (an OpenTelemetry Collector).
-    pub(super) otlp: Option<remote_write::PushFile>,
+    pub(super) otlp: Option<push::PushFile>,
     /// The share of a block's free counters one user other than root may hold
     /// (0 to 1; default 0.5).
     pub(super) user_share: Option<f64>,
@@ -54,9 +54,9 @@ pub(super) struct Serving {
     pub(super) web_config: Option<PathBuf>,
     pub(super) socket_group: Option<String>,
     /// `[remote_write]`, its file names relative to the config's directory.
-    pub(super) remote_write: Option<remote_write::PushFile>,
+    pub(super) remote_write: Option<push::PushFile>,
     /// `[otlp]`, the same.
-    pub(super) otlp: Option<remote_write::PushFile>,
+    pub(super) otlp: Option<push::PushFile>,
 }
 
 pub(super) fn read_config(path: Option<&Path>, global: &Global) -> Result<(ExportConfig, Serving)> {

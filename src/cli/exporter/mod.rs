@@ -6,7 +6,7 @@
 mod config;
 mod http;
 mod process;
-mod remote_write;
+mod push;
 mod web;
 
 use config::{read_config, Serving};
@@ -197,7 +197,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
     let push = pushers(&args, &serving, &device)?;
     let sig = signals();
     let mut server = Serve::Pending(web);
-    let mut pusher: Vec<_> = push.into_iter().map(remote_write::Pusher::start).collect();
+    let mut pusher: Vec<_> = push.into_iter().map(push::Pusher::start).collect();
     let mut owner = match lock_path(global, &device)? {
         Some(lock) => Some(Held::take(&lock, global.wait, group)?),
         None => None,
@@ -245,19 +245,15 @@ fn pushers(
     args: &ExporterOptions,
     serving: &Serving,
     device: &Device,
-) -> Result<Vec<remote_write::RemoteWrite>> {
+) -> Result<Vec<push::Receiver>> {
     let config_path = args.config.clone().unwrap_or_else(|| DEFAULT_CONFIG.into());
     let mut push = Vec::new();
     if let Some(rw) = &serving.remote_write {
-        let p = remote_write::Protocol::RemoteWrite;
-        push.push(remote_write::RemoteWrite::check(rw, &config_path, p)?);
+        let p = push::Protocol::RemoteWrite;
+        push.push(push::Receiver::check(rw, &config_path, p)?);
     }
     if let Some(o) = &serving.otlp {
-        push.push(remote_write::RemoteWrite::check(
-            o,
-            &config_path,
-            otlp_of(device),
-        )?);
+        push.push(push::Receiver::check(o, &config_path, otlp_of(device))?);
     }
     Ok(push)
 }
@@ -266,13 +262,13 @@ fn pushers(
 /// which device (its generation, and its place as it outlasts a reboot or the
 /// driver loaded again: a resource is a series' identity to many backends);
 /// points carry the generation too.
-fn otlp_of(device: &Device) -> remote_write::Protocol {
+fn otlp_of(device: &Device) -> push::Protocol {
     let generation = device.generation().label().to_string();
-    remote_write::Protocol::Otlp {
+    push::Protocol::Otlp {
         resource: vec![
             ("service.name".into(), "bfperf".into()),
             ("service.version".into(), env!("CARGO_PKG_VERSION").into()),
-            ("host.name".into(), remote_write::host_name()),
+            ("host.name".into(), push::host_name()),
             ("bfperf.device".into(), device.lasting_location()),
             ("bfperf.generation".into(), generation.clone()),
         ],
@@ -301,7 +297,7 @@ fn run_on(
         &Serving,
         Option<export::Inheritance>,
     ),
-    (pusher, server): (&mut Vec<remote_write::Pusher>, &mut Serve),
+    (pusher, server): (&mut Vec<push::Pusher>, &mut Serve),
     sig: &Signals,
 ) -> Result<Outcome> {
     let exporter =
@@ -397,7 +393,7 @@ struct Running<'d, 'a> {
     /// The device's lock and socket, held for the exporter's life.
     owner: Option<Held>,
     /// Remote write, when the config asks for it.
-    pusher: Vec<remote_write::Pusher>,
+    pusher: Vec<push::Pusher>,
     last_sweep: Instant,
     last_probe: Instant,
     /// While the device cannot be read: when to look for it next, and the wait

@@ -28,7 +28,7 @@ use crate::cli::exit::diag;
 use crate::error::{Error, Result};
 use crate::export::Family;
 
-pub(super) use config::{host_name, Protocol, PushFile, RemoteWrite};
+pub(super) use config::{host_name, Protocol, PushFile, Receiver};
 use post::{Outcome, Target};
 use queue::Queue;
 use wire::TimeSeries;
@@ -94,7 +94,7 @@ pub(super) struct Pusher {
 
 impl Pusher {
     /// Starts the sending thread; the first push is due at once.
-    pub(super) fn start(rw: RemoteWrite) -> Pusher {
+    pub(super) fn start(rw: Receiver) -> Pusher {
         let shared = Arc::new(Shared {
             protocol: rw.protocol.clone(),
             queue: Mutex::new(Queue::new(rw.bound)),

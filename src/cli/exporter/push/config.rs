@@ -68,9 +68,9 @@ impl Protocol {
     }
 }
 
-/// A checked `[remote_write]` or `[otlp]`: everything read and valid before the
-/// device is touched.
-pub(in crate::cli::exporter) struct RemoteWrite {
+/// A receiver to push to, from a checked `[remote_write]` or `[otlp]`: everything
+/// read and valid before the device is touched.
+pub(in crate::cli::exporter) struct Receiver {
     pub(super) target: Target,
     pub(super) url: String,
     pub(super) interval: Duration,
@@ -119,7 +119,7 @@ impl PushFile {
     }
 }
 
-impl RemoteWrite {
+impl Receiver {
     /// Checks `file` (its paths made relative to the config's directory), named
     /// `config` in messages, for `protocol` (for OTLP, the Resource bfperf gives;
     /// the file's `resource_attributes` are added to it).
@@ -127,7 +127,7 @@ impl RemoteWrite {
         file: &PushFile,
         config: &Path,
         protocol: Protocol,
-    ) -> Result<RemoteWrite> {
+    ) -> Result<Receiver> {
         let at = Section {
             config,
             name: protocol.section(),
@@ -160,7 +160,7 @@ impl RemoteWrite {
             uri.path()
         );
         let server_name = file.server_name.clone().unwrap_or_else(|| host.clone());
-        Ok(RemoteWrite {
+        Ok(Receiver {
             target: Target {
                 uri,
                 host,
