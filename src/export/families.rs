@@ -42,6 +42,24 @@ impl Exporter<'_> {
             vec![],
             scrape_s,
         ));
+        // How late the values are against the time Prometheus stamps them with
+        // (the request's): the lag to the sweep's first read, and its reads' span.
+        let (first, last) = self.sampler.last_pass();
+        let lag = self.asked.map_or(0, |a| first.saturating_sub(a));
+        fams.push(one(
+            "scrape_lag_seconds",
+            "Seconds from the scrape's request to the sweep's first read (0 for a push or a textfile): how much later than their timestamp the values were read",
+            false,
+            vec![],
+            lag as f64 / 1e9,
+        ));
+        fams.push(one(
+            "scrape_read_seconds",
+            "Seconds from the sweep's first read to its last: a rate over a window W is off by at most the change of lag plus this between its ends, over W",
+            false,
+            vec![],
+            last.saturating_sub(first) as f64 / 1e9,
+        ));
         fams.push(one(
             "device_info",
             "The device: generation, location and event_list format",

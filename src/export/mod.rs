@@ -135,6 +135,9 @@ pub struct Exporter<'d> {
     /// How the device prints its event lists, read at the start: a label that
     /// stays as it is while the device cannot be read.
     list_format: &'static str,
+    /// When the request the next exposition answers arrived (the sampler's clock,
+    /// ns); None for a push or a textfile.
+    asked: Option<u64>,
 }
 
 /// The specs of every register of every pcie, ecc and clock_measure block.
@@ -342,6 +345,7 @@ impl<'d> Exporter<'d> {
             lent: Vec::new(),
             next_client: 0,
             list_format: event_list_format(device),
+            asked: None,
         };
         // The first scrape's metrics cover the time since the start.
         e.last_accs = e.own_totals();
@@ -392,6 +396,12 @@ impl<'d> Exporter<'d> {
                     .collect()
             })
             .collect();
+    }
+
+    /// Says when the request the next exposition answers arrived (the sampler's
+    /// clock, ns): the exposition's `bfperf_scrape_lag_seconds` is counted from it.
+    pub fn asked_at(&mut self, ns: Option<u64>) {
+        self.asked = ns;
     }
 
     /// Whether the last sweep read every block: false while the device fails (a

@@ -3209,6 +3209,29 @@ fn prometheus_sees_no_reset_across_a_fault_and_reloads() {
     prometheus_close(rate, bf3_event_rate("mss0", "SKYLIB_DDN_TX_FLITS"), mss0);
 }
 
+/// Each scrape says how late its values are against the time Prometheus stamps
+/// them with (the request's): the lag from the request to the sweep's first read
+/// and the span of its reads, both within the request's own round trip.
+#[test]
+fn a_scrape_says_how_late_its_values_are() {
+    let Some((_m, _dir, _e, port)) = default_exporter() else {
+        return;
+    };
+    for _ in 0..5 {
+        let asked = Instant::now();
+        let (_, body) = get(port, "/metrics", "text/plain");
+        let round_trip = asked.elapsed().as_secs_f64();
+        let lag = sample(&body, "bfperf_scrape_lag_seconds", &[]);
+        let read = sample(&body, "bfperf_scrape_read_seconds", &[]);
+        assert!(
+            lag > 0.0 && read > 0.0 && lag + read <= round_trip,
+            "lag {lag} s and reads {read} s in a request of {round_trip} s"
+        );
+        // Apart by more than the exporter shares one sweep among scrapes.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
 /// The exporter's usage errors are lines of its log, as its other errors are: one
 /// JSON or logfmt line at level error (they were clap's plain lines), exit 2.
 #[test]

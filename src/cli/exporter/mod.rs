@@ -353,16 +353,22 @@ fn run_on(
 }
 
 /// One scrape: a sweep, then the exposition in each of `formats`, the remote
-/// writer's own series among the rest.
-fn exposition<const N: usize>(r: &mut Running, formats: [TextFormat; N]) -> [String; N] {
-    let fams = swept_families(r);
+/// writer's own series among the rest; `asked`: when the request it answers came.
+fn exposition<const N: usize>(
+    r: &mut Running,
+    formats: [TextFormat; N],
+    asked: Option<Instant>,
+) -> [String; N] {
+    let fams = swept_families(r, asked);
     formats.map(|f| export::render(&fams, f))
 }
 
-/// A sweep, then every family a scrape sees.
-fn swept_families(r: &mut Running) -> Vec<Family> {
+/// A sweep, then every family a scrape sees (`asked`: when the request it answers
+/// came, None for a push or a textfile).
+fn swept_families(r: &mut Running, asked: Option<Instant>) -> Vec<Family> {
     let extra: Vec<Family> = r.pusher.iter().flat_map(|p| p.families()).collect();
     let e = r.exporter();
+    e.asked_at(asked.map(|a| monotonic_ns().saturating_sub(a.elapsed().as_nanos() as u64)));
     let start = Instant::now();
     let up = match e.scrape(monotonic_ns()) {
         Ok(()) => true,
@@ -496,7 +502,7 @@ impl<'d> Running<'d, '_> {
         }
         if self.pusher.iter().any(|p| p.due()) {
             // One sweep for every pusher due: the same values, whatever the wire.
-            let fams = swept_families(self);
+            let fams = swept_families(self, None);
             for p in self.pusher.iter_mut().filter(|p| p.due()) {
                 p.push(&fams);
             }
@@ -631,7 +637,7 @@ fn http_loop(r: &mut Running, sig: &Signals, server: &mut Server) -> Result<()> 
             Some(e) => e,
             None => {
                 let began = Instant::now();
-                let e = Arc::new(both_formats(r));
+                let e = Arc::new(both_formats(r, first.at));
                 r.last_sweep = Instant::now();
                 crate::cli::exit::log(
                     crate::cli::exit::Level::Debug,
@@ -653,8 +659,9 @@ fn http_loop(r: &mut Running, sig: &Signals, server: &mut Server) -> Result<()> 
 }
 
 /// One sweep's exposition, in OpenMetrics and in text 0.0.4.
-fn both_formats(r: &mut Running) -> http::Exposition {
-    let [openmetrics, text_004] = exposition(r, [TextFormat::OpenMetrics, TextFormat::Text004]);
+fn both_formats(r: &mut Running, asked: Instant) -> http::Exposition {
+    let formats = [TextFormat::OpenMetrics, TextFormat::Text004];
+    let [openmetrics, text_004] = exposition(r, formats, Some(asked));
     http::Exposition {
         openmetrics: openmetrics.into(),
         text_004: text_004.into(),
@@ -685,7 +692,7 @@ fn textfile_loop(r: &mut Running, path: &Path, sig: &Signals) -> Result<()> {
             return Ok(());
         }
         if Instant::now() >= next_write {
-            let [text] = exposition(r, [TextFormat::Text004]);
+            let [text] = exposition(r, [TextFormat::Text004], None);
             // Atomically: a temporary file in the same directory, fsync, rename.
             crate::outfile::replace(path, &mut |w| w.write_all(text.as_bytes()))?;
             r.last_sweep = Instant::now();

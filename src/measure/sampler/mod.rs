@@ -152,6 +152,9 @@ pub struct Sampler<'d> {
     log: Vec<Detection>,
     /// Lent counters the kernel would not put back, said.
     put_back_failures: Vec<String>,
+    /// The last tick's pass over the blocks: when it began and ended (the
+    /// sampler's clock, ns).
+    pass: (u64, u64),
 }
 
 /// What one counter gained in a turn, and the times that qualify it.
@@ -386,6 +389,7 @@ impl<'d> Sampler<'d> {
             states,
             log: Vec::new(),
             put_back_failures: Vec::new(),
+            pass: (0, 0),
         })
     }
 
@@ -422,6 +426,7 @@ impl<'d> Sampler<'d> {
             states,
             log: old.log,
             put_back_failures: old.put_back_failures,
+            pass: old.pass,
         })
     }
 
@@ -481,10 +486,18 @@ impl<'d> Sampler<'d> {
     /// for that tick (its items invalid, with the reason) and sampled again at the
     /// next: one flaky read never ends a measurement.
     pub fn tick(&mut self, now: u64) -> Result<()> {
+        let began = (self.stamp)();
         for i in 0..self.plans.len() {
             self.tick_block(i, now);
         }
+        self.pass = (began, (self.stamp)());
         Ok(())
+    }
+
+    /// When the last tick's pass over the blocks began and ended (its first read
+    /// and its last, within the work between them), ns of the sampler's clock.
+    pub fn last_pass(&self) -> (u64, u64) {
+        self.pass
     }
 
     fn tick_block(&mut self, i: usize, now: u64) {
