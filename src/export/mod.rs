@@ -262,11 +262,14 @@ impl<'d> Exporter<'d> {
         set: MetricSet,
         clock: impl Fn() -> u64 + Send + Sync + 'd,
     ) -> Result<Exporter<'d>> {
-        Exporter::start_after(device, config, set, clock, None)
+        let checked = check(device, config, &set)?;
+        Exporter::start_after(device, config, checked, set, clock, None)
     }
 
-    /// As [`Exporter::start`], on a device that went away and came back (at its
-    /// place or another `hwmonN`) while this exporter owned it: `earlier` is what
+    /// As [`Exporter::start`], with `config` already [`check`]ed against `device`
+    /// (checked once, before anything is written); and on a device that went away
+    /// and came back (at its place or another `hwmonN`) while this exporter owned
+    /// it, `earlier` is what
     /// the device held before the exporter first programmed it and the journal
     /// that records it ([`Exporter::forsake`]). The journal is never removed in
     /// between: it is replaced (atomically) only when this start adds blocks, so a
@@ -275,11 +278,11 @@ impl<'d> Exporter<'d> {
     pub fn start_after(
         device: &'d Device,
         config: &ExportConfig,
+        checked: Checked,
         set: MetricSet,
         clock: impl Fn() -> u64 + Send + Sync + 'd,
         earlier: Option<Inheritance>,
     ) -> Result<Exporter<'d>> {
-        let checked = check(device, config, &set)?;
         let metric_names = checked.metrics;
         let (plans, _) = prepare(device, &StatRequest::for_specs(checked.specs))?;
         let mut events = Vec::new();

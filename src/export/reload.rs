@@ -4,7 +4,8 @@
 use super::*;
 
 impl<'d> Exporter<'d> {
-    /// Takes up `config` in place of this exporter's: a block whose plan stays the
+    /// Takes up `config` ([`check`]ed against this device: `checked`) in place of
+    /// this exporter's: a block whose plan stays the
     /// same keeps counting, untouched (neither put back nor programmed again, its
     /// series going on without a gap); the others are put back and programmed for
     /// `config`, their series that continue keeping their totals. The journal
@@ -16,16 +17,15 @@ impl<'d> Exporter<'d> {
     pub fn reload(
         mut self,
         config: &ExportConfig,
+        checked: Checked,
         set: MetricSet,
     ) -> std::result::Result<Exporter<'d>, (Error, Totals)> {
         let totals = self.running_totals();
         let device = self.device;
         // Lent counters belong to clients, and a reload ends them first; with any
         // left, the whole device starts again.
-        let prepared = check(device, config, &set).and_then(|c| {
-            let (plans, _) = prepare(device, &StatRequest::for_specs(c.specs))?;
-            Ok((c.metrics, plans))
-        });
+        let prepared = prepare(device, &StatRequest::for_specs(checked.specs))
+            .map(|(plans, _)| (checked.metrics, plans));
         let (metric_names, plans) = match prepared {
             Ok(p) if self.lent.is_empty() && self.clients.is_empty() => p,
             Ok(_) | Err(_) => {

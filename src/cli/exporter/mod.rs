@@ -61,13 +61,14 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
             diag("listen, web_config_file, socket_group, remote_write and otlp take effect when the exporter restarts; the rest of the configuration is reloaded");
         }
         let set = load_metrics(global, &[device.generation()])?;
-        for s in export::check(device, &c, &set)?.skipped {
+        let checked = export::check(device, &c, &set)?;
+        for s in &checked.skipped {
             diag(&format!("warning: skipped {s} (strict = true refuses it)"));
         }
-        Ok((c, set))
+        Ok((c, set, checked))
     });
     let mut current = current;
-    let (config, set) = match checked {
+    let (config, set, checked) = match checked {
         Err(e) => {
             diag(&format!(
                 "warning: reload refused, the old configuration keeps running: {e}"
@@ -85,7 +86,7 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
     end_clients(r, &mut current);
     // Blocks whose events stay keep counting; the series that continue keep their
     // running totals (counters never go backwards across a reload).
-    match current.reload(&config, set.clone()) {
+    match current.reload(&config, checked, set.clone()) {
         Ok(next) => {
             diag("configuration reloaded");
             r.config = (config, set);
@@ -183,9 +184,12 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
         .map(crate::measure::owner::socket::group_id)
         .transpose()?;
     let set = load_metrics(global, &[device.generation()])?;
-    for s in export::check(&device, &config, &set)?.skipped {
+    // Checked once for this device: the first run starts from it.
+    let checked = export::check(&device, &config, &set)?;
+    for s in &checked.skipped {
         diag(&format!("warning: skipped {s} (strict = true refuses it)"));
     }
+    let mut checked = Some(checked);
     // Checked before the device is touched, like everything else.
     if args.textfile.is_none() {
         listen_addr(&args)?;
@@ -210,7 +214,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
             &device,
             global,
             (&args, &mut owner),
-            (&mut config, &serving, earlier.take()),
+            (&mut config, &serving, earlier.take(), checked.take()),
             (&mut pusher, &mut server),
             &sig,
         )?;
@@ -292,16 +296,28 @@ fn run_on(
     device: &Device,
     global: &Global,
     (args, owner): (&ExporterOptions, &mut Option<Held>),
-    (config, serving, earlier): (
+    (config, serving, earlier, checked): (
         &mut (ExportConfig, crate::metrics::MetricSet),
         &Serving,
         Option<export::Inheritance>,
+        Option<export::Checked>,
     ),
     (pusher, server): (&mut Vec<push::Pusher>, &mut Serve),
     sig: &Signals,
 ) -> Result<Outcome> {
-    let exporter =
-        Exporter::start_after(device, &config.0, config.1.clone(), monotonic_ns, earlier)?;
+    // A device found again is checked anew: it may list other blocks.
+    let checked = match checked {
+        Some(c) => c,
+        None => export::check(device, &config.0, &config.1)?,
+    };
+    let exporter = Exporter::start_after(
+        device,
+        &config.0,
+        checked,
+        config.1.clone(),
+        monotonic_ns,
+        earlier,
+    )?;
     let mut running = Running {
         device,
         global,

@@ -155,7 +155,7 @@ pub(crate) fn source<'d>(
         return Ok(shared);
     }
     if global.sim.is_some() || may_write(device) {
-        return live(global, device, config, set);
+        return live(global, device, (config, checked), set);
     }
     if !config.events.is_empty() {
         return Err(Error::BadOption {
@@ -170,7 +170,7 @@ pub(crate) fn source<'d>(
 pub(crate) fn live<'d>(
     global: &Global,
     device: &'d Device,
-    config: &ExportConfig,
+    (config, checked): (&ExportConfig, export::Checked),
     set: &MetricSet,
 ) -> Result<(Option<crate::lock::WriterLock>, Source<'d>, String)> {
     let lock = lock_device(global, device)?;
@@ -178,7 +178,7 @@ pub(crate) fn live<'d>(
         true => "simulator (no lock)".to_string(),
         false => format!("held by this bfperf (pid {})", std::process::id()),
     };
-    let e = Exporter::start(device, config, set.clone(), monotonic_ns)?;
+    let e = Exporter::start_after(device, config, checked, set.clone(), monotonic_ns, None)?;
     Ok((lock, Source::Live(Some(Box::new(e))), owner))
 }
 
