@@ -55,6 +55,7 @@ pub mod cli;
 pub mod device;
 pub mod error;
 pub mod export;
+pub mod exposition;
 pub mod kinds;
 pub(crate) mod lock;
 pub mod measure;

@@ -13,7 +13,7 @@ impl Exporter<'_> {
     /// The exposition in `format`, written directly: families sorted by name,
     /// series by their labels (blocks in natural order), the same every scrape.
     pub fn exposition(&self, up: bool, scrape_s: f64, format: TextFormat) -> String {
-        text::render(&self.families(up, scrape_s), format)
+        render(&self.families(up, scrape_s), format)
     }
 
     /// Every family of the exposition and its samples, as a scrape sees them (and
@@ -199,7 +199,7 @@ impl Exporter<'_> {
             let Some(m) = self.set.get(&v.metric) else {
                 continue;
             };
-            let (base, factor) = crate::export::prom::base_name(m);
+            let (base, factor) = crate::exposition::prom::base_name(m);
             let name = format!("bfperf_metric_{base}");
             let x = match v.value {
                 Some(x) => x / m.scale * factor,
@@ -228,24 +228,6 @@ fn counter_of(p: &BlockPlan, item: usize) -> String {
         None if p.multiplexed() => "multiplexed".into(),
         None => String::new(),
     }
-}
-
-/// A series' labels, in order.
-pub type Labels = Vec<(&'static str, String)>;
-
-/// A family of the exposition and its samples: `name` without a counter's
-/// `_total`, which the encoders add.
-#[derive(Debug, Clone)]
-pub struct Family {
-    /// The name without its counter's suffix (`bfperf_events`, `bfperf_up`,
-    /// `process_open_fds`).
-    pub name: String,
-    /// Its HELP.
-    pub help: String,
-    /// A counter (its series end in `_total`), or a gauge.
-    pub counter: bool,
-    /// Each series' labels and value.
-    pub samples: Vec<(Labels, f64)>,
 }
 
 /// The families of raw values, in the order of [`RAW_FAMILIES`].

@@ -10,10 +10,8 @@ mod failing;
 mod families;
 mod reload;
 
+pub use crate::exposition::{render, Family, Labels, TextFormat};
 use failing::Failing;
-pub use families::{Family, Labels};
-pub(crate) mod prom;
-mod text;
 
 use std::collections::HashMap;
 
@@ -29,7 +27,6 @@ use crate::measure::session::{self, Saved};
 use crate::measure::{counts, metric_values, prepare, Count, StatRequest};
 use crate::metrics::{self, MetricSet, MetricValue};
 use crate::spec::Item;
-pub use text::{render, TextFormat};
 
 /// What the exporter counts: `stat -e` specs and `stat -M` metric names.
 #[derive(Debug, Clone, Default, PartialEq)]

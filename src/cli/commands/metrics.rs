@@ -91,7 +91,7 @@ pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failur
                 true => set.metrics.iter().collect(),
                 false => set.select(&a.metric)?,
             };
-            return out.raw(&crate::export::prom::rules(&set, &chosen, &a.window));
+            return out.raw(&crate::exposition::prom::rules(&set, &chosen, &a.window));
         }
         (Some(MetricsFormat::Json), _, _) | (None, true, _) => Format::Json,
         (Some(MetricsFormat::Csv), _, _) | (None, _, true) => Format::Csv,

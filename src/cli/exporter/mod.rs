@@ -22,7 +22,8 @@ use crate::cli::setup::{load_metrics, lock_path, open_device};
 use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::export::{self, ExportConfig, Exporter, Family, TextFormat};
+use crate::export::{self, ExportConfig, Exporter};
+use crate::exposition::{self, Family, TextFormat};
 use crate::measure::owner::Held;
 
 /// The default config file; its absence means the default set.
@@ -376,7 +377,7 @@ fn exposition<const N: usize>(
     asked: Option<Instant>,
 ) -> [String; N] {
     let fams = swept_families(r, asked);
-    formats.map(|f| export::render(&fams, f))
+    formats.map(|f| exposition::render(&fams, f))
 }
 
 /// A sweep, then every family a scrape sees (`asked`: when the request it answers

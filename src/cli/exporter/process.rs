@@ -2,7 +2,7 @@
 //! `process_*` series of the client libraries' process collector (CPU time, memory,
 //! file descriptors, start time), read at each sweep.
 
-use crate::export::Family;
+use crate::exposition::Family;
 
 /// Adds to `bfperf_build_info` what built this binary: `revision` (the source's)
 /// and `rustversion` (the compiler's), as exporters give their Go version.

@@ -26,7 +26,7 @@ use serde::Deserialize;
 
 use crate::cli::exit::diag;
 use crate::error::{Error, Result};
-use crate::export::Family;
+use crate::exposition::Family;
 
 pub(super) use config::{host_name, Protocol, PushFile, Receiver};
 use post::{Outcome, Target};

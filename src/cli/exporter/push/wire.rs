@@ -1,7 +1,7 @@
 //! Prometheus remote write 1.0 on the wire: the `WriteRequest` protobuf (the
 //! messages of Prometheus' `prompb`, derived with prost) in snappy's block format.
 
-use crate::export::Family;
+use crate::exposition::Family;
 
 /// `prometheus.WriteRequest`.
 #[derive(Clone, PartialEq, prost::Message)]

@@ -1,7 +1,7 @@
 //! The exposition's text encoder: Prometheus' text format 0.0.4 and OpenMetrics,
 //! written directly from families of samples (no intermediate model).
 
-use super::Family;
+use super::{Family, Labels};
 
 /// The two exposition formats Prometheus reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,7 +19,7 @@ pub fn render(fams: &[Family], format: TextFormat) -> String {
     fams.sort_by(|a, b| a.name.cmp(&b.name));
     let mut t = Text::new(format);
     for f in fams {
-        let mut samples: Vec<&(super::Labels, f64)> = f.samples.iter().collect();
+        let mut samples: Vec<&(Labels, f64)> = f.samples.iter().collect();
         samples.sort_by_cached_key(|(labels, _)| {
             labels
                 .iter()
