@@ -2813,10 +2813,22 @@ fn reload_with(e: &Running, cfg: &Path, text: &str) {
     unsafe { libc::kill(e.0.id() as i32, libc::SIGHUP) };
 }
 
+/// A scrape of `/metrics`, and when its values were read: no earlier than the
+/// request's start plus the lag the exposition says, no later than the answer.
+fn read_window(port: u16) -> (String, Instant, Instant) {
+    let asked = Instant::now();
+    let (_, body) = get(port, "/metrics", "text/plain");
+    let done = Instant::now();
+    let lag = sample(&body, "bfperf_scrape_lag_seconds", &[]);
+    let earliest = asked + Duration::from_secs_f64(lag);
+    (body, earliest.min(done), done)
+}
+
 /// A reload that changes some blocks leaves the others counting: mss0's events
-/// over three seconds across a SIGHUP that adds gic0 are the simulator's rate
-/// times those seconds (a reload that put every block back and programmed it
-/// again lost part of every block's counts: 0.83 of the truth here).
+/// across a SIGHUP that adds gic0 are the simulator's rate times the time between
+/// the two reads, which each scrape's own lag places within its request (a reload
+/// that put every block back and programmed it again lost part of every block's
+/// counts: 0.83 of the truth over three seconds here).
 #[test]
 fn a_reload_keeps_the_blocks_it_does_not_change_counting() {
     let Some(m) = Mount::start("3", "6.16") else {
@@ -2826,18 +2838,12 @@ fn a_reload_keeps_the_blocks_it_does_not_change_counting() {
     let cfg = config(dir.path(), "events = [\"default\"]\n");
     let (e, port) = serve(&m, dir.path(), &cfg);
     let series = [("block", "mss0"), ("event", "SKYLIB_DDN_TX_FLITS")];
-    // The value, read at the middle of the request that read it.
-    let value = || {
-        let asked = Instant::now();
-        let (_, body) = get(port, "/metrics", "text/plain");
-        let at = asked + asked.elapsed() / 2;
-        (sample(&body, "bfperf_events_total", &series), at, body)
-    };
     std::thread::sleep(Duration::from_secs(1));
-    let (first, from, _) = value();
+    let (body, from_lo, from_hi) = read_window(port);
+    let first = sample(&body, "bfperf_events_total", &series);
     reload_with(&e, &cfg, "events = [\"default\", \"gic0/AW_BEATS/\"]\n");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !value().2.contains("gic0") {
+    while !read_window(port).0.contains("gic0") {
         assert!(
             Instant::now() < deadline,
             "the reload never took: {}",
@@ -2845,13 +2851,24 @@ fn a_reload_keeps_the_blocks_it_does_not_change_counting() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep((from + Duration::from_secs(3)).saturating_duration_since(Instant::now()));
-    let (last, to, _) = value();
-    let rate = (last - first) / (to - from).as_secs_f64();
-    assert_rate(
-        rate,
-        bf3_event_rate("mss0", "SKYLIB_DDN_TX_FLITS"),
-        "mss0 across a reload that changed gic0",
+    std::thread::sleep(
+        (from_hi + Duration::from_secs(3)).saturating_duration_since(Instant::now()),
+    );
+    let (body, to_lo, to_hi) = read_window(port);
+    let last = sample(&body, "bfperf_events_total", &series);
+    // The seconds mss0 counted for, at the simulator's rate, against the seconds
+    // between the two reads (one count of rounding either way).
+    let rate = bf3_event_rate("mss0", "SKYLIB_DDN_TX_FLITS");
+    let counted = (last - first) / rate;
+    let (shortest, longest) = (
+        to_lo.saturating_duration_since(from_hi).as_secs_f64() - 1.0 / rate,
+        (to_hi - from_lo).as_secs_f64() + 1.0 / rate,
+    );
+    assert!(
+        (shortest..=longest).contains(&counted),
+        "mss0 across a reload that changed gic0 counted {counted:.4} s at the simulator's \
+         rate, read between {shortest:.4} s and {longest:.4} s apart: {}",
+        said(&e)
     );
     assert!(said(&e).contains("configuration reloaded"), "{}", said(&e));
 }
