@@ -55,7 +55,12 @@ pub mod cli;
 pub mod device;
 pub mod error;
 pub mod export;
+#[cfg(feature = "exporter")]
+#[doc(hidden)]
+pub mod exporter;
 pub mod exposition;
+#[cfg(feature = "cli")]
+pub(crate) mod front;
 pub mod kinds;
 pub(crate) mod lock;
 pub mod measure;

@@ -9,8 +9,9 @@
 use std::path::PathBuf;
 
 use crate::block::Mechanism;
-use crate::cli::args::{Global, Shell};
+use crate::cli::args::Shell;
 use crate::device::Device;
+use crate::front::args::Global;
 use crate::kinds::Role;
 
 /// One completion: the word, and a short description for shells that show one.
@@ -325,7 +326,7 @@ fn values(line: &Line, current: &str, after_equals: bool) -> Vec<Candidate> {
 }
 
 fn open(global: &Global) -> Option<Device> {
-    crate::cli::setup::open_device(global).ok()
+    crate::front::setup::open_device(global).ok()
 }
 
 fn block_names(device: &Device, keep: impl Fn(&crate::block::Block) -> bool) -> Vec<Candidate> {

@@ -1935,8 +1935,7 @@ fn a_socket_group_lets_its_members_ask_and_no_one_else() {
     let dir = tempfile::tempdir().unwrap();
     let open = |p: &Path| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755));
     open(dir.path()).unwrap();
-    let bin = dir.path().join("bfperf");
-    std::fs::copy(assert_cmd::cargo::cargo_bin!("bfperf"), &bin).unwrap();
+    let bin = installed(dir.path());
     let c = Copy::of("bf2");
     open(c.root()).unwrap();
     let lock = dir.path().join("lock");
@@ -1997,8 +1996,7 @@ fn a_squatted_state_directory_still_reaches_roots_exporter() {
     let dir = tempfile::tempdir().unwrap();
     let open = |p: &Path, mode| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
     open(dir.path(), 0o755).unwrap();
-    let bin = dir.path().join("bfperf");
-    std::fs::copy(assert_cmd::cargo::cargo_bin!("bfperf"), &bin).unwrap();
+    let bin = installed(dir.path());
     let c = Copy::of("bf2");
     open(c.root(), 0o755).unwrap();
     let tmp = dir.path().join("tmp");
@@ -2509,8 +2507,7 @@ fn a_member_holds_its_share_and_root_takes_it_back() {
     let Some((m, dir, _e, _port)) = exporter_for_members("a member beside root") else {
         return;
     };
-    let bin = dir.path().join("bfperf");
-    std::fs::copy(assert_cmd::cargo::cargo_bin!("bfperf"), &bin).unwrap();
+    let bin = installed(dir.path());
     let lock = dir.path().join("lock");
     let member_stat = |events: &str, secs: &str| {
         let mut cmd = Process::new("setpriv");
@@ -2821,6 +2818,19 @@ fn a_reload_never_sends_a_counter_backwards() {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+}
+
+/// bfperf and bfperf-exporter copied into `dir`, side by side as the package
+/// installs them (where another user can run them); the path of bfperf.
+fn installed(dir: &Path) -> PathBuf {
+    std::fs::copy(
+        assert_cmd::cargo::cargo_bin!("bfperf-exporter"),
+        dir.join("bfperf-exporter"),
+    )
+    .unwrap();
+    let bin = dir.join("bfperf");
+    std::fs::copy(assert_cmd::cargo::cargo_bin!("bfperf"), &bin).unwrap();
+    bin
 }
 
 /// Writes `text` as exporter `e`'s config and tells it to reload (SIGHUP).

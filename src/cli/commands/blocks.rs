@@ -2,14 +2,15 @@
 
 use clap::Args as ClapArgs;
 
-use crate::cli::args::{FormatOpts, Global};
-use crate::cli::exit::Failure;
+use crate::cli::args::FormatOpts;
 use crate::cli::output::Format;
 use crate::cli::report::{BlockRow, BlocksReport};
-use crate::cli::setup::open_device;
 use crate::cli::Out;
 use crate::device::Device;
 use crate::error::Result;
+use crate::front::args::Global;
+use crate::front::exit::Failure;
+use crate::front::setup::open_device;
 
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "Examples:\n  bfperf blocks\n  bfperf blocks --csv")]

@@ -5,8 +5,8 @@ use clap::Args as ClapArgs;
 
 use crate::cli::args::Shell;
 use crate::cli::complete;
-use crate::cli::exit::Failure;
 use crate::cli::Out;
+use crate::front::exit::Failure;
 
 #[derive(Debug, ClapArgs)]
 #[command(

@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use clap::Args as ClapArgs;
 
 use crate::block::Generation;
-use crate::cli::args::{FormatOpts, Global};
-use crate::cli::exit::{diag, Failure};
+use crate::cli::args::FormatOpts;
 use crate::cli::output::Format;
 use crate::cli::report::DiffReport;
-use crate::cli::setup::{load_metrics, metric_params};
 use crate::cli::{plot, Out};
+use crate::front::args::Global;
+use crate::front::exit::{diag, Failure};
+use crate::front::setup::{load_metrics, metric_params};
 use crate::ops::{diff, snapshot};
 
 #[derive(Debug, ClapArgs)]

@@ -2,14 +2,15 @@
 
 use clap::Args as ClapArgs;
 
-use crate::cli::args::{FormatOpts, Global};
-use crate::cli::exit::{diag, Failure};
+use crate::cli::args::FormatOpts;
 use crate::cli::output::Format;
 use crate::cli::report::{EventsReport, ListReport};
-use crate::cli::setup::open_device_for;
 use crate::cli::Out;
 use crate::device::Device;
 use crate::error::Result;
+use crate::front::args::Global;
+use crate::front::exit::{diag, Failure};
+use crate::front::setup::open_device_for;
 use crate::metrics::MetricSet;
 
 #[derive(Debug, ClapArgs)]

@@ -1,102 +1,101 @@
-//! `bfperf exporter`: the Prometheus exporter (served by `cli::exporter`).
+//! `bfperf exporter`: runs `bfperf-exporter`, the exporter's own program, with the
+//! same arguments (as cargo runs its external subcommands), so that scripts and
+//! units written for `bfperf exporter` keep working.
 
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 
-use clap::Args as ClapArgs;
+use clap::{Args as ClapArgs, CommandFactory};
 
-use crate::cli::args::{parse_duration, Global};
-use crate::cli::exit::Failure;
-#[cfg(feature = "exporter")]
-use crate::cli::exporter::{self, ExporterOptions};
+use crate::cli::Cli;
+use crate::front::exit::{diag, ExitCode};
 
-/// `bfperf exporter --version`, as node_exporter says its own: the version, the
-/// revision it was built from, the build's date, the compiler and the platform.
-const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (revision: ",
-    env!("BFPERF_REVISION"),
-    ")\n  build date:   ",
-    env!("BFPERF_BUILD_DATE"),
-    "\n  rust version: ",
-    env!("BFPERF_RUSTC_VERSION"),
-    "\n  platform:     ",
-    env!("BFPERF_PLATFORM"),
-);
+/// The program the subcommand runs.
+const PROGRAM: &str = "bfperf-exporter";
 
+/// Everything after `exporter` goes to `bfperf-exporter` as it is (its --help says
+/// what it takes); the global options before it go too.
 #[derive(Debug, ClapArgs)]
-#[command(
-    version = VERSION,
-    after_help = "Examples:\n  systemctl enable --now bfperf-exporter\n  bfperf exporter --listen 0.0.0.0:9839 --web.config.file /etc/bfperf/web.yml\n  bfperf exporter --textfile /var/lib/node_exporter/textfile/bfperf.prom"
-)]
+#[command(disable_help_flag = true, disable_version_flag = true)]
 pub(crate) struct Args {
-    /// The config (TOML): events and metrics to export, as stat -e and -M take them,
-    /// and where and how to serve (listen, web_config_file; the flags win)
-    /// [default: /etc/bfperf/exporter.toml; without it, the generation's default set]
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Where to serve /metrics [default: listen in the config, or 127.0.0.1:9839]; any other address is your explicit choice
-    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile")]
-    listen: Option<String>,
-    /// TLS and basic authentication, in Prometheus' exporter-toolkit format (YAML:
-    /// tls_server_config with cert_file and key_file; basic_auth_users with bcrypt hashes)
+    /// bfperf-exporter's arguments
     #[arg(
-        long = "web.config.file",
-        value_name = "FILE",
-        conflicts_with = "textfile"
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
     )]
-    web_config: Option<PathBuf>,
-    /// Write the exposition to this file atomically instead of serving it (node_exporter's textfile collector)
-    #[arg(long, value_name = "FILE")]
-    textfile: Option<PathBuf>,
-    /// How often to write the textfile
-    #[arg(long, value_name = "TIME", default_value = "15s", value_parser = parse_duration, requires = "textfile")]
-    interval: std::time::Duration,
-    /// Let this group's members ask the exporter to count (stat, top) as its user can
-    /// [default: socket_group in the config, or its user only]
-    #[arg(long, value_name = "GROUP")]
-    socket_group: Option<String>,
-    /// The least serious log lines written
-    #[arg(
-        long = "log.level",
-        value_name = "LEVEL",
-        value_enum,
-        default_value = "info"
-    )]
-    log_level: crate::cli::exit::Level,
-    /// How log lines are written: logfmt (`time=… level=… msg="…"`) or json, each
-    /// with its time unless standard error is journald's, which adds it
-    #[arg(
-        long = "log.format",
-        value_name = "FORMAT",
-        value_enum,
-        default_value = "logfmt"
-    )]
-    log_format: crate::cli::exit::LogFormat,
+    args: Vec<OsString>,
 }
 
-#[cfg(feature = "exporter")]
-impl From<Args> for ExporterOptions {
-    fn from(a: Args) -> ExporterOptions {
-        ExporterOptions {
-            config: a.config,
-            listen: a.listen,
-            web_config: a.web_config,
-            textfile: a.textfile,
-            interval: a.interval,
-            socket_group: a.socket_group,
+/// The arguments for `bfperf-exporter` when this command line runs the `exporter`
+/// subcommand: every word but that one. The global options before it are skipped
+/// by what clap's own description of them says takes a value.
+pub(crate) fn forwarded() -> Option<Vec<OsString>> {
+    let words: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let cmd = Cli::command();
+    let takes_value = |word: &str| {
+        cmd.get_arguments().any(|a| {
+            a.get_action().takes_values()
+                && (word
+                    .strip_prefix("--")
+                    .is_some_and(|l| a.get_long() == Some(l))
+                    || word.strip_prefix('-').and_then(|s| s.chars().next()) == a.get_short()
+                        && word.len() == 2)
+        })
+    };
+    let mut i = 0;
+    while i < words.len() {
+        let word = words[i].to_str()?;
+        if word == "--" {
+            return None;
         }
+        if word.starts_with('-') {
+            i += if !word.contains('=') && takes_value(word) {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        if word != "exporter" {
+            return None;
+        }
+        let mut rest = words;
+        rest.remove(i);
+        return Some(rest);
     }
+    None
 }
 
-/// Serves (or writes the textfile) until SIGTERM or SIGINT.
-#[cfg(feature = "exporter")]
-pub(super) fn exec(global: &Global, a: Args) -> Result<(), Failure> {
-    crate::cli::exit::set_log(a.log_format, a.log_level);
-    Ok(exporter::run(global, a.into())?)
+/// Runs `bfperf-exporter` in this process's place: the one installed beside this
+/// program, else the first on `PATH`. Returns only when it could not be run.
+pub(crate) fn forward(args: Vec<OsString>) -> i32 {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(PROGRAM)))
+        .filter(|p| p.is_file());
+    let program = beside.unwrap_or_else(|| PathBuf::from(PROGRAM));
+    let err = std::process::Command::new(&program)
+        .arg0(PROGRAM)
+        .args(args)
+        .exec();
+    diag(&format!(
+        "error: cannot run {}: {err}; `bfperf exporter` runs the exporter's own program, \
+         installed beside bfperf (package bfperf) or on PATH",
+        program.display()
+    ));
+    ExitCode::Error as i32
 }
 
-/// This binary was built without the exporter.
-#[cfg(not(feature = "exporter"))]
-pub fn exec(_global: &Global, _a: Args) -> Result<(), Failure> {
-    Err(crate::cli::setup::not_built("exporter").into())
+/// Reached only when [`forwarded`] could not tell the words apart (one is not
+/// UTF-8): said, rather than run the exporter on another device than asked.
+pub(super) fn exec(_a: Args) -> Result<(), crate::front::exit::Failure> {
+    Err(crate::error::Error::BadOption {
+        problem: format!(
+            "a word of this command line is not UTF-8, so bfperf cannot tell which are \
+             for {PROGRAM}; run {PROGRAM} with them directly"
+        ),
+    }
+    .into())
 }

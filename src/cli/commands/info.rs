@@ -4,13 +4,14 @@ use std::collections::BTreeMap;
 
 use clap::Args as ClapArgs;
 
-use crate::cli::args::{FormatOpts, Global};
-use crate::cli::exit::Failure;
+use crate::cli::args::FormatOpts;
 use crate::cli::output::Format;
 use crate::cli::report::InfoReport;
-use crate::cli::setup::open_device;
 use crate::cli::Out;
 use crate::device::Device;
+use crate::front::args::Global;
+use crate::front::exit::Failure;
+use crate::front::setup::open_device;
 
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "Examples:\n  bfperf info\n  bfperf --sim bf3 info --json")]

@@ -3,12 +3,13 @@
 
 use clap::Args as ClapArgs;
 
-use crate::cli::args::{FormatOpts, Global};
-use crate::cli::exit::{diag, Failure};
+use crate::cli::args::FormatOpts;
 use crate::cli::output::Format;
 use crate::cli::report::ListReport;
-use crate::cli::setup::{device_here, load_metrics, open_device};
 use crate::cli::Out;
+use crate::front::args::Global;
+use crate::front::exit::{diag, Failure};
+use crate::front::setup::{device_here, load_metrics, open_device};
 
 #[derive(Debug, ClapArgs)]
 #[command(

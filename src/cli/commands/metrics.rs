@@ -4,12 +4,12 @@
 use clap::Args as ClapArgs;
 
 use crate::block::Generation;
-use crate::cli::args::Global;
-use crate::cli::exit::{diag, Failure};
 use crate::cli::output::Format;
 use crate::cli::report::{MetricRow, MetricsReport};
-use crate::cli::setup::{device_here, load_metrics};
 use crate::cli::Out;
+use crate::front::args::Global;
+use crate::front::exit::{diag, Failure};
+use crate::front::setup::{device_here, load_metrics};
 use crate::metrics;
 
 #[derive(Debug, ClapArgs)]

@@ -4,17 +4,17 @@
 
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
-use crate::cli::args::Global;
-use crate::cli::exit::ExitCode;
-use crate::cli::exit::Failure;
 use crate::cli::Out;
+use crate::front::args::Global;
+use crate::front::exit::ExitCode;
+use crate::front::exit::Failure;
 
 mod blocks;
 mod clear;
 mod completions;
 mod diff;
 mod events;
-mod exporter;
+pub(crate) mod exporter;
 mod info;
 mod list;
 mod metrics;
@@ -84,7 +84,7 @@ pub(crate) enum Command {
     Diff(Lazy<diff::Args>),
     /// Count events during a command or a period: `stat -e 'tile/MEMORY_READS/' -- CMD`
     Stat(Lazy<stat::Args>),
-    /// Export the counters to Prometheus: serve /metrics, or write a node_exporter textfile
+    /// Export the counters to Prometheus: runs bfperf-exporter (serve /metrics, write a textfile, push)
     Exporter(Lazy<exporter::Args>),
     /// Watch the device live: bandwidths, ratios and every block's activity, refreshed in place
     Top(Lazy<top::Args>),
@@ -121,7 +121,7 @@ pub(super) fn exec(cli: Cli, out: &mut Out) -> Result<i32, Failure> {
         Command::Read(a) => read::exec(g, a.0, out),
         Command::Snapshot(a) => snapshot::exec(g, a.0, out),
         Command::Diff(a) => diff::exec(g, a.0, out),
-        Command::Exporter(a) => exporter::exec(g, a.0),
+        Command::Exporter(a) => exporter::exec(a.0),
         Command::Top(a) => top::exec(g, a.0),
         Command::Plot(a) => plot::exec(a.0),
         Command::Restore(a) => restore::exec(g, a.0, out),

@@ -2,8 +2,8 @@
 
 use clap::Args as ClapArgs;
 
-use crate::cli::exit::Failure;
 use crate::cli::plot::{self, PlotOptions};
+use crate::front::exit::Failure;
 
 #[derive(Debug, ClapArgs)]
 #[command(

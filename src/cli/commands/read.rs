@@ -2,12 +2,13 @@
 
 use clap::Args as ClapArgs;
 
-use crate::cli::args::{FormatOpts, Global};
-use crate::cli::exit::Failure;
+use crate::cli::args::FormatOpts;
 use crate::cli::output::Format;
 use crate::cli::report::ReadReport;
-use crate::cli::setup::open_device_for;
 use crate::cli::Out;
+use crate::front::args::Global;
+use crate::front::exit::Failure;
+use crate::front::setup::open_device_for;
 use crate::ops::{read, snapshot};
 
 #[derive(Debug, ClapArgs)]

@@ -2,10 +2,10 @@
 
 use clap::Args as ClapArgs;
 
-use crate::cli::args::Global;
-use crate::cli::exit::Failure;
-use crate::cli::setup::{lock_device, open_device};
 use crate::cli::Out;
+use crate::front::args::Global;
+use crate::front::exit::Failure;
+use crate::front::setup::{lock_device, open_device};
 
 #[derive(Debug, ClapArgs)]
 #[command(

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 
-use crate::cli::args::{Global, SimOpts};
-use crate::cli::setup::parse_sim_opts;
 use crate::error::{Error, Result};
+use crate::front::args::{Global, SimOpts};
+use crate::front::setup::parse_sim_opts;
 use crate::sim;
 
 #[derive(Debug, Subcommand)]
@@ -54,7 +54,7 @@ pub(super) fn exec(global: &Global, cmd: SimCommand) -> Result<()> {
             #[cfg(not(feature = "sim-mount"))]
             return {
                 let _ = (device, dir, hwmon);
-                Err(crate::cli::setup::not_built("sim-mount"))
+                Err(crate::front::setup::not_built("sim-mount"))
             };
         }
         SimCommand::Export {

@@ -4,12 +4,13 @@ use std::path::{Path, PathBuf};
 
 use clap::Args as ClapArgs;
 
-use crate::cli::args::{FormatOpts, Global};
-use crate::cli::exit::{diag, Failure};
-use crate::cli::output::Format;
+use crate::cli::args::FormatOpts;
+use crate::cli::output::{self, Format, Report};
 use crate::cli::report::SnapshotReport;
-use crate::cli::setup::{open_device, write_file};
 use crate::cli::Out;
+use crate::front::args::Global;
+use crate::front::exit::{diag, Failure};
+use crate::front::setup::open_device;
 use crate::ops::snapshot;
 
 #[derive(Debug, ClapArgs)]
@@ -55,4 +56,15 @@ pub(super) fn exec(global: &Global, a: Args, out: &mut Out) -> Result<(), Failur
         }
         _ => out.emit(format, &report),
     }
+}
+
+/// Renders a report into a file, by the output file rule (`ops::outfile`).
+fn write_file(
+    path: &Path,
+    format: Format,
+    report: &dyn Report,
+) -> std::result::Result<(), Failure> {
+    let renderer = output::renderer(format, None, false);
+    crate::outfile::replace(path, &mut |w| renderer.render(report, w))?;
+    Ok(())
 }

@@ -2,10 +2,11 @@
 
 use clap::Args as ClapArgs;
 
-use crate::cli::args::{Global, WriteOpts};
+use crate::cli::args::WriteOpts;
 use crate::cli::commands::writer::write_blocks;
-use crate::cli::exit::Failure;
 use crate::cli::Out;
+use crate::front::args::Global;
+use crate::front::exit::Failure;
 use crate::ops::control;
 
 #[derive(Debug, ClapArgs)]

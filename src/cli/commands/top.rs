@@ -2,9 +2,9 @@
 
 use clap::Args as ClapArgs;
 
-use crate::cli::args::{parse_duration, Global};
-use crate::cli::exit::Failure;
 use crate::cli::top::{self, TopOptions};
+use crate::front::args::{parse_duration, Global};
+use crate::front::exit::Failure;
 
 #[derive(Debug, ClapArgs)]
 #[command(

@@ -4,14 +4,15 @@
 //! write), refuse while a killed measurement's journal is pending (it would undo
 //! this write later), apply the plans in order, and report what was written.
 
-use crate::cli::args::{Global, WriteOpts};
-use crate::cli::exit::{diag, Failure};
+use crate::cli::args::WriteOpts;
 use crate::cli::output::{Format, Report};
 use crate::cli::report::{ControlReport, OneOrMany, ProgramReport};
-use crate::cli::setup::{lock_device, open_device};
 use crate::cli::Out;
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::front::args::Global;
+use crate::front::exit::{diag, Failure};
+use crate::front::setup::{lock_device, open_device};
 use crate::ops::{control, program};
 
 /// A block's planned writes, which can be applied and reported.

@@ -16,9 +16,7 @@ use std::io::{self, Write};
 
 use clap::ValueEnum;
 
-pub(crate) use text::{
-    escape, group, group_f, json_quoted, pad_into, percent, readable, readable_as, two_decimals,
-};
+pub(crate) use text::{group, group_f, pad_into, percent, readable, readable_as, two_decimals};
 
 /// The output formats every data-printing command takes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]

@@ -6,8 +6,9 @@ use std::io::{self, Write};
 
 use comfy_table::{presets, CellAlignment, ColumnConstraint, ContentArrangement};
 
-use crate::cli::output::text::{escape, group, group_f, pad_into};
+use crate::cli::output::text::{group, group_f, pad_into};
 use crate::cli::output::{Cell, Part, Renderer, Report, Table};
+use crate::front::escape::escape;
 
 /// The longest name a table keeps whole when the terminal is narrow.
 const MAX_NAME: usize = 40;

@@ -3,8 +3,9 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::cli::output::{escape, to_json, Cell, Document, Report, Table};
+use crate::cli::output::{to_json, Cell, Document, Report, Table};
 use crate::device::plan::Plan;
+use crate::front::escape::escape;
 use crate::ops::control::{Action, ControlOutcome};
 use crate::ops::program::{ProgramOutcome, Programmed};
 use crate::ops::read::BlockReading;

@@ -21,11 +21,11 @@ use source::{Restore, Sources};
 
 use std::time::Duration;
 
-use crate::cli::args::Global;
-use crate::cli::setup::{load_metrics, metric_params, open_device};
 use crate::device::values::monotonic_ns;
 use crate::error::Result;
 use crate::export::{self, ExportConfig};
+use crate::front::args::Global;
+use crate::front::setup::{load_metrics, metric_params, open_device};
 use crate::measure::compose::Work;
 use crate::metrics::{self};
 use crate::ops::watch::Watch;

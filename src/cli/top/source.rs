@@ -3,12 +3,12 @@
 //! programmed; and putting the device back on the way out.
 
 use super::cores;
-use crate::cli::args::Global;
-use crate::cli::setup::{lock_device, owner_client};
 use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::export::{self, ExportConfig, Exporter};
+use crate::front::args::Global;
+use crate::front::setup::{lock_device, owner_client};
 use crate::measure::owner::protocol::Shared;
 use crate::measure::Count;
 use crate::metrics::{self, MetricSet, MetricValue};

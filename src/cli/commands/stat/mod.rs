@@ -13,13 +13,14 @@ use std::sync::atomic::Ordering;
 
 use clap::Args as ClapArgs;
 
-use crate::cli::args::{parse_duration, FormatOpts, Global};
+use crate::cli::args::FormatOpts;
 use crate::cli::child::signals;
-use crate::cli::exit::{diag, Failure};
 use crate::cli::report::{StatFormat, StatWriter};
-use crate::cli::setup::{lock_device, open_device, owner_client};
 use crate::cli::Out;
 use crate::error::{Error, Result};
+use crate::front::args::{parse_duration, Global};
+use crate::front::exit::{diag, Failure};
+use crate::front::setup::{lock_device, open_device, owner_client};
 use crate::measure::control::{Control, ControlSpec, Delay};
 use crate::measure::gate::{Always, Gate};
 use crate::measure::{self, RealPacer, StatRequest};

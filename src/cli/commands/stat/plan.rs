@@ -2,13 +2,13 @@
 //! metrics resolved on the device, the perf events and their CPUs.
 
 use super::Args;
-use crate::cli::args::Global;
 use crate::cli::child::{not_runnable, running};
-use crate::cli::exit::diag;
 use crate::cli::output::Format;
 use crate::cli::report::StatFormat;
-use crate::cli::setup::{load_metrics, metric_params};
 use crate::error::{Error, Result};
+use crate::front::args::Global;
+use crate::front::exit::diag;
+use crate::front::setup::{load_metrics, metric_params};
 use crate::measure::compose::Work;
 use crate::measure::{self, StatRequest, Timing};
 use crate::metrics;

@@ -6,9 +6,9 @@ use super::Args;
 use crate::cli::child::{
     end_child, pidfd, signal_name, wait_child, ChildUntil, PidUntil, Signals, Slot, Timed, Wakeup,
 };
-use crate::cli::exit::{diag, Failure};
 use crate::cli::report::Ending;
 use crate::error::{Error, Result};
+use crate::front::exit::{diag, Failure};
 use crate::measure::{self, For, Forever, StatRequest, Until};
 use std::cell::RefCell;
 use std::io::Write;

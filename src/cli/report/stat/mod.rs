@@ -6,7 +6,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::cli::output::{escape, two_decimals};
+use crate::cli::output::two_decimals;
+use crate::front::escape::escape;
 use crate::measure::order::SpecOrder;
 use crate::measure::repeat::{mean_counts, mean_metrics};
 use crate::measure::{aggregate, Count, Interval, Run};

@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 
 use crate::block::BlockKind;
-use crate::cli::output::escape;
+use crate::front::escape::escape;
 use crate::measure::{shadow, Count};
 use crate::metrics::MetricValue;
 

@@ -3,7 +3,8 @@
 use std::io::{self, Write};
 
 use super::Ending;
-use crate::cli::output::{escape, group, pad_into, Cell, Document, Report, Table};
+use crate::cli::output::{group, pad_into, Cell, Document, Report, Table};
+use crate::front::escape::escape;
 use crate::measure::repeat::spread_of;
 use crate::measure::Count;
 use crate::metrics::MetricValue;

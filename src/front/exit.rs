@@ -1,9 +1,10 @@
-//! Exit codes and how a run ends: the error message, the quiet broken pipe.
+//! Exit codes, the log, and how a run of either program ends: the error message,
+//! the quiet broken pipe.
 
 use std::io::{self, Write};
 
-use crate::cli::output::escape;
 use crate::error::Error;
+use crate::front::escape::{escape, json_quoted};
 
 /// The process's exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,14 +117,14 @@ pub(crate) fn log(level: Level, line: &str) {
     let time = timed.then(|| crate::ops::snapshot::rfc3339_to(std::time::SystemTime::now(), 3));
     let out = match format {
         LogFormat::Json => {
-            let msg = crate::cli::output::json_quoted(line);
+            let msg = json_quoted(line);
             match time {
                 Some(t) => format!(r#"{{"time":"{t}","level":"{name}","msg":{msg}}}"#),
                 None => format!(r#"{{"level":"{name}","msg":{msg}}}"#),
             }
         }
         LogFormat::Logfmt => {
-            let msg = crate::cli::output::json_quoted(line);
+            let msg = json_quoted(line);
             match time {
                 Some(t) => format!("time={t} level={name} msg={msg}"),
                 None => format!("level={name} msg={msg}"),

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{push, DEFAULT_CONFIG};
-use crate::cli::args::Global;
-use crate::cli::exit::diag;
-use crate::cli::setup::metric_params;
 use crate::error::{Error, Result};
 use crate::export::ExportConfig;
+use crate::front::args::Global;
+use crate::front::exit::diag;
+use crate::front::setup::metric_params;
 
 /// The config file, as TOML.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -24,9 +24,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::Deserialize;
 
-use crate::cli::exit::diag;
 use crate::error::{Error, Result};
 use crate::exposition::Family;
+use crate::front::exit::diag;
 
 pub(super) use config::{host_name, Protocol, PushFile, Receiver};
 use post::{Outcome, Target};

@@ -1,20 +1,18 @@
-//! What every command starts from: the device the global options name, the writer
+//! What every command of both programs starts from: the device the global options name, the writer
 //! lock, the metrics and their parameters, and report files.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use crate::block::Generation;
-use crate::cli::args::{self, Global};
-use crate::cli::exit::{diag, Failure};
-use crate::cli::output::{self, Format, Report};
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::front::args::{self, Global};
+use crate::front::exit::diag;
 use crate::metrics;
 use crate::sim;
 
 /// Opens the device the global options name, and says on stderr what was skipped.
-pub(super) fn open_device(global: &Global) -> Result<Device> {
+pub(crate) fn open_device(global: &Global) -> Result<Device> {
     said(open_device_of(global, None)?)
 }
 
@@ -23,7 +21,7 @@ pub(super) fn open_device(global: &Global) -> Result<Device> {
 /// directories are listed: most of a one-block command's cost on a device of
 /// dozens of blocks. Anything else (a kind, a pattern, `all`, a name that is not
 /// there, to be explained with the others) opens the whole device.
-pub(super) fn open_device_for(global: &Global, selectors: &[String]) -> Result<Device> {
+pub(crate) fn open_device_for(global: &Global, selectors: &[String]) -> Result<Device> {
     let names: Vec<&str> = selectors
         .iter()
         .flat_map(|s| s.split(','))
@@ -78,7 +76,7 @@ fn open_device_of(global: &Global, only: Option<&[&str]>) -> Result<Device> {
 
 /// Takes the writer lock of the device (writing commands hold it while they run).
 /// An in-process simulator (`--sim`) belongs to this process alone: no lock.
-pub(super) fn lock_device(
+pub(crate) fn lock_device(
     global: &Global,
     device: &Device,
 ) -> Result<Option<crate::lock::WriterLock>> {
@@ -90,7 +88,7 @@ pub(super) fn lock_device(
 
 /// The writer lock's file for this device (`--lock-file`, or by its identity); None
 /// for an in-process simulator, which no other process can write.
-pub(super) fn lock_path(global: &Global, device: &Device) -> Result<Option<std::path::PathBuf>> {
+pub(crate) fn lock_path(global: &Global, device: &Device) -> Result<Option<std::path::PathBuf>> {
     if global.sim.is_some() {
         return Ok(None);
     }
@@ -104,7 +102,7 @@ pub(super) fn lock_path(global: &Global, device: &Device) -> Result<Option<std::
 /// lock: a measurement of `specs` it counts for this command, and its socket
 /// (`measure::owner::ask`). None for an in-process simulator, or when nobody
 /// listens (the caller takes the lock and programs the device).
-pub(super) fn owner_client<'d>(
+pub(crate) fn owner_client<'d>(
     global: &Global,
     device: &'d Device,
     specs: &[String],
@@ -122,7 +120,7 @@ pub(super) fn owner_client<'d>(
 
 /// The metrics of these generations: built-ins and the user's files (a broken file
 /// is warned about, never fatal).
-pub(super) fn load_metrics(global: &Global, gens: &[Generation]) -> Result<metrics::MetricSet> {
+pub(crate) fn load_metrics(global: &Global, gens: &[Generation]) -> Result<metrics::MetricSet> {
     let files = metrics::user_files(&global.metric_files)?;
     let set = metrics::MetricSet::load(gens, &files);
     for w in &set.warnings {
@@ -132,7 +130,7 @@ pub(super) fn load_metrics(global: &Global, gens: &[Generation]) -> Result<metri
 }
 
 /// The command line's values for metric formulas.
-pub(super) fn metric_params(global: &Global) -> Result<std::collections::HashMap<String, f64>> {
+pub(crate) fn metric_params(global: &Global) -> Result<std::collections::HashMap<String, f64>> {
     let mut params = std::collections::HashMap::new();
     if let Some(link) = &global.pcie_link {
         let bps = metrics::pcie_link_bytes_per_s(link).ok_or_else(|| Error::BadOption {
@@ -145,19 +143,8 @@ pub(super) fn metric_params(global: &Global) -> Result<std::collections::HashMap
     Ok(params)
 }
 
-/// Renders a report into a file, by the output file rule (`ops::outfile`).
-pub(super) fn write_file(
-    path: &Path,
-    format: Format,
-    report: &dyn Report,
-) -> std::result::Result<(), Failure> {
-    let renderer = output::renderer(format, None, false);
-    crate::outfile::replace(path, &mut |w| renderer.render(report, w))?;
-    Ok(())
-}
-
 /// What `sim mount|export` were asked for, validated.
-pub(super) struct SimChoice {
+pub(crate) struct SimChoice {
     /// The generation.
     pub gen: Generation,
     /// The kernel it behaves like.
@@ -191,7 +178,7 @@ fn sim_choice(spec: &str, o: &args::SimOpts, global: &Global) -> Result<SimChoic
     )
 }
 
-pub(super) fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
+pub(crate) fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimChoice> {
     let gen = match o.generation.trim_start_matches("bf") {
         "1" => Generation::Bf1,
         "3" => Generation::Bf3,
@@ -247,7 +234,7 @@ pub(super) fn parse_sim_opts(o: &args::SimOpts, global: &Global) -> Result<SimCh
 
 /// A command of a feature this binary was built without.
 #[allow(dead_code)]
-pub(super) fn not_built(feature: &'static str) -> Error {
+pub(crate) fn not_built(feature: &'static str) -> Error {
     Error::NotBuilt { feature }
 }
 

@@ -1,14 +1,19 @@
-//! `bfperf exporter`: serves `/metrics` over HTTP ([`http`]: bounded, its own
+//! `bfperf-exporter`, the program: serves `/metrics` over HTTP ([`http`]: bounded, its own
 //! thread; the device is swept here, once for all the scrapes that wait), or writes
 //! the exposition to a textfile for node_exporter; reloads its config on SIGHUP and
 //! restores the device on SIGTERM and SIGINT.
 
+mod args;
 mod config;
+mod entry;
 mod http;
 mod process;
 mod push;
 mod web;
 
+pub use entry::entry;
+
+use args::Options;
 use config::{read_config, Serving};
 
 use std::path::{Path, PathBuf};
@@ -16,20 +21,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cli::args::Global;
-use crate::cli::exit::diag;
-use crate::cli::setup::{load_metrics, lock_path, open_device};
 use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::export::{self, ExportConfig, Exporter};
 use crate::exposition::{self, Family, TextFormat};
+use crate::front::args::Global;
+use crate::front::exit::diag;
+use crate::front::setup::{load_metrics, lock_path, open_device};
 use crate::measure::owner::Held;
 
 /// The default config file; its absence means the default set.
-pub(super) const DEFAULT_CONFIG: &str = "/etc/bfperf/exporter.toml";
+pub(crate) const DEFAULT_CONFIG: &str = "/etc/bfperf/exporter.toml";
 /// The default address: loopback, a fixed port so that `instance` stays stable.
-pub(super) const DEFAULT_LISTEN: &str = "127.0.0.1:9839";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:9839";
 /// The longest time between two sweeps (windows must not wrap).
 const SWEEP: Duration = Duration::from_secs(1);
 
@@ -143,37 +148,17 @@ fn log_events(e: &mut Exporter) {
     }
 }
 
-/// What `bfperf exporter` was asked for.
-#[derive(Debug, Clone)]
-pub(super) struct ExporterOptions {
-    /// The config (TOML): events and metrics to export, as stat -e and -M take them,
-    /// and where and how to serve (listen, web_config_file; the flags win)
-    /// [default: /etc/bfperf/exporter.toml; without it, the generation's default set]
-    pub config: Option<PathBuf>,
-    /// Where to serve /metrics [default: 127.0.0.1:9839]; any other address is your explicit choice
-    pub listen: Option<String>,
-    /// TLS and basic authentication, in Prometheus' exporter-toolkit format (YAML:
-    /// tls_server_config with cert_file and key_file; basic_auth_users with bcrypt hashes)
-    pub web_config: Option<PathBuf>,
-    /// Write the exposition to this file atomically instead of serving it (node_exporter's textfile collector)
-    pub textfile: Option<PathBuf>,
-    /// How often to write the textfile
-    pub interval: std::time::Duration,
-    /// A group whose members may ask the exporter to count (stat, top)
-    pub socket_group: Option<String>,
-}
-
 /// Runs the exporter until SIGTERM or SIGINT; restores the device then.
-pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
+pub(crate) fn run(global: &Global, args: &Options) -> Result<()> {
     let device = open_device(global)?;
     // What the device is, fixed now, while it answers: what a device found
     // again must be.
-    crate::cli::exit::log(
-        crate::cli::exit::Level::Debug,
+    crate::front::exit::log(
+        crate::front::exit::Level::Debug,
         &format!("the device is {}", device.identity()),
     );
     let (config, serving) = read_config(args.config.as_deref(), global)?;
-    let mut args = args;
+    let mut args = args.clone();
     // The command line's flags win over the config file.
     args.listen = args.listen.or(serving.listen.clone());
     args.web_config = args.web_config.or(serving.web_config.clone());
@@ -246,11 +231,7 @@ pub(super) fn run(global: &Global, args: ExporterOptions) -> Result<()> {
 }
 
 /// The pushers the config asks for (remote write, OTLP), checked.
-fn pushers(
-    args: &ExporterOptions,
-    serving: &Serving,
-    device: &Device,
-) -> Result<Vec<push::Receiver>> {
+fn pushers(args: &Options, serving: &Serving, device: &Device) -> Result<Vec<push::Receiver>> {
     let config_path = args.config.clone().unwrap_or_else(|| DEFAULT_CONFIG.into());
     let mut push = Vec::new();
     if let Some(rw) = &serving.remote_write {
@@ -296,7 +277,7 @@ enum Outcome {
 fn run_on(
     device: &Device,
     global: &Global,
-    (args, owner): (&ExporterOptions, &mut Option<Held>),
+    (args, owner): (&Options, &mut Option<Held>),
     (config, serving, earlier, checked): (
         &mut (ExportConfig, crate::metrics::MetricSet),
         &Serving,
@@ -407,7 +388,7 @@ fn swept_families(r: &mut Running, asked: Option<Instant>) -> Vec<Family> {
 struct Running<'d, 'a> {
     device: &'d Device,
     global: &'a Global,
-    args: &'a ExporterOptions,
+    args: &'a Options,
     exporter: Option<Exporter<'d>>,
     /// The configuration running (a failed reload starts it again).
     config: (ExportConfig, crate::metrics::MetricSet),
@@ -545,7 +526,7 @@ impl<'d> Running<'d, '_> {
 }
 
 /// The address to serve on, as given (flag or config) or the default, checked.
-fn listen_addr(args: &ExporterOptions) -> Result<(String, std::net::SocketAddr)> {
+fn listen_addr(args: &Options) -> Result<(String, std::net::SocketAddr)> {
     let addr = args
         .listen
         .clone()
@@ -576,7 +557,7 @@ struct Server {
 
 impl Serve {
     /// The server, started the first time it is asked for.
-    fn started(&mut self, args: &ExporterOptions) -> Result<&mut Server> {
+    fn started(&mut self, args: &Options) -> Result<&mut Server> {
         if let Serve::Pending(_) = self {
             let Serve::Pending(web) = std::mem::replace(self, Serve::Gone) else {
                 unreachable!()
@@ -593,7 +574,7 @@ impl Serve {
 }
 
 impl Server {
-    fn start(args: &ExporterOptions, web: web::Web) -> Result<Server> {
+    fn start(args: &Options, web: web::Web) -> Result<Server> {
         let (addr, parsed) = listen_addr(args)?;
         if !parsed.ip().is_loopback() {
             diag(&format!(
@@ -656,8 +637,8 @@ fn http_loop(r: &mut Running, sig: &Signals, server: &mut Server) -> Result<()> 
                 let began = Instant::now();
                 let e = Arc::new(both_formats(r, first.at));
                 r.last_sweep = Instant::now();
-                crate::cli::exit::log(
-                    crate::cli::exit::Level::Debug,
+                crate::front::exit::log(
+                    crate::front::exit::Level::Debug,
                     &format!(
                         "scrape: waited {:.1} ms for the sweep, which took {:.1} ms",
                         (began - first.at).as_secs_f64() * 1e3,
@@ -687,7 +668,7 @@ fn both_formats(r: &mut Running, asked: Instant) -> http::Exposition {
 }
 
 /// Says a line once per process (a condition that may repeat many times a second).
-pub(super) fn say_once(line: &str) {
+pub(crate) fn say_once(line: &str) {
     static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
     if !said.iter().any(|s| s == line) {

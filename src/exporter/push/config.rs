@@ -8,7 +8,7 @@ use super::*;
 /// the receiver's address (`url`, `endpoint`) and what only one protocol has.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub(in crate::cli::exporter) struct PushFile {
+pub(in crate::exporter) struct PushFile {
     /// Remote write's endpoint (`https://prometheus:9090/api/v1/write`).
     pub(super) url: Option<String>,
     /// OTLP's endpoint (`https://collector:4318/v1/metrics`).
@@ -47,7 +47,7 @@ pub(super) struct BasicAuthFile {
 
 /// The protocol a pusher speaks.
 #[derive(Debug, Clone, PartialEq)]
-pub(in crate::cli::exporter) enum Protocol {
+pub(in crate::exporter) enum Protocol {
     /// Prometheus remote write 1.0 (snappy, `prompb.WriteRequest`).
     RemoteWrite,
     /// OTLP/HTTP (gzip, `ExportMetricsServiceRequest`), under this Resource, each
@@ -70,7 +70,7 @@ impl Protocol {
 
 /// A receiver to push to, from a checked `[remote_write]` or `[otlp]`: everything
 /// read and valid before the device is touched.
-pub(in crate::cli::exporter) struct Receiver {
+pub(in crate::exporter) struct Receiver {
     pub(super) target: Target,
     pub(super) url: String,
     pub(super) interval: Duration,
@@ -108,7 +108,7 @@ impl Section<'_> {
 
 impl PushFile {
     /// The same, its file names taken relative to `dir` (the config's directory).
-    pub(in crate::cli::exporter) fn relative_to(mut self, dir: &Path) -> PushFile {
+    pub(in crate::exporter) fn relative_to(mut self, dir: &Path) -> PushFile {
         let join = |p: &mut PathBuf| *p = dir.join(&*p);
         self.bearer_token_file.as_mut().map(join);
         self.ca_file.as_mut().map(join);
@@ -123,7 +123,7 @@ impl Receiver {
     /// Checks `file` (its paths made relative to the config's directory), named
     /// `config` in messages, for `protocol` (for OTLP, the Resource bfperf gives;
     /// the file's `resource_attributes` are added to it).
-    pub(in crate::cli::exporter) fn check(
+    pub(in crate::exporter) fn check(
         file: &PushFile,
         config: &Path,
         protocol: Protocol,
@@ -273,7 +273,7 @@ pub(super) fn endpoint(
 pub(super) fn pace(file: &PushFile, at: &Section) -> Result<(Duration, usize)> {
     let interval = match &file.interval {
         Some(t) => {
-            crate::cli::args::parse_duration(t).map_err(|e| at.bad(format!("interval: {e}")))?
+            crate::front::args::parse_duration(t).map_err(|e| at.bad(format!("interval: {e}")))?
         }
         None => DEFAULT_INTERVAL,
     };
@@ -414,7 +414,7 @@ pub(super) fn labels(
 }
 
 /// This machine's name (`gethostname`), `localhost` when it has none.
-pub(in crate::cli::exporter) fn host_name() -> String {
+pub(in crate::exporter) fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes into the buffer we own.
     let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

@@ -31,7 +31,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::oneshot;
 
-use crate::cli::exporter::web::{Verdict, Web};
+use crate::exporter::web::{Verdict, Web};
 
 /// Connections served at once; more are closed on accept.
 pub(super) const MAX_CONNECTIONS: usize = 64;
@@ -227,7 +227,7 @@ async fn accept_loop(
                 // Out of descriptors (EMFILE, ENFILE) or a passing error: keep the
                 // listener, and give the open connections time to end.
                 if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
-                    crate::cli::exporter::say_once("http: out of file descriptors; backing off");
+                    crate::exporter::say_once("http: out of file descriptors; backing off");
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
