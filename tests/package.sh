@@ -41,8 +41,8 @@ dpkg-query -W -f='${Conffiles}\n' bfperf | grep -q '/etc/default/bfperf-exporter
   || fail "/etc/default/bfperf-exporter is not a conffile"
 grep -q '^EnvironmentFile=-/etc/default/bfperf-exporter' /usr/lib/systemd/system/bfperf-exporter.service \
   || fail "the unit reads no /etc/default/bfperf-exporter"
-grep -q '^ExecStart=/usr/bin/bfperf exporter' /usr/lib/systemd/system/bfperf-exporter.service \
-  || fail "the unit does not run /usr/bin/bfperf"
+grep -q '^ExecStart=/usr/bin/bfperf-exporter ' /usr/lib/systemd/system/bfperf-exporter.service \
+  || fail "the unit does not run /usr/bin/bfperf-exporter"
 if command -v systemd-analyze >/dev/null; then
   if ! out=$(systemd-analyze verify /usr/lib/systemd/system/bfperf-exporter.service 2>&1); then
     # Only a machine without systemd running is excused.
@@ -103,7 +103,7 @@ YML
 printf 'listen = "0.0.0.0:9839"\nweb_config_file = "web.yml"\n' >> /etc/bfperf/exporter.toml
 # The unit's command line; --sim stands in for the device this machine lacks.
 BFPERF_STATE_DIR="$work/state-netns" ip netns exec "$ns_dpu" \
-  /usr/bin/bfperf --sim bf3 exporter --config /etc/bfperf/exporter.toml 2>"$work/netns.log" &
+  /usr/bin/bfperf-exporter --sim bf3 --config /etc/bfperf/exporter.toml 2>"$work/netns.log" &
 exporter_pid=$!
 scrape() {
   ip netns exec "$ns_prom" curl -s -o "$work/scrape" -w '%{http_code}' --max-time 5 "$@" || true
@@ -127,7 +127,9 @@ exporter_pid=
 rm -f /etc/bfperf/web.yml /etc/bfperf/server.crt /etc/bfperf/server.key
 
 dpkg -r bfperf >/dev/null
-[ ! -e /usr/bin/bfperf ] || fail "dpkg -r left /usr/bin/bfperf"
+for p in bfperf bfperf-exporter; do
+  [ ! -e /usr/bin/$p ] || fail "dpkg -r left /usr/bin/$p"
+done
 dpkg --purge bfperf >/dev/null
 [ ! -e /etc/bfperf/exporter.toml ] || fail "dpkg --purge left /etc/bfperf/exporter.toml"
 echo "package test: $deb installs, works on bf1, bf2 and bf3, answers a TLS scrape with basic auth across a network namespace, and removes cleanly"

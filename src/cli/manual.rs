@@ -57,8 +57,9 @@ const SYNOPSES: &[(&str, &[&str])] = &[
     (
         "bfperf-exporter",
         &[
-            "bfperf exporter [--config FILE] [--listen ADDR:PORT] [--web.config.file FILE]",
-            "bfperf exporter [--config FILE] --textfile FILE [--interval TIME]",
+            "bfperf-exporter [--config FILE] [--listen ADDR:PORT] [--web.config.file FILE]",
+            "bfperf-exporter [--config FILE] --textfile FILE [--interval TIME]",
+            "bfperf exporter [ARGS]...   (runs bfperf-exporter with ARGS)",
         ],
     ),
     (
@@ -111,7 +112,12 @@ pub(super) fn pages() -> Vec<(String, String)> {
         let mut others: Vec<String> = vec!["bfperf".into()];
         others.extend(names.iter().filter(|n| *n != name).cloned());
         let spaced: &'static str = Box::leak(name.replacen('-', " ", 1).into_boxed_str());
-        pages.push(page(name, sub.name(leaked).bin_name(spaced), &others));
+        // `bfperf exporter` runs the program of that name: its page is the program's.
+        let cmd = match sub.get_name() {
+            "exporter" => crate::exporter::args::Cli::command().bin_name(leaked),
+            _ => sub.name(leaked).bin_name(spaced),
+        };
+        pages.push(page(name, cmd, &others));
     }
     pages
 }

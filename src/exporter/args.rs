@@ -76,7 +76,8 @@ pub(crate) struct Options {
 #[command(
     name = "bfperf-exporter",
     version = VERSION,
-    about = "Exports the BlueField performance counters to Prometheus: serves /metrics, \
+    about = "Export the BlueField performance counters to Prometheus",
+    long_about = "Exports the BlueField performance counters to Prometheus: serves /metrics, \
         writes a node_exporter textfile, pushes remote write or OTLP, and lends counters \
         to bfperf stat and top. It owns the device's counters while it runs and puts \
         them back as they were when it stops.",

@@ -3,7 +3,7 @@
 //! the exposition to a textfile for node_exporter; reloads its config on SIGHUP and
 //! restores the device on SIGTERM and SIGINT.
 
-mod args;
+pub(crate) mod args;
 mod config;
 mod entry;
 mod http;

@@ -39,9 +39,26 @@ pub(crate) struct CompleteArgs {
 pub(super) fn exec_complete(a: CompleteArgs, out: &mut Out) -> Result<(), Failure> {
     let mut text = String::new();
     let mut root = <crate::cli::commands::Cli as clap::CommandFactory>::command();
+    // `bfperf exporter` takes what bfperf-exporter takes.
+    #[cfg(feature = "exporter")]
+    {
+        use clap::CommandFactory;
+        root = root.mut_subcommand("exporter", |_| {
+            crate::exporter::args::Cli::command().name("exporter")
+        });
+    }
     // Every command's arguments, which are otherwise built only for the one parsed.
     root.build();
-    for c in complete::described(&root, &a.words, a.index) {
+    // A line of bfperf-exporter is completed as the same line of `bfperf exporter`.
+    let (mut words, mut index) = (a.words, a.index);
+    if words
+        .first()
+        .is_some_and(|w| w.rsplit('/').next() == Some("bfperf-exporter"))
+    {
+        words.splice(0..1, ["bfperf".to_string(), "exporter".to_string()]);
+        index += 1;
+    }
+    for c in complete::described(&root, &words, index) {
         text.push_str(&c.line(a.descriptions));
         text.push('\n');
     }
