@@ -9,7 +9,7 @@
 
 mod clock;
 mod driver;
-pub mod export;
+pub mod root;
 mod fault;
 pub mod kernel;
 mod layout;
@@ -21,7 +21,7 @@ pub mod traffic;
 mod tree;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use export::{export_tree, SysfsRootLayout};
+pub use root::{export_tree, SysfsRootLayout};
 pub use fault::{parse_faults, Fault};
 pub use kernel::{Kernel, KernelDef};
 pub use parse::{kstrtobool, kstrtouint};
@@ -185,7 +185,7 @@ impl Sim {
     }
 
     fn hid_link(&self) -> String {
-        export::device_link(self.generation)
+        root::device_link(self.generation)
     }
 }
 

@@ -15,7 +15,7 @@ use fuser::{
 };
 
 use crate::error::{errno, Error, Result};
-use crate::sim::export::{SysfsRootLayout, VNode};
+use crate::sim::root::{SysfsRootLayout, VNode};
 use crate::sim::Sim;
 use crate::sysfs::{EntryKind, Sysfs};
 

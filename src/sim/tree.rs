@@ -4,7 +4,7 @@
 use std::io;
 
 use crate::error::errno;
-use crate::sim::{eacces, einval, enoent, export, Sim};
+use crate::sim::{eacces, einval, enoent, root, Sim};
 use crate::sysfs::{layout as files, Entry, EntryKind, Sysfs};
 
 fn split(rel: &str) -> (&str, Option<&str>) {
@@ -90,7 +90,7 @@ impl Sysfs for Sim {
     fn read_link(&self, rel: &str) -> io::Result<String> {
         match rel {
             "device" => Ok(self.hid_link()),
-            "subsystem" => Ok(export::SUBSYSTEM_LINK.to_string()),
+            "subsystem" => Ok(root::SUBSYSTEM_LINK.to_string()),
             _ => Err(einval()),
         }
     }

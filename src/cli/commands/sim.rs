@@ -74,7 +74,7 @@ pub(super) fn exec(global: &Global, cmd: SimCommand) -> Result<()> {
                 });
             }
             let device = if fixture {
-                sim::export::fixture_sim(c.gen)
+                sim::root::fixture_sim(c.gen)
             } else {
                 sim::Sim::with_options(
                     c.gen,
