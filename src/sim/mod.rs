@@ -9,22 +9,22 @@
 
 mod clock;
 mod driver;
-pub mod root;
 mod fault;
 pub mod kernel;
 mod layout;
 #[cfg(feature = "sim-mount")]
 pub mod mount;
 mod parse;
+pub mod root;
 mod state;
 pub mod traffic;
 mod tree;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use root::{export_tree, SysfsRootLayout};
 pub use fault::{parse_faults, Fault};
 pub use kernel::{Kernel, KernelDef};
 pub use parse::{kstrtobool, kstrtouint};
+pub use root::{export_tree, SysfsRootLayout};
 pub use state::{block_seed, pll_hz, CLOCK_HZ, REFERENCE_WINDOW};
 pub use traffic::{Flows, Phase, Workload};
 

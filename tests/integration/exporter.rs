@@ -2710,6 +2710,72 @@ fn a_lost_device_reads_up_0_its_series_left_out_is_logged_once_and_found_again()
     assert_eq!(block_config(&moved, "llt0"), fresh);
 }
 
+/// `bfperf exporter` runs bfperf-exporter with the same words, the global options
+/// before `exporter` (and their values, even one that reads `exporter`) included:
+/// the one beside bfperf first, then PATH's; without either, it says what it
+/// looked for and exits 1.
+#[test]
+fn bfperf_exporter_runs_the_exporters_own_program_with_the_same_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("alone");
+    std::fs::create_dir(&alone).unwrap();
+    std::fs::copy(
+        assert_cmd::cargo::cargo_bin!("bfperf"),
+        alone.join("bfperf"),
+    )
+    .unwrap();
+    let o = Process::new(alone.join("bfperf"))
+        .args(["--sim", "bf3", "exporter", "--version"])
+        .env("PATH", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cannot run bfperf-exporter"), "{err}");
+    // Found on PATH, when not beside it.
+    let both = dir.path().join("both");
+    std::fs::create_dir(&both).unwrap();
+    installed(&both);
+    let o = Process::new(alone.join("bfperf"))
+        .args(["exporter", "--version"])
+        .env("PATH", &both)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("bfperf-exporter "), "{o:?}");
+    // The global options reach it: a textfile of a BlueField-3 tree, its lock where
+    // --lock-file says (a file named `exporter`).
+    let c = Copy::of("bf3");
+    let textfile = dir.path().join("m.prom");
+    let cfg = config(dir.path(), "events = [\"default\"]\n");
+    let mut e = Running(
+        Process::new(installed(&both))
+            .arg("--sysfs-root")
+            .arg(c.root())
+            .arg("--lock-file")
+            .arg(dir.path().join("exporter"))
+            .args(["exporter", "--config"])
+            .arg(&cfg)
+            .arg("--textfile")
+            .arg(&textfile)
+            .args(["--interval", "1s"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !textfile.exists() {
+        assert!(Instant::now() < deadline, "no textfile: {}", said(&e));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let text = std::fs::read_to_string(&textfile).unwrap();
+    assert!(text.contains("generation=\"BlueField-3\""), "{text}");
+    assert!(dir.path().join("exporter").exists(), "{}", said(&e));
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
+    assert!(e.0.wait().unwrap().success(), "{}", said(&e));
+}
+
 /// What every exporter has: `--version`; the process collector's `process_*`
 /// series, right for this process; gzip for a scraper that asks for it (and not for
 /// one that refuses it).
