@@ -113,8 +113,11 @@ impl Exporter<'_> {
             let mut counts: HashMap<&str, u64> = HashMap::new();
             let mut windows: HashMap<&str, u64> = HashMap::new();
             for (i, (item, acc)) in p.items.iter().zip(accs).enumerate() {
-                // A multiplexed event before its first turn has no value yet.
-                if acc.active_ns == 0 && !acc.level {
+                // A multiplexed event before its first turn has no value yet; one
+                // whose count a reload carried has that count (its series goes on
+                // through the first sweep after the reload, never left out).
+                let carried = self.carried.get(pi).and_then(|c| c.get(i));
+                if acc.active_ns == 0 && !acc.level && carried.is_none_or(|&c| c == 0) {
                     continue;
                 }
                 let block = || -> Labels {
