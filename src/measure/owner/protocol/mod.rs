@@ -403,19 +403,25 @@ impl<'d> Shared<'d> {
 
     fn ask(&mut self, what: AskWhat) -> Result<AnswerWhat> {
         let io = |path: &Path, e| file_error("cannot talk to the device's owner at", path, e);
-        send(
+        // An owner that refuses a request as soon as it has read enough of it may
+        // close before the rest is written: its answer, already sent, is still
+        // read and said, rather than the broken connection.
+        let sent = send(
             self.reader.get_mut(),
             &Ask {
                 bfperf: VERSION,
                 what,
             },
-        )
-        .map_err(|e| io(&self.path, e))?;
+        );
         let mut line = Vec::new();
         let n = (&mut self.reader)
             .take(MAX_LINE as u64)
-            .read_until(b'\n', &mut line)
-            .map_err(|e| io(&self.path, e))?;
+            .read_until(b'\n', &mut line);
+        let n = match (sent, n) {
+            (_, Ok(n)) if n > 0 => n,
+            (Err(e), _) | (Ok(()), Err(e)) => return Err(io(&self.path, e)),
+            (Ok(()), Ok(n)) => n,
+        };
         if n == 0 {
             return Err(io(
                 &self.path,
