@@ -2255,7 +2255,6 @@ fn a_refused_reload_puts_back_its_clients_counters() {
         return;
     };
     let lock = dir.path().join("lock");
-    let cfg = dir.path().join("exporter.toml");
     let gic0 = m.config("gic0");
     let client = Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
         .arg("--sysfs-root")
@@ -2285,7 +2284,7 @@ fn a_refused_reload_puts_back_its_clients_counters() {
         gic0,
         "the client's event was never programmed"
     );
-    reload_with(&e, &cfg, "events = [\"nosuchblock/X/\"]\n");
+    reload_with(&e, dir.path(), "events = [\"nosuchblock/X/\"]\n");
     let out = client.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -2855,12 +2854,9 @@ fn the_basics_every_exporter_has() {
 /// 29,622,461 after a SIGHUP that changed the config).
 #[test]
 fn a_reload_never_sends_a_counter_backwards() {
-    let Some(m) = Mount::start("3", "6.16") else {
+    let Some((_m, dir, e, port)) = default_exporter() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), "events = [\"default\"]\n");
-    let (e, port) = serve(&m, dir.path(), &cfg);
     let series = [("block", "mss0"), ("event", "SKYLIB_DDN_TX_FLITS")];
     let value = || {
         sample(
@@ -2876,7 +2872,7 @@ fn a_reload_never_sends_a_counter_backwards() {
         "events = [\"default\"]\n",
         "events = [\"default\", \"gic0/AW_BEATS/\"]\n",
     ] {
-        reload_with(&e, &cfg, text);
+        reload_with(&e, dir.path(), text);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let (_, body) = get(port, "/metrics", "text/plain");
@@ -2905,9 +2901,10 @@ fn installed(dir: &Path) -> PathBuf {
     bin
 }
 
-/// Writes `text` as exporter `e`'s config and tells it to reload (SIGHUP).
-fn reload_with(e: &Running, cfg: &Path, text: &str) {
-    std::fs::write(cfg, text).unwrap();
+/// Writes `text` as the config of exporter `e`, served from `dir` ([`config`]), and
+/// tells it to reload (SIGHUP).
+fn reload_with(e: &Running, dir: &Path, text: &str) {
+    config(dir, text);
     // SAFETY: signals our own child.
     unsafe { libc::kill(e.0.id() as i32, libc::SIGHUP) };
 }
@@ -2930,17 +2927,18 @@ fn read_window(port: u16) -> (String, Instant, Instant) {
 /// counts: 0.83 of the truth over three seconds here).
 #[test]
 fn a_reload_keeps_the_blocks_it_does_not_change_counting() {
-    let Some(m) = Mount::start("3", "6.16") else {
+    let Some((_m, dir, e, port)) = default_exporter() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), "events = [\"default\"]\n");
-    let (e, port) = serve(&m, dir.path(), &cfg);
     let series = [("block", "mss0"), ("event", "SKYLIB_DDN_TX_FLITS")];
     std::thread::sleep(Duration::from_secs(1));
     let (body, from_lo, from_hi) = read_window(port);
     let first = sample(&body, "bfperf_events_total", &series);
-    reload_with(&e, &cfg, "events = [\"default\", \"gic0/AW_BEATS/\"]\n");
+    reload_with(
+        &e,
+        dir.path(),
+        "events = [\"default\", \"gic0/AW_BEATS/\"]\n",
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     while !read_window(port).0.contains("gic0") {
         assert!(
@@ -3311,7 +3309,7 @@ fn prometheus_sees_no_reset_across_a_fault_and_reloads() {
         "events = [\"default\"]\n",
         "events = [\"default\", \"gic0/AW_BEATS/\"]\n",
     ] {
-        reload_with(&e, &cfg, text);
+        reload_with(&e, dir.path(), text);
         scrapes(3.0);
     }
     scrapes(10.0);
