@@ -30,35 +30,45 @@ pub(crate) struct Args {
 
 /// The arguments for `bfperf-exporter` when this command line runs the `exporter`
 /// subcommand: every word but that one. The global options before it are skipped
-/// by what clap's own description of them says takes a value.
+/// by what clap's own description of them says takes a value; the words are
+/// compared as bytes, so a path that is not UTF-8 is passed on as it is.
 pub(crate) fn forwarded() -> Option<Vec<OsString>> {
     let words: Vec<OsString> = std::env::args_os().skip(1).collect();
+    // Most command lines have no such word: the command line's description is then
+    // not built here (clap builds it once, to parse them).
+    if !words.iter().any(|w| w == "exporter") {
+        return None;
+    }
     let cmd = Cli::command();
-    let takes_value = |word: &str| {
+    let takes_value = |word: &[u8]| {
         cmd.get_arguments().any(|a| {
+            let long = word.strip_prefix(b"--");
+            let short = match word {
+                [b'-', c] => Some(char::from(*c)),
+                _ => None,
+            };
             a.get_action().takes_values()
-                && (word
-                    .strip_prefix("--")
-                    .is_some_and(|l| a.get_long() == Some(l))
-                    || word.strip_prefix('-').and_then(|s| s.chars().next()) == a.get_short()
-                        && word.len() == 2)
+                && match long {
+                    Some(l) => a.get_long().map(str::as_bytes) == Some(l),
+                    None => short.is_some() && a.get_short() == short,
+                }
         })
     };
     let mut i = 0;
     while i < words.len() {
-        let word = words[i].to_str()?;
-        if word == "--" {
+        let word = words[i].as_encoded_bytes();
+        if word == b"--" {
             return None;
         }
-        if word.starts_with('-') {
-            i += if !word.contains('=') && takes_value(word) {
+        if word.starts_with(b"-") {
+            i += if !word.contains(&b'=') && takes_value(word) {
                 2
             } else {
                 1
             };
             continue;
         }
-        if word != "exporter" {
+        if word != b"exporter" {
             return None;
         }
         let mut rest = words;
@@ -88,13 +98,14 @@ pub(crate) fn forward(args: Vec<OsString>) -> i32 {
     ExitCode::Error as i32
 }
 
-/// Reached only when [`forwarded`] could not tell the words apart (one is not
-/// UTF-8): said, rather than run the exporter on another device than asked.
+/// Reached only if clap took a word for the `exporter` subcommand that
+/// [`forwarded`] did not: said, rather than run the exporter with other words than
+/// given.
 pub(super) fn exec(_a: Args) -> Result<(), crate::front::exit::Failure> {
     Err(crate::error::Error::BadOption {
         problem: format!(
-            "a word of this command line is not UTF-8, so bfperf cannot tell which are \
-             for {PROGRAM}; run {PROGRAM} with them directly"
+            "bfperf cannot tell which words of this command line are for {PROGRAM}; \
+             run {PROGRAM} with them directly"
         ),
     }
     .into())
