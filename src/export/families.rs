@@ -116,8 +116,7 @@ impl Exporter<'_> {
                 // A multiplexed event before its first turn has no value yet; one
                 // whose count a reload carried has that count (its series goes on
                 // through the first sweep after the reload, never left out).
-                let carried = self.carried.get(pi).and_then(|c| c.get(i));
-                if acc.active_ns == 0 && !acc.level && carried.is_none_or(|&c| c == 0) {
+                if acc.active_ns == 0 && !acc.level && self.carried(pi, i) == 0 {
                     continue;
                 }
                 let block = || -> Labels {
@@ -175,8 +174,16 @@ impl Exporter<'_> {
     /// The running total of item `i` of its own plan `pi`: its estimate, from what
     /// a reload carried.
     pub(super) fn running(&self, pi: usize, i: usize, acc: &Acc) -> u64 {
-        let carried = self.carried.get(pi).and_then(|c| c.get(i)).copied();
-        carried.unwrap_or(0).saturating_add(acc.estimate)
+        self.carried(pi, i).saturating_add(acc.estimate)
+    }
+
+    /// What a reload carried of item `i` of its own plan `pi` (0: nothing).
+    fn carried(&self, pi: usize, i: usize) -> u64 {
+        self.carried
+            .get(pi)
+            .and_then(|c| c.get(i))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The parameters metric formulas use (the PCIe link's capacity).

@@ -31,7 +31,7 @@ pub fn entry() -> i32 {
         }
     };
     exit::set_log(cli.options.log_format, cli.options.log_level);
-    match super::run(&cli.global, &cli.options) {
+    match super::run(&cli.global, cli.options) {
         Ok(()) => ExitCode::Success as i32,
         Err(e) => exit::report(e.into()) as i32,
     }

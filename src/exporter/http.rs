@@ -227,7 +227,7 @@ async fn accept_loop(
                 // Out of descriptors (EMFILE, ENFILE) or a passing error: keep the
                 // listener, and give the open connections time to end.
                 if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
-                    crate::exporter::say_once("http: out of file descriptors; backing off");
+                    super::say_once("http: out of file descriptors; backing off");
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;

@@ -34,13 +34,13 @@ use crate::front::setup::{load_metrics, lock_path, open_device};
 use crate::measure::owner::Held;
 
 /// The default config file; its absence means the default set.
-pub(crate) const DEFAULT_CONFIG: &str = "/etc/bfperf/exporter.toml";
+const DEFAULT_CONFIG: &str = "/etc/bfperf/exporter.toml";
 /// The default address: loopback, a fixed port so that `instance` stays stable.
-pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:9839";
+const DEFAULT_LISTEN: &str = "127.0.0.1:9839";
 /// The longest time between two sweeps (windows must not wrap).
 const SWEEP: Duration = Duration::from_secs(1);
 
-pub(crate) struct Signals {
+struct Signals {
     stop: Arc<AtomicBool>,
     reload: Arc<AtomicBool>,
 }
@@ -151,7 +151,7 @@ fn log_events(e: &mut Exporter) {
 }
 
 /// Runs the exporter until SIGTERM or SIGINT; restores the device then.
-pub(crate) fn run(global: &Global, args: &Options) -> Result<()> {
+fn run(global: &Global, mut args: Options) -> Result<()> {
     let device = open_device(global)?;
     // What the device is, fixed now, while it answers: what a device found
     // again must be.
@@ -160,7 +160,6 @@ pub(crate) fn run(global: &Global, args: &Options) -> Result<()> {
         &format!("the device is {}", device.identity()),
     );
     let (config, serving) = read_config(args.config.as_deref(), global)?;
-    let mut args = args.clone();
     // The command line's flags win over the config file.
     args.listen = args.listen.or(serving.listen.clone());
     args.web_config = args.web_config.or(serving.web_config.clone());
@@ -354,7 +353,7 @@ fn run_on(
 
 /// One scrape: a sweep, then the exposition in each of `formats`, the remote
 /// writer's own series among the rest; `asked`: when the request it answers came.
-pub(crate) fn exposition<const N: usize>(
+fn exposition<const N: usize>(
     r: &mut Running,
     formats: [TextFormat; N],
     asked: Option<Instant>,
@@ -387,7 +386,7 @@ fn swept_families(r: &mut Running, asked: Option<Instant>) -> Vec<Family> {
 }
 
 /// The running exporter and what a reload needs.
-pub(crate) struct Running<'d, 'a> {
+struct Running<'d, 'a> {
     device: &'d Device,
     global: &'a Global,
     args: &'a Options,
@@ -528,7 +527,7 @@ impl<'d> Running<'d, '_> {
 }
 
 /// Says a line once per process (a condition that may repeat many times a second).
-pub(crate) fn say_once(line: &str) {
+fn say_once(line: &str) {
     static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
     if !said.iter().any(|s| s == line) {

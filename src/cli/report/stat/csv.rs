@@ -28,6 +28,18 @@ const COLUMNS: [&str; 18] = [
     "of",
 ];
 
+/// Rows separated by `sep` into `w`, the header written by the caller.
+fn writer<W: io::Write>(sep: u8, w: W) -> ::csv::Writer<W> {
+    ::csv::WriterBuilder::new()
+        .delimiter(sep)
+        .has_headers(false)
+        .from_writer(w)
+}
+
+fn to_io(e: ::csv::Error) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
 impl StatWriter<'_> {
     pub(super) fn csv_rows(&mut self, rows: &[Line]) -> io::Result<()> {
         let StatFormat::Csv(sep) = self.format else {
@@ -45,11 +57,7 @@ impl StatWriter<'_> {
             })
             .collect();
         let Self { w, .. } = self;
-        let mut out = ::csv::WriterBuilder::new()
-            .delimiter(sep)
-            .has_headers(false)
-            .from_writer(&mut **w);
-        let to_io = |e: ::csv::Error| io::Error::other(e.to_string());
+        let mut out = writer(sep, &mut **w);
         if !self.header_done {
             out.write_record(COLUMNS).map_err(to_io)?;
             self.header_done = true;
@@ -93,11 +101,7 @@ impl StatWriter<'_> {
         let StatFormat::Csv(sep) = self.format else {
             return Ok(());
         };
-        let mut out = ::csv::WriterBuilder::new()
-            .delimiter(sep)
-            .has_headers(false)
-            .from_writer(&mut *self.w);
-        let to_io = |e: ::csv::Error| io::Error::other(e.to_string());
+        let mut out = writer(sep, &mut *self.w);
         for v in values {
             out.write_record([
                 "metric".to_string(),
