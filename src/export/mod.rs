@@ -19,6 +19,7 @@ use crate::block::{BlockKind, Mechanism};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::kinds::Role;
+use crate::measure::compose::{compose, Composed, Perf, Rules};
 use crate::measure::defaults::{default_set, DEFAULT};
 use crate::measure::owner::journal;
 use crate::measure::plan::BlockPlan;
@@ -151,7 +152,8 @@ fn register_specs(device: &Device) -> Vec<String> {
         .collect()
 }
 
-/// A configuration checked against the device.
+/// A configuration checked against the device: what [`Exporter::start_after`]
+/// takes, so that nothing is checked twice.
 #[derive(Debug, Clone, Default)]
 pub struct Checked {
     /// Every spec to program: registers, events, what the metrics need.
@@ -162,14 +164,25 @@ pub struct Checked {
     pub skipped: Vec<String>,
 }
 
-/// Checks a configuration against the device: the specs its events and metrics
-/// need, and the metric names. An entry the device cannot count is skipped and
-/// named in `skipped`, or refused with `strict`. Writes nothing.
+impl Checked {
+    /// What the exporter counts of `composed`: its specs after every register of
+    /// the device.
+    pub(crate) fn of(device: &Device, composed: Composed) -> Checked {
+        let mut specs = register_specs(device);
+        specs.extend(composed.work.specs);
+        Checked {
+            specs,
+            metrics: composed.metrics,
+            skipped: composed.skipped,
+        }
+    }
+}
+
+/// Checks a configuration against the device (through the composer stat and top
+/// use): the specs its events and metrics need, and the metric names. An entry the
+/// device cannot count, or one that needs perf events, is skipped and named in
+/// `skipped`, or refused with `strict`. Writes nothing.
 pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<Checked> {
-    let mut out = Checked {
-        specs: register_specs(device),
-        ..Checked::default()
-    };
     let (defaults, _) = default_set(device.generation());
     let events: Vec<String> = config
         .events
@@ -179,75 +192,12 @@ pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<
             false => vec![e.clone()],
         })
         .collect();
-    let mut skip = |entry: String, e: crate::error::Error| -> Result<()> {
-        match config.strict {
-            true => Err(e),
-            false => {
-                out.skipped.push(format!("{entry}: {e}"));
-                Ok(())
-            }
-        }
+    let rules = Rules {
+        perf: Perf::Refuse("the exporter"),
+        skip: !config.strict,
     };
-    let mut specs = Vec::new();
-    for e in events {
-        // `cycles` is the Arm cores' perf event in stat's grammar, never a block's.
-        if let Ok((perf, _)) = crate::perf::split(&[], std::slice::from_ref(&e)) {
-            if let Some(p) = perf.first() {
-                let problem = format!(
-                    "{} is a perf event of the Arm cores, which the exporter does not count (stat and top do); a block's count_clock counter is KIND/cycles/",
-                    p.name
-                );
-                skip(
-                    format!("events entry '{e}'"),
-                    crate::error::Error::BadSpec { spec: e, problem },
-                )?;
-                continue;
-            }
-        }
-        match prepare(device, &StatRequest::for_specs(vec![e.clone()])) {
-            Ok(_) => specs.push(e),
-            Err(err) => skip(format!("events entry '{e}'"), err)?,
-        }
-    }
-    for name in &config.metrics {
-        match metric_needs(device, set, name) {
-            Ok((names, needs)) => {
-                out.metrics.extend(names);
-                specs.extend(needs);
-            }
-            Err(err) => skip(format!("metrics entry '{name}'"), err)?,
-        }
-    }
-    out.specs.extend(specs);
-    let mut seen = std::collections::HashSet::new();
-    out.metrics.retain(|m| seen.insert(m.clone()));
-    prepare(device, &StatRequest::for_specs(out.specs.clone()))?;
-    Ok(out)
-}
-
-/// A config's metrics entry (a metric or group): the metrics it names and the
-/// specs they need, refused when the device cannot count them or they need perf
-/// events (the exporter counts the device only).
-fn metric_needs(
-    device: &Device,
-    set: &MetricSet,
-    name: &str,
-) -> Result<(Vec<String>, Vec<String>)> {
-    let chosen = set.select(&[name.to_string()])?;
-    if let Some(m) = chosen.iter().find(|m| metrics::uses_perf(m)) {
-        return Err(crate::error::Error::BadMetric {
-            metric: m.def.name.clone(),
-            source_file: m.source.clone(),
-            problem: format!(
-                "it needs perf events ({}), which the exporter does not count; `bfperf stat -M {}` does",
-                metrics::perf_events_for(&[m]).join(", "),
-                m.def.name
-            ),
-        });
-    }
-    let specs = metrics::specs_for(&chosen);
-    prepare(device, &StatRequest::for_specs(specs.clone()))?;
-    Ok((chosen.iter().map(|m| m.def.name.clone()).collect(), specs))
+    let composed = compose(device, set, (&events, &config.metrics), rules)?;
+    Ok(Checked::of(device, composed))
 }
 
 impl<'d> Exporter<'d> {

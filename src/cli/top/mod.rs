@@ -26,7 +26,7 @@ use crate::error::Result;
 use crate::export::{self, ExportConfig};
 use crate::front::args::Global;
 use crate::front::setup::{load_metrics, metric_params, open_device};
-use crate::measure::compose::Work;
+use crate::measure::compose::{compose, Perf, Rules};
 use crate::metrics::{self};
 use crate::ops::watch::Watch;
 
@@ -56,26 +56,33 @@ pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
     let titled = titled_panels(gen, &set, &args.metrics)?;
     let all: Vec<String> = titled.iter().flat_map(|(_, n)| n.clone()).collect();
     // perf events (-e cycles, and those metrics name) are counted beside the blocks;
-    // metrics that need them are evaluated here, their block events counted as -e.
+    // metrics that need them are evaluated here, the others as the exporter does.
+    // What this device cannot count is left out, as the exporter leaves it.
     let pmus = crate::perf::discover(&global.sysfs_root);
-    let mut work = Work::from_events(&pmus, &args.events)?;
-    let (cpu_metrics, all): (Vec<String>, Vec<String>) = all
-        .into_iter()
-        .partition(|n| set.get(n).is_some_and(metrics::uses_perf));
-    let needing: Vec<&metrics::Metric> = cpu_metrics.iter().filter_map(|n| set.get(n)).collect();
-    work.add_metrics(&pmus, &needing)?;
-    let (perf, block_events) = (work.perf, work.specs);
+    let rules = Rules {
+        perf: Perf::Count(&pmus),
+        skip: true,
+    };
+    let mut composed = compose(&device, &set, (&args.events, &all), rules)?;
+    let (cpu_metrics, block_metrics): (Vec<String>, Vec<String>) =
+        std::mem::take(&mut composed.metrics)
+            .into_iter()
+            .partition(|n| set.get(n).is_some_and(metrics::uses_perf));
+    composed.metrics = block_metrics;
+    let perf = std::mem::take(&mut composed.work.perf);
     let config = ExportConfig {
-        events: block_events,
-        metrics: all,
+        // Only -e's block events program counters of top's own choosing.
+        events: crate::perf::split(&pmus, &args.events)?.1,
+        metrics: composed.metrics.clone(),
         params: metric_params(global)?,
         journal: global.sim.is_none(),
         metric_gauges: false,
         strict: false,
         user_share: None,
     };
+    let checked = export::Checked::of(&device, composed);
     let (_lock, mut source, owner) =
-        source::source(global, &device, &config, &set, args.read_only)?;
+        source::source(global, &device, (&config, checked), &set, args.read_only)?;
     let owned = source.blocks();
     let restore = Restore(&mut source);
     // The blocks the measurement owns are read through it (it restarts their windows).

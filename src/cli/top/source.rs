@@ -133,7 +133,7 @@ pub(crate) fn may_write(device: &Device) -> bool {
 pub(crate) fn source<'d>(
     global: &Global,
     device: &'d Device,
-    config: &ExportConfig,
+    (config, checked): (&ExportConfig, export::Checked),
     set: &MetricSet,
     read_only: bool,
 ) -> Result<(Option<crate::lock::WriterLock>, Source<'d>, String)> {
@@ -148,8 +148,7 @@ pub(crate) fn source<'d>(
     if read_only {
         return Ok(passive());
     }
-    // Everything is checked before the first write.
-    let checked = export::check(device, config, set)?;
+    // Everything was checked (`checked`) before the first write.
     // The exporter counts, for anyone its socket lets in.
     if let Some(shared) = client(global, device, &checked, config, set)? {
         return Ok(shared);

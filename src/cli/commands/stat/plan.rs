@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::front::args::Global;
 use crate::front::exit::diag;
 use crate::front::setup::{load_metrics, metric_params};
-use crate::measure::compose::Work;
+use crate::measure::compose::{self, compose, Composed, Perf, Rules};
 use crate::measure::{self, StatRequest, Timing};
 use crate::metrics;
 use std::io::Write;
@@ -145,20 +145,19 @@ pub(super) fn plan(
     // perf_event events (cycles, task-clock, PMU/EVENT/) are counted beside the
     // blocks; each is resolved here, before anything is written.
     let pmus = crate::perf::discover(&global.sysfs_root);
-    let mut work = Work::from_events(&pmus, &a.events)?;
     // As perf stat shows "insn per cycle" and "CPUs utilized" beside their events.
-    let shadows = work.shadow_metrics(&a.metric);
+    let shadows = compose::shadows(&pmus, &a.events, &a.metric)?;
     a.metric.extend(shadows);
     let set = if a.metric.is_empty() {
         metrics::MetricSet::default()
     } else {
         load_metrics(global, &[device.generation()])?
     };
-    let metrics: Vec<String> = {
-        let chosen = set.select(&a.metric)?;
-        work.add_metrics(&pmus, &chosen)?;
-        chosen.iter().map(|m| m.def.name.clone()).collect()
+    let rules = Rules {
+        perf: Perf::Count(&pmus),
+        skip: false,
     };
+    let Composed { work, metrics, .. } = compose(device, &set, (&a.events, &a.metric), rules)?;
     if a.metric_only && metrics.is_empty() {
         return Err(Error::BadOption {
             problem: "--metric-only: these events make no metric to print; name metrics with -M (bfperf metrics lists them)".into(),
