@@ -164,10 +164,10 @@ fn rss_kib() -> u64 {
 /// The exporter's server-side cost of a scrape of the whole bf2 fixture (registers
 /// and every counter programmed), and its memory over 100,000 scrapes.
 fn exporter(c: &mut Criterion) {
-    use bfperf::export::{ExportConfig, Exporter, TextFormat};
+    use bfperf::collector::{Collector, Counting, TextFormat};
     let (_keep, dir) = tmpfs_copy();
     let device = Device::open_dir(&dir).unwrap();
-    let config = ExportConfig {
+    let config = Counting {
         events: every_value(&device)
             .into_iter()
             .filter(|s| !s.starts_with("pcie") && !s.starts_with("ecc"))
@@ -175,9 +175,9 @@ fn exporter(c: &mut Criterion) {
         ..Default::default()
     };
     let set = bfperf::metrics::MetricSet::load(&[device.generation()], &[]);
-    let mut e = Exporter::start(&device, &config, set, || 0).unwrap();
+    let mut e = Collector::start(&device, &config, set, || 0).unwrap();
     let mut now = 0u64;
-    let mut scrape = |e: &mut Exporter| {
+    let mut scrape = |e: &mut Collector| {
         now += 1_000_000_000;
         e.scrape(now).unwrap();
         e.exposition(true, 0.0, TextFormat::Text004)

@@ -6,7 +6,8 @@
 //! subsystems: one-shot operations ([`ops`]: read, program, start/stop/clear,
 //! snapshot and diff, list), the event grammar ([`spec`]), measurement over a window
 //! with multiplexing and restore ([`measure`]), metrics ([`metrics`]), the kernel's
-//! perf_event counters ([`perf`]) and the Prometheus exposition ([`export`]). The
+//! perf_event counters ([`perf`]), the exporter's core ([`collector`]) and the
+//! Prometheus exposition ([`exposition`]). The
 //! command line (`cli`, feature `cli`) is the binary's: only its entry point is
 //! public, and it is not part of the library's API.
 //!
@@ -52,9 +53,9 @@ pub mod catalog;
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
+pub mod collector;
 pub mod device;
 pub mod error;
-pub mod export;
 #[cfg(feature = "exporter")]
 #[doc(hidden)]
 pub mod exporter;

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{push, DEFAULT_CONFIG};
+use crate::collector::Counting;
 use crate::error::{Error, Result};
-use crate::export::ExportConfig;
 use crate::front::args::Global;
 use crate::front::exit::diag;
 use crate::front::setup::metric_params;
@@ -59,7 +59,7 @@ pub(super) struct Serving {
     pub(super) otlp: Option<push::PushFile>,
 }
 
-pub(super) fn read_config(path: Option<&Path>, global: &Global) -> Result<(ExportConfig, Serving)> {
+pub(super) fn read_config(path: Option<&Path>, global: &Global) -> Result<(Counting, Serving)> {
     let (path, explicit) = match path {
         Some(p) => (p.to_path_buf(), true),
         None => (PathBuf::from(DEFAULT_CONFIG), false),
@@ -104,7 +104,7 @@ pub(super) fn read_config(path: Option<&Path>, global: &Global) -> Result<(Expor
         remote_write: file.remote_write.map(|r| r.relative_to(dir)),
         otlp: file.otlp.map(|r| r.relative_to(dir)),
     };
-    let config = ExportConfig {
+    let config = Counting {
         events: file.events,
         metrics: file.metrics,
         params: metric_params(&g)?,

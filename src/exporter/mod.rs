@@ -23,10 +23,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::collector::{self, Collector, Counting};
 use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::export::{self, ExportConfig, Exporter};
 use crate::exposition::{self, Family, TextFormat};
 use crate::front::args::Global;
 use crate::front::exit::diag;
@@ -62,14 +62,14 @@ fn signals() -> Signals {
 /// config that checks out but fails to start (the device refuses a write) is
 /// undone, and the old configuration starts again.
 /// The series that continue keep their running totals.
-fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter<'d>> {
+fn reload<'d>(r: &mut Running<'d, '_>, current: Collector<'d>) -> Result<Collector<'d>> {
     let (device, global) = (r.device, r.global);
     let checked = read_config(r.args.config.as_deref(), global).and_then(|(c, serving)| {
         if serving != r.serving {
             diag("listen, web_config_file, socket_group, remote_write and otlp take effect when the exporter restarts; the rest of the configuration is reloaded");
         }
         let set = load_metrics(global, &[device.generation()])?;
-        let checked = export::check(device, &c, &set)?;
+        let checked = collector::check(device, &c, &set)?;
         for s in &checked.skipped {
             diag(&format!("warning: skipped {s} (strict = true refuses it)"));
         }
@@ -105,7 +105,7 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
                 "warning: reload failed, the old configuration runs again: {e}"
             ));
             let (old, old_set) = r.config.clone();
-            let mut next = Exporter::start(device, &old, old_set, monotonic_ns)?;
+            let mut next = Collector::start(device, &old, old_set, monotonic_ns)?;
             next.carry(totals);
             Ok(next)
         }
@@ -115,7 +115,7 @@ fn reload<'d>(r: &mut Running<'d, '_>, current: Exporter<'d>) -> Result<Exporter
 /// Ends every client's measurement, its counters put back: a reload ends them
 /// (a refused one too: the clients must not be counted for by an exporter they
 /// did not ask).
-fn end_clients(r: &mut Running, e: &mut Exporter) {
+fn end_clients(r: &mut Running, e: &mut Collector) {
     if let Some(h) = &mut r.owner {
         h.clients.close_all(e);
         said(&mut h.clients);
@@ -125,8 +125,8 @@ fn end_clients(r: &mut Running, e: &mut Exporter) {
 /// Whether a configuration read again is the one running: the same config and the
 /// same metric definitions (a metric file may have changed).
 fn same_config(
-    running: &(ExportConfig, crate::metrics::MetricSet),
-    (config, set): (&ExportConfig, &crate::metrics::MetricSet),
+    running: &(Counting, crate::metrics::MetricSet),
+    (config, set): (&Counting, &crate::metrics::MetricSet),
 ) -> bool {
     let defs = |s: &crate::metrics::MetricSet| -> Vec<(crate::metrics::MetricDef, String)> {
         s.metrics
@@ -144,7 +144,7 @@ fn said(clients: &mut crate::measure::owner::socket::Clients) {
     }
 }
 
-fn log_events(e: &mut Exporter) {
+fn log_events(e: &mut Collector) {
     for ev in e.events.drain(..) {
         diag(&ev);
     }
@@ -172,7 +172,7 @@ fn run(global: &Global, mut args: Options) -> Result<()> {
         .transpose()?;
     let set = load_metrics(global, &[device.generation()])?;
     // Checked once for this device: the first run starts from it.
-    let checked = export::check(&device, &config, &set)?;
+    let checked = collector::check(&device, &config, &set)?;
     for s in &checked.skipped {
         diag(&format!("warning: skipped {s} (strict = true refuses it)"));
     }
@@ -269,7 +269,7 @@ enum Outcome {
     Stopped(Result<()>),
     /// The device went away and was found again (at its place, or another
     /// hwmonN), with what it held before the exporter programmed it.
-    Moved(Device, export::Inheritance),
+    Moved(Device, collector::Inheritance),
 }
 
 /// The exporter on `device` until it stops or the device comes back anew: the
@@ -280,10 +280,10 @@ fn run_on(
     global: &Global,
     (args, owner): (&Options, &mut Option<Held>),
     (config, serving, earlier, checked): (
-        &mut (ExportConfig, crate::metrics::MetricSet),
+        &mut (Counting, crate::metrics::MetricSet),
         &Serving,
-        Option<export::Inheritance>,
-        Option<export::Checked>,
+        Option<collector::Inheritance>,
+        Option<collector::Checked>,
     ),
     (pusher, server): (&mut Vec<push::Pusher>, &mut Serve),
     sig: &Signals,
@@ -291,9 +291,9 @@ fn run_on(
     // A device found again is checked anew: it may list other blocks.
     let checked = match checked {
         Some(c) => c,
-        None => export::check(device, &config.0, &config.1)?,
+        None => collector::check(device, &config.0, &config.1)?,
     };
-    let exporter = Exporter::start_after(
+    let exporter = Collector::start_after(
         device,
         &config.0,
         checked,
@@ -345,7 +345,7 @@ fn run_on(
                 h.clients.drop_all();
                 said(&mut h.clients);
             }
-            let restored = exporter.map_or(Ok(()), Exporter::stop);
+            let restored = exporter.map_or(Ok(()), Collector::stop);
             Outcome::Stopped(result.and(restored))
         }
     })
@@ -390,9 +390,9 @@ struct Running<'d, 'a> {
     device: &'d Device,
     global: &'a Global,
     args: &'a Options,
-    exporter: Option<Exporter<'d>>,
+    exporter: Option<Collector<'d>>,
     /// The configuration running (a failed reload starts it again).
-    config: (ExportConfig, crate::metrics::MetricSet),
+    config: (Counting, crate::metrics::MetricSet),
     /// Where the config file said to serve when the exporter started.
     serving: Serving,
     /// The device's lock and socket, held for the exporter's life.
@@ -475,7 +475,7 @@ impl<'d> Running<'d, '_> {
         None
     }
 
-    fn exporter(&mut self) -> &mut Exporter<'d> {
+    fn exporter(&mut self) -> &mut Collector<'d> {
         self.exporter
             .as_mut()
             .expect("an exporter is always running")

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use bfperf::export::{self, ExportConfig, Exporter};
+use bfperf::collector::{self, Collector, Counting};
 use bfperf::metrics::MetricSet;
 use bfperf::sim::{Kernel, Sim};
 use bfperf::{Device, Generation};
@@ -605,18 +605,18 @@ fn running_totals_never_go_backwards_across_wraps_and_window_resets() {
     let (sim, clock) = Sim::with_manual_clock(Generation::Bf3, Kernel::V6_16);
     let sim = Arc::new(sim);
     let device = Device::open(Box::new(sim.clone())).unwrap();
-    let config = ExportConfig {
+    let config = Counting {
         events: vec!["llt0/cycles,GDC_BANK0_RD_REQ/".into()],
         ..Default::default()
     };
     let set = MetricSet::load(&[Generation::Bf3], &[]);
-    let mut e = Exporter::start(&device, &config, set, || 0).unwrap();
+    let mut e = Collector::start(&device, &config, set, || 0).unwrap();
     let hz = sim.clock_hz("llt0").unwrap();
     let mut previous = 0.0;
     for s in 1..=10u64 {
         clock.advance_secs(1);
         e.scrape(s * 1_000_000_000).unwrap();
-        let text = e.exposition(true, 0.0, export::TextFormat::Text004);
+        let text = e.exposition(true, 0.0, collector::TextFormat::Text004);
         let cycles = sample(&text, "bfperf_cycles_total", &[("block", "llt0")]);
         assert!(cycles > previous, "went backwards at {s} s");
         assert_eq!(cycles, (hz * s) as f64, "at {s} s");

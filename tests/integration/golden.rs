@@ -7,20 +7,20 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use bfperf::export::{self, ExportConfig, Exporter};
+use bfperf::collector::{self, Collector, Counting};
 use bfperf::metrics::MetricSet;
 use bfperf::sim::{Kernel, Sim};
 use bfperf::{Device, Generation};
 
-fn exposition(gen: Generation, format: export::TextFormat) -> String {
+fn exposition(gen: Generation, format: collector::TextFormat) -> String {
     let (sim, clock) = Sim::with_manual_clock(gen, Kernel::V6_16);
     let device = Device::open(Box::new(Arc::new(sim))).unwrap();
-    let config = ExportConfig {
+    let config = Counting {
         events: vec!["default".into()],
         ..Default::default()
     };
     let set = MetricSet::load(&[gen], &[]);
-    let mut e = Exporter::start(&device, &config, set, || 0).unwrap();
+    let mut e = Collector::start(&device, &config, set, || 0).unwrap();
     clock.advance_secs(1);
     e.scrape(1_000_000_000).unwrap();
     let text = e.exposition(true, 0.0, format);
@@ -39,8 +39,8 @@ fn the_exposition_of_each_generation_is_the_golden_one() {
         (Generation::Bf3, "bf3"),
     ] {
         for (format, ext) in [
-            (export::TextFormat::Text004, "prom"),
-            (export::TextFormat::OpenMetrics, "om.txt"),
+            (collector::TextFormat::Text004, "prom"),
+            (collector::TextFormat::OpenMetrics, "om.txt"),
         ] {
             let got = exposition(gen, format);
             let path = dir.join(format!("exposition-{name}.{ext}"));

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::*;
-use bfperf::export::{ExportConfig, Exporter};
+use bfperf::collector::{Collector, Counting};
 use bfperf::measure::{self, Count, For, Interval, Pacer, StatRequest, Until};
 use bfperf::metrics::{self, MetricSet};
 use bfperf::sim::{Clock, Kernel, ManualClock, Sim, SimOptions, Workload};
@@ -467,13 +467,13 @@ fn truth(r: &Rig, s: &Scenario) -> f64 {
 fn every_foreign_write_is_flagged_and_reasserted_by_the_exporter() {
     for (n, s) in SCENARIOS.iter().enumerate() {
         let r = rig(s.gen);
-        let config = ExportConfig {
+        let config = Counting {
             events: vec![s.spec.to_string()],
             ..Default::default()
         };
         let set = MetricSet::load(&[s.gen], &[]);
         let step = 100_000_000;
-        let mut e = Exporter::start(&r.device, &config, set, || r.clock.now_ns()).unwrap();
+        let mut e = Collector::start(&r.device, &config, set, || r.clock.now_ns()).unwrap();
         let mut writes = s.writes(Duration::from_millis(30_450));
         let wrote: Vec<(String, String)> = s
             .writes
@@ -537,11 +537,11 @@ fn the_exporter_scales_multiplexed_events_as_stat_does() {
     let r = rig(Generation::Bf2);
     let out = r.measure(&request(&[spec.to_string()]), 20);
     let r2 = rig(Generation::Bf2);
-    let config = ExportConfig {
+    let config = Counting {
         events: vec![spec.to_string()],
         ..Default::default()
     };
-    let mut e = Exporter::start(
+    let mut e = Collector::start(
         &r2.device,
         &config,
         MetricSet::load(&[Generation::Bf2], &[]),
@@ -938,14 +938,14 @@ fn a_window_stalled_past_a_wrap_is_never_exported_as_a_count() {
         event: "GDC_BANK0_RD_REQ",
         says: "",
     };
-    let config = ExportConfig {
+    let config = Counting {
         events: vec![s.spec.to_string()],
         ..Default::default()
     };
     let set = MetricSet::load(&[Generation::Bf3], &[]);
-    let mut e = Exporter::start(&r.device, &config, set, || r.clock.now_ns()).unwrap();
+    let mut e = Collector::start(&r.device, &config, set, || r.clock.now_ns()).unwrap();
     let want = truth(&r, &s);
-    let at = |e: &mut Exporter, secs: u64| {
+    let at = |e: &mut Collector, secs: u64| {
         r.clock.advance_secs(secs);
         e.sweep(r.clock.now_ns()).unwrap();
         exported(&e.openmetrics(true, 0.0), &s)

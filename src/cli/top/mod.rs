@@ -21,9 +21,9 @@ use source::{Restore, Sources};
 
 use std::time::Duration;
 
+use crate::collector::{self, Counting};
 use crate::device::values::monotonic_ns;
 use crate::error::Result;
-use crate::export::{self, ExportConfig};
 use crate::front::args::Global;
 use crate::front::setup::{load_metrics, metric_params, open_device};
 use crate::measure::compose::{compose, Perf, Rules};
@@ -70,7 +70,7 @@ pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
             .partition(|n| set.get(n).is_some_and(metrics::uses_perf));
     composed.metrics = block_metrics;
     let perf = std::mem::take(&mut composed.work.perf);
-    let config = ExportConfig {
+    let config = Counting {
         // Only -e's block events program counters of top's own choosing.
         events: crate::perf::split(&pmus, &args.events)?.1,
         metrics: composed.metrics.clone(),
@@ -80,7 +80,7 @@ pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
         strict: false,
         user_share: None,
     };
-    let checked = export::Checked::of(&device, composed);
+    let checked = collector::Checked::of(&device, composed);
     let (_lock, mut source, owner) =
         source::source(global, &device, (&config, checked), &set, args.read_only)?;
     let owned = source.blocks();
@@ -92,7 +92,7 @@ pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
         [
             device.location(),
             gen.label().to_string(),
-            export::event_list_format(&device).to_string(),
+            collector::event_list_format(&device).to_string(),
             owner,
         ],
         args.interval.max(Duration::from_millis(100)),

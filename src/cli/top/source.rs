@@ -3,10 +3,10 @@
 //! programmed; and putting the device back on the way out.
 
 use super::cores;
+use crate::collector::{self, Collector, Counting};
 use crate::device::values::monotonic_ns;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::export::{self, ExportConfig, Exporter};
 use crate::front::args::Global;
 use crate::front::setup::{lock_device, owner_client};
 use crate::measure::owner::protocol::Shared;
@@ -18,7 +18,7 @@ use crate::sysfs::layout;
 /// Where the numbers come from.
 pub(crate) enum Source<'d> {
     /// Programmed and owned by this process.
-    Live(Option<Box<Exporter<'d>>>),
+    Live(Option<Box<Collector<'d>>>),
     /// Counted by the device's owner (the exporter) for this process.
     Client(Option<Box<Client<'d>>>),
     /// Read as they are.
@@ -133,7 +133,7 @@ pub(crate) fn may_write(device: &Device) -> bool {
 pub(crate) fn source<'d>(
     global: &Global,
     device: &'d Device,
-    (config, checked): (&ExportConfig, export::Checked),
+    (config, checked): (&Counting, collector::Checked),
     set: &MetricSet,
     read_only: bool,
 ) -> Result<(Option<crate::lock::WriterLock>, Source<'d>, String)> {
@@ -169,7 +169,7 @@ pub(crate) fn source<'d>(
 pub(crate) fn live<'d>(
     global: &Global,
     device: &'d Device,
-    (config, checked): (&ExportConfig, export::Checked),
+    (config, checked): (&Counting, collector::Checked),
     set: &MetricSet,
 ) -> Result<(Option<crate::lock::WriterLock>, Source<'d>, String)> {
     let lock = lock_device(global, device)?;
@@ -177,7 +177,7 @@ pub(crate) fn live<'d>(
         true => "simulator (no lock)".to_string(),
         false => format!("held by this bfperf (pid {})", std::process::id()),
     };
-    let e = Exporter::start_after(device, config, checked, set.clone(), monotonic_ns, None)?;
+    let e = Collector::start_after(device, config, checked, set.clone(), monotonic_ns, None)?;
     Ok((lock, Source::Live(Some(Box::new(e))), owner))
 }
 
@@ -186,8 +186,8 @@ pub(crate) fn live<'d>(
 pub(crate) fn client<'d>(
     global: &Global,
     device: &'d Device,
-    checked: &export::Checked,
-    config: &ExportConfig,
+    checked: &collector::Checked,
+    config: &Counting,
     set: &MetricSet,
 ) -> Result<Option<(Option<crate::lock::WriterLock>, Source<'d>, String)>> {
     let Some((mut shared, socket)) = owner_client(global, device, &checked.specs)? else {

@@ -13,7 +13,7 @@
 //! The exporter takes lock and socket once for its life ([`Held`]) and carries its
 //! journal across the device's return; `stat` and `top` ask the owner ([`ask`])
 //! before they take the lock themselves. How the exporter lends its counters is its
-//! own (`export::clients`), behind [`protocol::Owner`].
+//! own (`collector::clients`), behind [`protocol::Owner`].
 
 pub(crate) mod journal;
 pub(crate) mod protocol;

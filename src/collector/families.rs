@@ -4,7 +4,7 @@
 
 use super::*;
 
-impl Exporter<'_> {
+impl Collector<'_> {
     /// The exposition in the OpenMetrics text format.
     pub fn openmetrics(&self, up: bool, scrape_s: f64) -> String {
         self.exposition(up, scrape_s, TextFormat::OpenMetrics)

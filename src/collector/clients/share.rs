@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'d> Exporter<'d> {
+impl<'d> Collector<'d> {
     /// The counters of `block` a client holds: its own sampler's and those lent to
     /// it (none once revoked).
     pub(super) fn held_by(&self, c: &Client<'d>, block: &str) -> usize {

@@ -1,9 +1,11 @@
-//! The fleet exporter's core: it owns the counters for its whole life (programmed at
-//! start, re-asserted when someone else re-programs them, restored at the end), keeps
-//! 64-bit running totals that never go backwards (across 32-bit wraps and window
-//! resets), and writes the exposition directly in the OpenMetrics text format or
-//! Prometheus' text format 0.0.4 (no registry is rebuilt per scrape). `prom` names
-//! metrics in base units and writes PromQL recording rules.
+//! The exporter's core, its collector: it owns the counters for its whole life
+//! (programmed at start, re-asserted when someone else re-programs them, restored at
+//! the end), keeps 64-bit running totals that never go backwards (across 32-bit wraps
+//! and window resets), and fills the exposition's families at each scrape, which
+//! [`crate::exposition`] writes in the OpenMetrics text format or Prometheus' text
+//! format 0.0.4 (no registry is rebuilt per scrape). What it counts ([`Counting`]) is
+//! checked once, through the composer stat and top use, into a [`Checked`] its start
+//! takes. The program around it is `bfperf-exporter`; `top` runs it live too.
 
 mod clients;
 mod failing;
@@ -29,9 +31,10 @@ use crate::measure::{counts, metric_values, prepare, Count, StatRequest};
 use crate::metrics::{self, MetricSet, MetricValue};
 use crate::spec::Item;
 
-/// What the exporter counts: `stat -e` specs and `stat -M` metric names.
+/// What the exporter counts (the counting half of its config file; the serving half
+/// is the program's): `stat -e` specs and `stat -M` metric names.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ExportConfig {
+pub struct Counting {
     /// `stat -e` specs, or `default` for the generation's default set.
     pub events: Vec<String>,
     /// `stat -M` metric names or groups whose counters are programmed.
@@ -95,7 +98,7 @@ impl Inheritance {
 pub type Totals = HashMap<(String, Item), u64>;
 
 /// The exporter's state on one device.
-pub struct Exporter<'d> {
+pub struct Collector<'d> {
     device: &'d Device,
     sampler: Sampler<'d>,
     saved: Vec<Saved>,
@@ -152,7 +155,7 @@ fn register_specs(device: &Device) -> Vec<String> {
         .collect()
 }
 
-/// A configuration checked against the device: what [`Exporter::start_after`]
+/// A configuration checked against the device: what [`Collector::start_after`]
 /// takes, so that nothing is checked twice.
 #[derive(Debug, Clone, Default)]
 pub struct Checked {
@@ -182,7 +185,7 @@ impl Checked {
 /// use): the specs its events and metrics need, and the metric names. An entry the
 /// device cannot count, or one that needs perf events, is skipped and named in
 /// `skipped`, or refused with `strict`. Writes nothing.
-pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<Checked> {
+pub fn check(device: &Device, config: &Counting, set: &MetricSet) -> Result<Checked> {
     let (defaults, _) = default_set(device.generation());
     let events: Vec<String> = config
         .events
@@ -200,36 +203,36 @@ pub fn check(device: &Device, config: &ExportConfig, set: &MetricSet) -> Result<
     Ok(Checked::of(device, composed))
 }
 
-impl<'d> Exporter<'d> {
+impl<'d> Collector<'d> {
     /// Validates, records the device's configuration, programs and starts;
     /// `clock` gives the time in ns (the window opens as the counters start).
     pub fn start(
         device: &'d Device,
-        config: &ExportConfig,
+        config: &Counting,
         set: MetricSet,
         clock: impl Fn() -> u64 + Send + Sync + 'd,
-    ) -> Result<Exporter<'d>> {
+    ) -> Result<Collector<'d>> {
         let checked = check(device, config, &set)?;
-        Exporter::start_after(device, config, checked, set, clock, None)
+        Collector::start_after(device, config, checked, set, clock, None)
     }
 
-    /// As [`Exporter::start`], with `config` already [`check`]ed against `device`
+    /// As [`Collector::start`], with `config` already [`check`]ed against `device`
     /// (checked once, before anything is written); and on a device that went away
     /// and came back (at its place or another `hwmonN`) while this exporter owned
     /// it, `earlier` is what
     /// the device held before the exporter first programmed it and the journal
-    /// that records it ([`Exporter::forsake`]). The journal is never removed in
+    /// that records it ([`Collector::forsake`]). The journal is never removed in
     /// between: it is replaced (atomically) only when this start adds blocks, so a
     /// kill at any instant leaves `bfperf restore` the device's prior state, never
     /// the exporter's own programming.
     pub fn start_after(
         device: &'d Device,
-        config: &ExportConfig,
+        config: &Counting,
         checked: Checked,
         set: MetricSet,
         clock: impl Fn() -> u64 + Send + Sync + 'd,
         earlier: Option<Inheritance>,
-    ) -> Result<Exporter<'d>> {
+    ) -> Result<Collector<'d>> {
         let metric_names = checked.metrics;
         let (plans, _) = prepare(device, &StatRequest::for_specs(checked.specs))?;
         let mut events = Vec::new();
@@ -272,7 +275,7 @@ impl<'d> Exporter<'d> {
                 });
             }
         };
-        let mut e = Exporter {
+        let mut e = Collector {
             device,
             own: sampler.plans.clone(),
             sampler,
@@ -317,7 +320,7 @@ impl<'d> Exporter<'d> {
     }
 
     /// Every counter series' running total as exported now (events and cycles, by
-    /// block and item): what a reload carries over ([`Exporter::carry`]).
+    /// block and item): what a reload carries over ([`Collector::carry`]).
     pub fn running_totals(&self) -> Totals {
         let totals = self.own_totals();
         let mut out = HashMap::new();
@@ -453,7 +456,7 @@ impl<'d> Exporter<'d> {
     /// another `hwmonN`): nothing is written to the place it was lost at, which
     /// may hold something else now. Returns what the device held before the
     /// exporter and its clients programmed it (in the journal's order) with the
-    /// journal that records it, for [`Exporter::start_after`].
+    /// journal that records it, for [`Collector::start_after`].
     pub fn forsake(self) -> Inheritance {
         Inheritance {
             saved: self.recorded(),

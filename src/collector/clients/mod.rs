@@ -17,7 +17,7 @@ use crate::measure::sampler::{Acc, Foreign, Sampler};
 use crate::measure::session::{self, Saved};
 use crate::spec::BlockRequest;
 
-use super::Exporter;
+use super::Collector;
 
 mod lend;
 mod share;
@@ -72,10 +72,10 @@ enum Place {
     Own,
 }
 
-impl<'d> Exporter<'d> {
+impl<'d> Collector<'d> {
     /// Counts `specs` for a new client of user `uid` beside the exporter's own
     /// events: returns the client's id and where each item is counted, or refuses
-    /// (nothing programmed; see [`Exporter::admit`]).
+    /// (nothing programmed; see [`Collector::admit`]).
     pub(crate) fn grant(
         &mut self,
         specs: &[String],
@@ -557,7 +557,7 @@ fn refusal(reason: String) -> Error {
 }
 
 /// The exporter is the owner the sharing protocol's connections talk to.
-impl crate::measure::owner::protocol::Owner for Exporter<'_> {
+impl crate::measure::owner::protocol::Owner for Collector<'_> {
     fn serves(&self) -> crate::measure::owner::protocol::Serves {
         crate::measure::owner::protocol::Serves::of(self.device)
     }
@@ -568,7 +568,7 @@ impl crate::measure::owner::protocol::Owner for Exporter<'_> {
         uid: Option<u32>,
         now: u64,
     ) -> Result<(u64, Vec<GrantedBlock>)> {
-        Exporter::grant(self, specs, uid, now)
+        Collector::grant(self, specs, uid, now)
     }
 
     fn totals(&mut self, id: u64, now: u64) -> Result<(u64, Vec<Vec<Acc>>)> {
@@ -576,7 +576,7 @@ impl crate::measure::owner::protocol::Owner for Exporter<'_> {
     }
 
     fn release(&mut self, id: u64) -> Result<()> {
-        Exporter::release(self, id)
+        Collector::release(self, id)
     }
 
     fn turn(&mut self, now: u64) {

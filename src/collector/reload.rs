@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'d> Exporter<'d> {
+impl<'d> Collector<'d> {
     /// Takes up `config` ([`check`]ed against this device: `checked`) in place of
     /// this exporter's: a block whose plan stays the
     /// same keeps counting, untouched (neither put back nor programmed again, its
@@ -16,10 +16,10 @@ impl<'d> Exporter<'d> {
     #[allow(clippy::result_large_err)]
     pub fn reload(
         mut self,
-        config: &ExportConfig,
+        config: &Counting,
         checked: Checked,
         set: MetricSet,
-    ) -> std::result::Result<Exporter<'d>, (Error, Totals)> {
+    ) -> std::result::Result<Collector<'d>, (Error, Totals)> {
         let totals = self.running_totals();
         let device = self.device;
         // Lent counters belong to clients, and a reload ends them first; with any
@@ -67,7 +67,7 @@ impl<'d> Exporter<'d> {
     /// every block programmed now.
     fn take_up(
         &mut self,
-        config: &ExportConfig,
+        config: &Counting,
         plans: &[BlockPlan<'d>],
         kept: &[Option<usize>],
     ) -> Result<Vec<Saved>> {
@@ -117,19 +117,19 @@ impl<'d> Exporter<'d> {
         Ok(saved)
     }
 
-    /// The exporter after a reload's [`Exporter::take_up`]: the kept blocks'
+    /// The exporter after a reload's [`Collector::take_up`]: the kept blocks'
     /// series go on with what they carried, the others carry `totals`.
     #[allow(clippy::too_many_arguments)]
     fn continued(
         mut self,
-        config: &ExportConfig,
+        config: &Counting,
         set: MetricSet,
         metric_names: Vec<String>,
         plans: Vec<BlockPlan<'d>>,
         kept: &[Option<usize>],
         saved: Vec<Saved>,
         totals: &Totals,
-    ) -> Exporter<'d> {
+    ) -> Collector<'d> {
         let carried: Vec<Vec<u64>> = plans
             .iter()
             .zip(kept)

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'d> Exporter<'d> {
+impl<'d> Collector<'d> {
     /// Counters lent to a client that ended: each used by no other client is put
     /// back at its block's next window (read now), then forgotten.
     pub(super) fn give_back_lent(&mut self, from: &[Vec<Origin>]) -> Result<()> {
