@@ -2,8 +2,9 @@
  * sysfs work.
  *   floor snapshot FILE...        open, read, close each file; print the values
  *   floor sample MS SECONDS FILE... open each once; every MS milliseconds pread each
- *                                 one and print one line per interval, sleeping to
- *                                 absolute deadlines (no polling)
+ *                                 one and print one line per value, sleeping to
+ *                                 absolute deadlines (no polling); a check:FILE is
+ *                                 read back and compared, as bfperf reads event<N>
  *   floor list DIR...             list each directory; print each entry's name
  *   floor cat FILE...             print each file whole
  *   floor do OP:PATH...           each in turn, OP one of list, cat, read (as snapshot)
@@ -35,10 +36,14 @@ static int snapshot(int n, char **files) {
 }
 
 static int sample(long ms, long seconds, int n, char **files) {
-    int *fds = calloc(n, sizeof *fds);
+    int *fds = calloc(n, sizeof *fds), *check = calloc(n, sizeof *check);
     unsigned long long *last = calloc(n, sizeof *last);
     char buf[64];
     for (int i = 0; i < n; i++) {
+        /* check:FILE is read back each tick and must keep its first value (an
+         * event<N> another program could re-program); it is not printed. */
+        check[i] = !strncmp(files[i], "check:", 6);
+        if (check[i]) files[i] += 6;
         fds[i] = open(files[i], O_RDONLY);
         if (fds[i] < 0) { perror(files[i]); return 1; }
     }
@@ -51,7 +56,8 @@ static int sample(long ms, long seconds, int n, char **files) {
             if (r < 0) { perror(files[i]); return 1; }
             buf[r] = 0;
             unsigned long long v = parse(buf);
-            if (t > 0) printf("%ld %d %llu\n", t, i, v - last[i]);
+            if (check[i] && t > 0 && v != last[i]) { fprintf(stderr, "%s changed\n", files[i]); return 1; }
+            if (!check[i] && t > 0) printf("%ld %d %llu\n", t, i, v - last[i]);
             last[i] = v;
         }
         fflush(stdout);
