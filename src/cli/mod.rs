@@ -18,8 +18,6 @@ use crate::front::exit::{self, ExitCode};
 
 use std::io::{self, Write};
 
-use clap::Parser;
-
 use exit::Failure;
 use output::{Format, Report};
 
@@ -59,10 +57,11 @@ pub(crate) fn main() -> i32 {
     if let Some(code) = version_alone() {
         return code;
     }
-    if let Some(args) = commands::exporter::forwarded() {
+    let words: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(args) = commands::exporter::forwarded(words.get(1..).unwrap_or_default()) {
         return commands::exporter::forward(args);
     }
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::parse_words(&words) {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to stdout (exit 0), usage errors to stderr (exit 2);

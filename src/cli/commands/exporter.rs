@@ -6,9 +6,8 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 
-use clap::{Args as ClapArgs, CommandFactory};
+use clap::Args as ClapArgs;
 
-use crate::cli::Cli;
 use crate::front::exit::{diag, ExitCode};
 
 /// The program the subcommand runs.
@@ -32,50 +31,14 @@ pub(crate) struct Args {
 /// subcommand: every word but that one. The global options before it are skipped
 /// by what clap's own description of them says takes a value; the words are
 /// compared as bytes, so a path that is not UTF-8 is passed on as it is.
-pub(crate) fn forwarded() -> Option<Vec<OsString>> {
-    let words: Vec<OsString> = std::env::args_os().skip(1).collect();
-    // Most command lines have no such word: the command line's description is then
-    // not built here (clap builds it once, to parse them).
-    if !words.iter().any(|w| w == "exporter") {
+pub(crate) fn forwarded(words: &[OsString]) -> Option<Vec<OsString>> {
+    let i = super::command_word(words)?;
+    if words[i] != "exporter" {
         return None;
     }
-    let cmd = Cli::command();
-    let takes_value = |word: &[u8]| {
-        cmd.get_arguments().any(|a| {
-            let long = word.strip_prefix(b"--");
-            let short = match word {
-                [b'-', c] => Some(char::from(*c)),
-                _ => None,
-            };
-            a.get_action().takes_values()
-                && match long {
-                    Some(l) => a.get_long().map(str::as_bytes) == Some(l),
-                    None => short.is_some() && a.get_short() == short,
-                }
-        })
-    };
-    let mut i = 0;
-    while i < words.len() {
-        let word = words[i].as_encoded_bytes();
-        if word == b"--" {
-            return None;
-        }
-        if word.starts_with(b"-") {
-            i += if !word.contains(&b'=') && takes_value(word) {
-                2
-            } else {
-                1
-            };
-            continue;
-        }
-        if word != b"exporter" {
-            return None;
-        }
-        let mut rest = words;
-        rest.remove(i);
-        return Some(rest);
-    }
-    None
+    let mut rest = words.to_vec();
+    rest.remove(i);
+    Some(rest)
 }
 
 /// Runs `bfperf-exporter` in this process's place: the one installed beside this

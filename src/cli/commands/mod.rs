@@ -2,7 +2,7 @@
 //! `exec` (the shape of cargo's `src/bin/cargo/commands/`). This module lists them and
 //! dispatches; commands that write the device share one sequence (`writer`).
 
-use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::cli::Out;
 use crate::front::args::Global;
@@ -33,6 +33,9 @@ mod writer;
 #[derive(Debug, Parser)]
 #[command(
     name = "bfperf",
+    // What clap sets for a required subcommand, which is added apart (`Cli`).
+    subcommand_required = true,
+    arg_required_else_help = true,
     version,
     about = "Measure and export the hardware performance counters of NVIDIA BlueField DPUs",
     long_about = "Measure and export the hardware performance counters of NVIDIA BlueField DPUs.\n\n\
@@ -44,14 +47,115 @@ mod writer;
         found it.",
     after_help = "Examples:\n  bfperf info\n  bfperf stat -M ddr,llc --duration 10s\n  bfperf stat -e 'tile/MEMORY_READS,MEMORY_WRITES/' -I 1000 -- ./workload\n  bfperf exporter\n  bfperf program tile2 3 HNF_REQUESTS && bfperf read tile2\n  bfperf --sim bf3 stat -M ddr --duration 2s   (no DPU needed)"
 )]
+/// The command line without its commands: its name, help and global options.
+struct Root {
+    #[command(flatten)]
+    global: Global,
+}
+
 /// The whole command line.
+#[derive(Debug)]
 pub(crate) struct Cli {
     /// The options every command takes.
-    #[command(flatten)]
     pub global: Global,
     /// The command.
-    #[command(subcommand)]
     pub command: Command,
+}
+
+impl FromArgMatches for Cli {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(Cli {
+            global: Global::from_arg_matches(m)?,
+            command: Command::from_arg_matches(m)?,
+        })
+    }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        self.global.update_from_arg_matches(m)?;
+        self.command.update_from_arg_matches(m)
+    }
+}
+
+impl CommandFactory for Cli {
+    fn command() -> clap::Command {
+        keeping_help(Root::command(), Command::augment_subcommands)
+    }
+    fn command_for_update() -> clap::Command {
+        keeping_help(
+            Root::command_for_update(),
+            Command::augment_subcommands_for_update,
+        )
+    }
+}
+
+impl Parser for Cli {}
+
+impl Cli {
+    /// Parses `words` (the program's name first). When they name a command, it is
+    /// parsed by a command line that lists that command alone: clap copies every
+    /// global option into each command it lists before parsing, which cost a
+    /// one-shot command more than half of its memory. Anything that does not parse
+    /// so (help, a mistake, a word that is no command) is parsed again by the
+    /// whole command line, whose answer, help and "did you mean" are the ones a
+    /// user sees.
+    pub(crate) fn parse_words(words: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
+        let named = command_word(words.get(1..).unwrap_or_default())
+            .and_then(|i| words[i + 1].to_str())
+            .and_then(|word| {
+                Command::augment_subcommands(clap::Command::new("bfperf"))
+                    .find_subcommand(word)
+                    .cloned()
+            });
+        if let Some(only) = named {
+            let parsed = Root::command()
+                .subcommand(only)
+                .try_get_matches_from(words)
+                .and_then(|m| Cli::from_arg_matches(&m));
+            if let Ok(cli) = parsed {
+                return Ok(cli);
+            }
+        }
+        Cli::command()
+            .try_get_matches_from(words)
+            .and_then(|m| Cli::from_arg_matches(&m))
+    }
+}
+
+/// Where a command line's command is among `words` (the program's name left
+/// out): the first word that is not an option or a global option's value. The
+/// global options that take a value are known from clap's own description of
+/// them; words are compared as bytes, so a value that is not UTF-8 is skipped
+/// like any other. None before `--`, or when every word is an option.
+pub(crate) fn command_word(words: &[std::ffi::OsString]) -> Option<usize> {
+    let globals = Global::augment_args(clap::Command::new("bfperf"));
+    let takes_value = |word: &[u8]| {
+        globals.get_arguments().any(|a| {
+            let long = word.strip_prefix(b"--");
+            let short = match word {
+                [b'-', c] => Some(char::from(*c)),
+                _ => None,
+            };
+            a.get_action().takes_values()
+                && match long {
+                    Some(l) => a.get_long().map(str::as_bytes) == Some(l),
+                    None => short.is_some() && a.get_short() == short,
+                }
+        })
+    };
+    let mut i = 0;
+    while i < words.len() {
+        let word = words[i].as_encoded_bytes();
+        if word == b"--" {
+            return None;
+        }
+        if !word.starts_with(b"-") {
+            return Some(i);
+        }
+        i += match !word.contains(&b'=') && takes_value(word) {
+            true => 2,
+            false => 1,
+        };
+    }
+    None
 }
 
 /// The commands, in the order `bfperf --help` lists them, each with its one-line help.
