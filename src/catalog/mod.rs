@@ -375,74 +375,140 @@ fn aliases(input: &str) -> Vec<String> {
 /// makes matching costly.
 pub const MAX_PART: usize = 128;
 
-/// A glob over names (`*`, `?`, `[...]`, `[!...]`), matched in time linear in the
-/// name: it is compiled to a regular expression, which never backtracks.
+/// A glob over names (`*`, `?`, `[...]`, `[!...]`), as the shell matches them. It
+/// is kept as its pieces and matched by the classic two-cursor walk (a `*` that
+/// fails is retried one character further), which never takes more steps than the
+/// name's characters times the glob's pieces: at most [`MAX_PART`] per character.
+/// (Compiling each glob to a regular expression cost 0.3 M instructions, more than
+/// the rest of a `stat` start-up's work on the device.)
 #[derive(Debug, Clone)]
-pub(crate) struct Glob(regex::Regex);
+pub(crate) struct Glob(Vec<Piece>);
+
+/// One piece of a glob.
+#[derive(Debug, Clone)]
+enum Piece {
+    /// `*`: any run of characters, none included.
+    Star,
+    /// `?`: any one character.
+    Any,
+    /// `[...]` (`[!...]` negated): one character in (or out of) these ranges.
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
+    /// A character that stands for itself.
+    Char(char),
+}
+
+impl Piece {
+    /// Whether this piece, not a `*`, takes `c`.
+    fn takes(&self, c: char) -> bool {
+        match self {
+            Piece::Star | Piece::Any => true,
+            Piece::Class { negated, ranges } => {
+                ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&c)) != *negated
+            }
+            Piece::Char(p) => *p == c,
+        }
+    }
+}
 
 impl Glob {
-    /// The glob `text`; refused when longer than [`MAX_PART`] characters (so that
-    /// compiling it costs little) or malformed. The error says why.
+    /// The glob `text`; refused when longer than [`MAX_PART`] characters (which
+    /// bounds a match's steps) or malformed. The error says why.
     pub(crate) fn new(text: &str) -> std::result::Result<Glob, String> {
         if text.chars().count() > MAX_PART {
             return Err(format!(
                 "longer than {MAX_PART} characters; no block or event name is, with its wildcards"
             ));
         }
-        let mut re = String::from("^(?s:");
+        let mut pieces = Vec::new();
         let mut chars = text.chars().peekable();
         while let Some(c) = chars.next() {
-            match c {
+            pieces.push(match c {
                 '*' => {
                     while chars.peek() == Some(&'*') {
                         chars.next();
                     }
-                    re.push_str(".*");
+                    Piece::Star
                 }
-                '?' => re.push('.'),
-                '[' => class(&mut chars, &mut re)?,
-                c => re.push_str(&regex::escape(c.encode_utf8(&mut [0; 4]))),
-            }
+                '?' => Piece::Any,
+                '[' => class(&mut chars)?,
+                c => Piece::Char(c),
+            });
         }
-        re.push_str(")$");
-        regex::Regex::new(&re)
-            .map(Glob)
-            .map_err(|e| format!("not a usable pattern ({e})"))
+        Ok(Glob(pieces))
     }
 
-    /// Whether `name` matches.
+    /// Whether `name` matches, whole.
     pub(crate) fn matches(&self, name: &str) -> bool {
-        self.0.is_match(name)
+        let pieces = &self.0;
+        // The glob's and the name's cursors (a piece, a byte offset), and where
+        // the last `*` resumes when what follows it fails: the piece after it, and
+        // the offset up to which it has taken the name.
+        let (mut p, mut i) = (0, 0);
+        let mut resume: Option<(usize, usize)> = None;
+        loop {
+            let next = name[i..].chars().next();
+            match (pieces.get(p), next) {
+                (Some(Piece::Star), _) => {
+                    resume = Some((p + 1, i));
+                    p += 1;
+                    continue;
+                }
+                (Some(piece), Some(c)) if piece.takes(c) => {
+                    p += 1;
+                    i += c.len_utf8();
+                    continue;
+                }
+                (None, None) => return true,
+                _ => {}
+            }
+            // A mismatch: the last `*` takes one more character, if there is one.
+            let Some((after, taken)) = resume else {
+                return false;
+            };
+            let Some(c) = name[taken..].chars().next() else {
+                return false;
+            };
+            resume = Some((after, taken + c.len_utf8()));
+            (p, i) = (after, taken + c.len_utf8());
+        }
     }
 }
 
-/// A glob's `[...]` after its `[`, as a class of the regular expression: `!` first
-/// negates, a `]` first is literal, `a-z` is a range, anything else is itself.
+/// A glob's `[...]` after its `[`: `!` first negates, a `]` first is literal, `a-z`
+/// is a range (a `-` first or last is literal), anything else is itself.
 fn class(
     chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
-    re: &mut String,
-) -> std::result::Result<(), String> {
-    re.push('[');
-    if chars.peek() == Some(&'!') {
-        chars.next();
-        re.push('^');
-    }
+) -> std::result::Result<Piece, String> {
+    let negated = chars.next_if_eq(&'!').is_some();
+    let mut ranges: Vec<(char, char)> = Vec::new();
     let mut first = true;
     loop {
         match chars.next() {
             None => return Err("not a usable pattern (a '[' is never closed)".into()),
             Some(']') if !first => break,
-            Some('-') if !first && chars.peek() != Some(&']') => re.push('-'),
-            Some(c) if !c.is_ascii_punctuation() => re.push(c),
-            Some(c) => {
-                re.push('\\');
-                re.push(c);
+            Some('-') if !first && chars.peek() != Some(&']') => {
+                let hi = chars
+                    .next()
+                    .ok_or("not a usable pattern (a '[' is never closed)")?;
+                match ranges.last_mut() {
+                    Some(r) if r.0 == r.1 && r.0 <= hi => r.1 = hi,
+                    Some(r) if r.0 == r.1 => {
+                        return Err(format!(
+                            "not a usable pattern (the range {}-{hi} runs backwards)",
+                            r.0
+                        ))
+                    }
+                    _ => ranges.extend([('-', '-'), (hi, hi)]),
+                }
             }
+            Some(c) => ranges.push((c, c)),
         }
         first = false;
     }
-    re.push(']');
-    Ok(())
+    Ok(Piece::Class { negated, ranges })
 }
 
 /// Edit distance counting an exchange of two neighbours as one edit (optimal string
@@ -550,9 +616,16 @@ mod tests {
         assert!(g("[a-]").matches("-"));
         assert!(Glob::new("[abc").is_err());
         assert!(Glob::new(&"*".repeat(MAX_PART + 1)).is_err());
-        // The costliest pattern let through matches in linear time.
+        assert!(g("*").matches("") && g("a*").matches("a") && !g("?").matches(""));
+        assert!(g("*_BYTE_CNT").matches("IN_P_BYTE_CNT") && !g("*_CNT").matches("IN_CNTX"));
+        assert!(g("*a*b").matches("xaxxab") && !g("*a*b").matches("xaxxa"));
+        assert!(g("é?[é]").matches("éxé") && !g("?").matches("éé"));
+        assert!(g("[a-c-]").matches("-") && g("[a-c]").matches("b") && !g("[!a-c]").matches("b"));
+        assert!(Glob::new("[z-a]").is_err());
+        // The costliest pattern let through matches in time linear in the name.
         let worst = "*Q".repeat(MAX_PART / 2 - 1) + "*";
         assert!(!g(&worst).matches(&"Q".repeat(50)));
+        assert!(!g(&("*Q".repeat(MAX_PART / 2 - 1) + "X")).matches(&"Q".repeat(10_000)));
     }
 
     #[test]
