@@ -497,7 +497,7 @@ fn a_real_prometheus_scrapes_it_and_computes_the_simulators_rates() {
         assert!(
             ((got - want) / want).abs() <= bound,
             "{q}: Prometheus computed {got}, against the simulator's {want}: more than \
-             the {bound:.5} the exporter's lag and read gauges allow"
+             the {bound:.5} the scrapes' timing allows"
         );
     }
 }
@@ -1086,13 +1086,16 @@ fn the_shipped_rules_and_alerts_pass_promtool_and_stay_current() {
     }
 }
 
-/// How far a 12 s rule's rate may be from the truth, by the exporter's own gauges
-/// (`instance`'s): Prometheus stamps each sample with its scrape's start, the values
-/// were read a lag later, over the read's span; so a rate's ends are off by at most
-/// the spread of lag plus read over the window, over the window's scrapes (at least
-/// ten seconds apart when none was missed). A ratio of two such rates is off by at
-/// most about twice that. Waits (a minute at most) for a window with no scrape
-/// missed, so that the rate queried next has one too.
+/// How far a 12 s rule's rate may be from the truth (`instance`'s scrapes):
+/// Prometheus stamps each sample with its scrape's start; the values were read no
+/// sooner than the exporter's lag after that (`bfperf_scrape_lag_seconds`, from the
+/// request's arrival; Prometheus' own way to the request only adds to it) and no
+/// later than the scrape's end (Prometheus' `scrape_duration_seconds`, counted from
+/// the same stamp). So a rate's ends are off by at most the longest scrape less the
+/// shortest lag over the window, over the window's scrapes (at least ten seconds
+/// apart when none was missed). A ratio of two such rates is off by at most about
+/// twice that. Waits (a minute at most) for a window with no scrape missed, so that
+/// the rate queried next has one too.
 fn rate_bound(prom_port: u16, instance: &str) -> f64 {
     let of = |q: &str| {
         let q = q.replace("SEL", &format!("{{instance=\"{instance}\"}}[15s]"));
@@ -1106,15 +1109,14 @@ fn rate_bound(prom_port: u16, instance: &str) -> f64 {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    let spread = of("max_over_time(bfperf_scrape_lag_seconds SEL)")
-        + of("max_over_time(bfperf_scrape_read_seconds SEL)")
+    let spread = of("max_over_time(scrape_duration_seconds SEL)")
         - of("min_over_time(bfperf_scrape_lag_seconds SEL)");
     spread / 10.0
 }
 
 /// Two simulated DPUs (BlueField-2 and -3) with the example config, a real
 /// Prometheus with the shipped rules: the rules' values match `stat -M` on the
-/// same traffic within the bound the exporter's lag and read gauges give ([`rate_bound`]),
+/// same traffic within the bound the scrapes' timing gives ([`rate_bound`]),
 /// and every query of the dashboard returns data.
 #[test]
 fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_data() {
@@ -1248,7 +1250,7 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
         assert!(
             ((got - expected) / expected).abs() <= bound,
             "{q}: Prometheus computed {got}, against stat's {expected}: more than the \
-             {bound:.5} its exporter's lag and read gauges allow"
+             {bound:.5} the scrapes' timing allows"
         );
     }
     // The dashboard: every query returns data, its variables standing for everything.
