@@ -10,11 +10,15 @@ use super::sampler::Acc;
 use crate::block::BlockKind;
 use crate::spec::Item;
 
+/// A block's or an event's name in a [`Count`]: shared, so that the counts of
+/// every interval name their items without copying the names.
+pub type Name = std::sync::Arc<str>;
+
 /// One item's count over a span.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Count {
     /// The block, or (aggregated) the kind of the blocks summed.
-    pub block: String,
+    pub block: Name,
     /// The block's kind (or of the blocks summed).
     pub kind: BlockKind,
     /// How many blocks are summed (1 with -A).
@@ -22,7 +26,7 @@ pub struct Count {
     /// The counter (per block, when not multiplexed); null for registers and sums.
     pub counter: Option<u32>,
     /// The event's name, `cycles`, or the register's name.
-    pub event: String,
+    pub event: Name,
     /// The event number; null for cycles and registers.
     pub event_number: Option<u32>,
     /// The estimate: what was counted, scaled to the span at the rate it counted at
@@ -72,13 +76,13 @@ impl Count {
     pub fn of_perf(r: &crate::perf::Reading) -> Count {
         Count {
             block: match r.cpu {
-                Some(cpu) => format!("CPU{cpu}"),
-                None => r.event.pmu.clone(),
+                Some(cpu) => format!("CPU{cpu}").into(),
+                None => r.event.pmu.as_str().into(),
             },
             kind: BlockKind::Perf,
             blocks: 1,
             counter: None,
-            event: r.event.name.clone(),
+            event: r.event.name.as_str().into(),
             event_number: None,
             value: r.value,
             raw: r.raw,
@@ -195,11 +199,11 @@ pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Ve
             let counter = p.counter_of(ii);
             let unbounded = acc.unbounded();
             out.push(Count {
-                block: p.block.name.clone(),
+                block: p.names.block.clone(),
                 kind: p.block.kind,
                 blocks: 1,
                 counter,
-                event: item.label().to_string(),
+                event: p.names.items[ii].clone(),
                 event_number: item.number(),
                 counted: value.is_some(),
                 value,
@@ -222,9 +226,9 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
     let mut out: Vec<Count> = Vec::new();
     // A sum of one block is named for that block (`tile2`, not `tile`, which reads
     // as every tile), with its counter.
-    let mut first: Vec<(String, Option<u32>)> = Vec::new();
+    let mut first: Vec<(Name, Option<u32>)> = Vec::new();
     // Each sum's blocks' reasons, to be said once for the blocks that share one.
-    let mut reasons: Vec<Vec<(String, String)>> = Vec::new();
+    let mut reasons: Vec<Vec<(Name, String)>> = Vec::new();
     for c in counts {
         let reason = c.invalid.clone().map(|w| (c.block.clone(), w));
         match out
@@ -250,7 +254,7 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
                 reasons.push(reason.into_iter().collect());
                 // Its reason is the sum's, said below.
                 out.push(Count {
-                    block: c.kind.as_str().to_string(),
+                    block: kind_name(c.kind),
                     kind: c.kind,
                     blocks: c.blocks,
                     counter: None,
@@ -279,10 +283,27 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
     out
 }
 
+/// A kind's name as a sum's block is named: made once per kind, shared by every
+/// interval's sums.
+fn kind_name(kind: BlockKind) -> Name {
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<Vec<(BlockKind, Name)>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, n)) = names.iter().find(|(k, _)| *k == kind) {
+        return n.clone();
+    }
+    let n: Name = kind.as_str().into();
+    names.push((kind, n.clone()));
+    n
+}
+
 /// A sum's reason from its blocks' (block, reason) pairs: each reason once, after the
 /// blocks that gave it (`mss0, mss2: …`), or alone when every block of the sum gave
 /// it (a one-block sum's label already names its block).
-pub(crate) fn reasons_of(why: &[(String, String)], blocks: usize) -> Option<String> {
+pub(crate) fn reasons_of(why: &[(Name, String)], blocks: usize) -> Option<String> {
     let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
     for (block, reason) in why {
         match groups.iter_mut().find(|(_, r)| r == reason) {

@@ -36,7 +36,7 @@ pub use plan::{place, BlockPlan};
 use sampler::Acc;
 pub use sampler::{Sampler, Stamp};
 
-pub use count::{aggregate, metric_inputs, Count};
+pub use count::{aggregate, metric_inputs, Count, Name};
 pub(crate) use count::{counts, disabled_for, metric_values, perf_since};
 pub(crate) use pace::{after, next_deadline, ns, poll_readable, poll_writable};
 pub use pace::{For, Forever, Pacer, RealPacer, Timing, Until};
@@ -290,7 +290,7 @@ impl<'d> Measurement<'d> {
     /// The run's counts at its end, `now`: over the time counting was enabled.
     fn finish(&mut self, number: u32, start: u64, now: u64, off: &Excluded) -> Run {
         let elapsed_ns = now.saturating_sub(start);
-        let (totals, off_ns) = off.enabled(now, &self.source.totals());
+        let (totals, off_ns) = off.enabled(now, self.source.totals());
         let on_ns = elapsed_ns.saturating_sub(off_ns);
         let mut all = counts(self.plans(), &totals, on_ns);
         all.extend(self.perf_counts());
@@ -359,7 +359,7 @@ impl<'d> Measurement<'d> {
 
     /// Where the counts stand at `now`: the start of the next interval.
     fn mark(&mut self, now: u64, off: &Excluded) -> Mark {
-        let (totals, off_ns) = off.enabled(now, &self.source.totals());
+        let (totals, off_ns) = off.enabled(now, self.source.totals());
         Mark {
             totals,
             perf: self.perf_counts(),
@@ -413,7 +413,10 @@ impl<'d> Measurement<'d> {
             })
             .collect();
         for c in &mut run.counts {
-            if names.iter().any(|(b, e)| *b == c.block && *e == c.event) {
+            if names
+                .iter()
+                .any(|(b, e)| **b == *c.block && **e == *c.event)
+            {
                 c.valid = false;
                 c.invalid
                     .get_or_insert_with(|| "another program programmed its counter".into());
@@ -446,7 +449,7 @@ mod tests {
 
     #[test]
     fn a_sum_says_each_reason_once_naming_the_blocks_only_where_not_all_gave_it() {
-        let pair = |b: &str, r: &str| (b.to_string(), r.to_string());
+        let pair = |b: &str, r: &str| (super::Name::from(b), r.to_string());
         let why = [
             pair("mss0", "counting enabled 1.0 s of 1.5 s"),
             pair("mss1", "counting enabled 1.0 s of 1.5 s"),

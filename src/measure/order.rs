@@ -40,10 +40,10 @@ impl SpecOrder {
         let names =
             |want: &dyn Fn(&str) -> bool| self.terms.iter().position(|t| t.iter().any(|n| want(n)));
         if c.kind == BlockKind::Perf {
-            return names(&|n| n == c.event).unwrap_or(usize::MAX);
+            return names(&|n| n == &*c.event).unwrap_or(usize::MAX);
         }
         let kind = c.kind.as_str();
-        names(&|n| n == c.block)
+        names(&|n| n == &*c.block)
             .or_else(|| {
                 names(&|n| {
                     let stem =

@@ -24,9 +24,54 @@ pub struct BlockPlan<'d> {
     pub items: Vec<Item>,
     /// Counter blocks: the groups that take turns (one group when all fit).
     pub groups: Vec<Vec<Slot>>,
+    /// The block's name and its items' labels, as every interval's counts share
+    /// them.
+    pub names: Names,
 }
 
-impl BlockPlan<'_> {
+/// A plan's names, made once.
+#[derive(Debug, Clone, Default)]
+pub struct Names {
+    /// The block's.
+    pub block: crate::measure::Name,
+    /// Each item's label, by item.
+    pub items: Vec<crate::measure::Name>,
+}
+
+impl Names {
+    /// The names of `block`'s `items`.
+    pub fn of(block: &Block, items: &[Item]) -> Names {
+        Names {
+            block: block.name.as_str().into(),
+            items: items.iter().map(|i| i.label().into()).collect(),
+        }
+    }
+}
+
+impl<'d> BlockPlan<'d> {
+    /// The plan of `block`: its `items` on `groups` of counters.
+    pub fn new(block: &'d Block, items: Vec<Item>, groups: Vec<Vec<Slot>>) -> BlockPlan<'d> {
+        let names = Names::of(block, &items);
+        BlockPlan {
+            block,
+            items,
+            groups,
+            names,
+        }
+    }
+
+    /// Adds an item (to be placed by the caller), with its name.
+    pub(crate) fn push_item(&mut self, item: Item) {
+        self.names.items.push(item.label().into());
+        self.items.push(item);
+    }
+
+    /// Puts `item` in the place of item `k`, with its name.
+    pub(crate) fn set_item(&mut self, k: usize, item: Item) {
+        self.names.items[k] = item.label().into();
+        self.items[k] = item;
+    }
+
     /// Its items take turns (more than its counters).
     pub fn multiplexed(&self) -> bool {
         self.groups.len() > 1
@@ -211,11 +256,7 @@ fn place_block(
 ) -> Result<BlockPlan<'_>> {
     let block = r.block;
     if block.mechanism == Mechanism::Registers {
-        return Ok(BlockPlan {
-            block,
-            items: r.items,
-            groups: Vec::new(),
-        });
+        return Ok(BlockPlan::new(block, r.items, Vec::new()));
     }
     let n = counters.len();
     check_groups(&r, n)?;
@@ -240,11 +281,7 @@ fn place_block(
             ),
         });
     }
-    let plan = BlockPlan {
-        block,
-        items: r.items,
-        groups,
-    };
+    let plan = BlockPlan::new(block, r.items, groups);
     for g in 0..plan.groups.len() {
         if plan.groups[g]
             .iter()

@@ -473,7 +473,7 @@ pub fn find<'a>(
 ) -> &'a bfperf::measure::Count {
     counts
         .iter()
-        .find(|c| c.block == block && c.event == event)
+        .find(|c| &*c.block == block && &*c.event == event)
         .unwrap_or_else(|| panic!("no {block} {event} in {counts:?}"))
 }
 

@@ -89,9 +89,9 @@ fn tile_counts_are_exact_per_block_and_summed() {
         sum += reads;
     }
     let agg = measure::aggregate(counts);
-    let reads = agg.iter().find(|c| c.event == "MEMORY_READS").unwrap();
+    let reads = agg.iter().find(|c| &*c.event == "MEMORY_READS").unwrap();
     assert_eq!(
-        (reads.block.as_str(), reads.blocks, reads.value.unwrap()),
+        (&*reads.block, reads.blocks, reads.value.unwrap()),
         ("tile", 4, sum)
     );
     assert_eq!(out.runs[0].elapsed_s, 5.0);

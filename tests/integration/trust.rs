@@ -392,7 +392,7 @@ fn every_foreign_write_is_flagged_in_stat() {
             let counts = &out.runs[0].counts;
             let hit: Vec<&Count> = counts
                 .iter()
-                .filter(|c| c.block == s.block && (s.event.is_empty() || c.event == s.event))
+                .filter(|c| &*c.block == s.block && (s.event.is_empty() || &*c.event == s.event))
                 .filter(|c| !c.valid)
                 .collect();
             // Flagged, with the reason of the last thing done to it.
@@ -418,7 +418,7 @@ fn every_foreign_write_is_flagged_in_stat() {
             assert!(
                 counts
                     .iter()
-                    .filter(|c| c.block != s.block)
+                    .filter(|c| &*c.block != s.block)
                     .all(|c| c.valid),
                 "{what}"
             );
@@ -752,7 +752,7 @@ fn the_simulator_counts_traffic_not_counters() {
     let agg = measure::aggregate(&out.runs[0].counts);
     let v = |kind: &str, e: &str| {
         agg.iter()
-            .find(|c| c.block == kind && c.event == e)
+            .find(|c| &*c.block == kind && &*c.event == e)
             .unwrap()
             .value
             .unwrap() as f64

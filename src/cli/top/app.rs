@@ -214,9 +214,9 @@ pub(crate) fn refresh(app: &mut App, sources: &mut Sources) {
     if let Some((counts, span)) = source.interval() {
         app.raw
             .extend(counts.iter().filter(|c| c.unit != "level").map(|c| Rate {
-                block: c.block.clone(),
+                block: c.block.to_string(),
                 kind: c.kind,
-                name: c.event.clone(),
+                name: c.event.to_string(),
                 counter: c.counter,
                 unit: c.unit,
                 per_s: c.value.filter(|_| span > 0.0).map(|v| v as f64 / span),

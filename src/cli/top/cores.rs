@@ -49,9 +49,9 @@ impl Cores {
         self.rates = perf_since(&counts, &self.last.0)
             .into_iter()
             .map(|c| Rate {
-                block: c.block.clone(),
+                block: c.block.to_string(),
                 kind: BlockKind::Perf,
-                name: c.event.clone(),
+                name: c.event.to_string(),
                 counter: None,
                 unit: c.unit,
                 per_s: c.value.filter(|_| span_s > 0.0).map(|v| v as f64 / span_s),

@@ -42,12 +42,12 @@ impl<'d> Sampler<'d> {
         }
         let k = match st.lending.retired.pop() {
             Some(k) => {
-                p.items[k] = item;
+                p.set_item(k, item);
                 st.accs[k] = Acc::default();
                 k
             }
             None => {
-                p.items.push(item);
+                p.push_item(item);
                 st.accs.push(Acc::default());
                 st.turn_end.push(0);
                 st.levels.push(false);

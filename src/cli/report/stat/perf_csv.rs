@@ -72,7 +72,7 @@ impl PerfCsv {
                 counts.iter().position(|c| {
                     // perf's events are counted per PMU (`software`), their
                     // metrics are of the kind.
-                    let of = c.block == v.block
+                    let of = *c.block == *v.block
                         || c.kind == BlockKind::Perf && v.kind == BlockKind::Perf;
                     of && c.event.eq_ignore_ascii_case(e)
                 })
@@ -134,7 +134,7 @@ impl PerfCsv {
             .to_string(),
         );
         r.push(self.text(&match c.kind {
-            BlockKind::Perf => c.event.clone(),
+            BlockKind::Perf => c.event.to_string(),
             _ => format!("{}/{}/", c.block, c.event),
         }));
         if self.repeated {

@@ -206,9 +206,9 @@ impl Report for SummaryTable<'_> {
                 Cell::text(if c.blocks > 1 {
                     format!("{} ({} blocks)", c.block, c.blocks)
                 } else {
-                    c.block.clone()
+                    c.block.to_string()
                 }),
-                Cell::text(&c.event),
+                Cell::text(&*c.event),
                 match value {
                     Shown::Count(v) if self.big_num => Cell::Int(v),
                     Shown::Count(v) => Cell::Plain(v),

@@ -554,11 +554,7 @@ fn plans_of<'d>(
                 true => vec![fixed, Vec::new()],
                 false => vec![fixed],
             };
-            Some(BlockPlan {
-                block: r.block,
-                items: r.items,
-                groups,
-            })
+            Some(BlockPlan::new(r.block, r.items, groups))
         })
         .collect()
 }
