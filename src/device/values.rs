@@ -7,7 +7,9 @@ use crate::sysfs::{layout, Sysfs};
 
 /// Parses a value the driver printed (`0x1a2b`, or decimal from other drivers).
 pub(crate) fn parse_value(text: &str) -> Option<u64> {
-    let t = text.trim();
+    // The driver pads with ASCII only (a newline); trimming by bytes keeps the
+    // sampler's parse of every value short.
+    let t = text.trim_ascii();
     match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
         None => t.parse().ok(),
@@ -62,7 +64,7 @@ pub(crate) fn parse_event(text: &str) -> Option<(u32, Option<String>)> {
 
 /// The number an `event<N>` file's text names; None when it names nothing.
 pub(crate) fn event_number(text: &str) -> Option<u32> {
-    let t = text.trim();
+    let t = text.trim_ascii();
     match crate::catalog::split_event_line(t) {
         Some((n, _)) => Some(n),
         None => parse_value(t).and_then(|n| u32::try_from(n).ok()),
