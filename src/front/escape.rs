@@ -32,7 +32,9 @@ pub(crate) fn json_quoted(s: &str) -> String {
 /// Shows control characters as `\x1b` (or `\u{202e}`), so that a device string can
 /// never drive the terminal.
 pub(crate) fn escape(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(unsafe_char) {
+    // Printable ASCII (every name the driver's tables have) needs no look at its
+    // characters one by one.
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b)) || !s.chars().any(unsafe_char) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
