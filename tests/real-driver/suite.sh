@@ -319,18 +319,23 @@ if [ -n "$cycles" ] && [ -n "$instructions" ] && [ -n "$ipc" ] && ratio_ok "$ins
   not_ok "the Arm cores' cycles, instructions and ipc beside -M $metrics"; fi
 
 # The floor on the driver (once a kernel: the stage puts /floor in its first boot):
-# bfperf's sampler against benches/floor.c preading the same counters (files opened
-# once), both at -I 100 for 10 s, their CPU time by the kernel's task-clock; 8
-# counters, counter 0 and 1 of four tiles (BlueField-2) or llts (BlueField-3).
+# bfperf's sampler against benches/floor.c preading the same files (opened once),
+# both at -I 100 for 10 s, their CPU time by the kernel's task-clock; 8 counters,
+# counter 0 and 1 of four tiles (BlueField-2) or llts (BlueField-3), and their 8
+# `event<N>`, which bfperf reads back each tick and the floor reads and compares
+# (check:FILE) as it does.
 if [ -f /floor ]; then
   if [ "$gen" = bf3 ]; then
     fk=llt e1=$(events llt0 | sed -n 1p | cut -d' ' -f2) e2=$(events llt0 | sed -n 2p | cut -d' ' -f2)
   else
     fk=tile e1=MEMORY_READS e2=MEMORY_WRITES
   fi
-  files=""; for t in 0 1 2 3; do files="$files $dev/$fk$t/counter0 $dev/$fk$t/counter1"; done
+  files=""; for t in 0 1 2 3; do
+    files="$files $dev/$fk$t/counter0 $dev/$fk$t/counter1 check:$dev/$fk$t/event0 check:$dev/$fk$t/event1"
+    # The events the floor reads back, as bfperf's stat programs them.
+    bfperf program "$fk$t" 0="$e1" 1="$e2" >/dev/null 2>&1
+  done
   cpu() { awk -F, '/task-clock/ { printf "%.1f", $1; exit }' "$1"; }
-  bfperf program ${fk}0 0 "$e1" >/dev/null 2>&1
   # shellcheck disable=SC2086
   bfperf stat --per-process -x, -e task-clock -o /tmp/floor.csv -- floor sample 100 10 $files >/tmp/floor.out 2>&1
   bfperf stat --per-process -x, -e task-clock -o /tmp/bfperf.csv -- \
@@ -338,7 +343,7 @@ if [ -f /floor ]; then
   f=$(cpu /tmp/floor.csv) b=$(cpu /tmp/bfperf.csv)
   # Both ran their 10 s: 100 intervals (bfperf: a line per block per event).
   fl=$(awk '{ print $1 }' /tmp/floor.out | sort -u | grep -c .) bl=$(grep -c "$e1" /tmp/bfperf.out)
-  echo "floor on the driver: stat -I 100 for 10 s of 8 $fk counters ($bl and $fl intervals): bfperf ${b:-?} ms CPU, C floor ${f:-?} ms: $(awk -v b="$b" -v f="$f" 'BEGIN { if (f > 0) printf "%.2f", b / f; else print "?" }')x"
+  echo "floor on the driver: stat -I 100 for 10 s of 8 $fk counters and their events ($bl and $fl intervals): bfperf ${b:-?} ms CPU, C floor ${f:-?} ms: $(awk -v b="$b" -v f="$f" 'BEGIN { if (f > 0) printf "%.2f", b / f; else print "?" }')x"
   if [ -n "$b" ] && [ -n "$f" ] && [ "$fl" -ge 95 ] && [ "$bl" -ge 95 ]; then ok "the floor on the driver was measured over 10 s on both sides"; else
     cat /tmp/floor.csv /tmp/bfperf.out >>/tmp/out; not_ok "the floor on the driver was measured over 10 s on both sides"; fi
 fi
