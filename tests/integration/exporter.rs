@@ -426,6 +426,14 @@ fn the_exposition_passes_promtool_and_serves_only_metrics() {
 }
 
 pub(crate) fn prometheus_query(port: u16, query: &str) -> Option<f64> {
+    prometheus_result(port, query, None)?["value"][1]
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+/// The first series of an instant query (at `at`, seconds since the epoch, or now).
+fn prometheus_result(port: u16, query: &str, at: Option<f64>) -> Option<serde_json::Value> {
     let q: String = query
         .bytes()
         .map(|b| match b {
@@ -433,13 +441,113 @@ pub(crate) fn prometheus_query(port: u16, query: &str) -> Option<f64> {
             _ => format!("%{b:02X}"),
         })
         .collect();
+    let time = at.map(|t| format!("&time={t:.3}")).unwrap_or_default();
     let (_, body) = get(
         port,
-        &format!("/api/v1/query?query={q}"),
+        &format!("/api/v1/query?query={q}{time}"),
         "application/json",
     );
-    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
-    v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+    let mut v: serde_json::Value = serde_json::from_str(&body).ok()?;
+    v.pointer_mut("/data/result/0").map(serde_json::Value::take)
+}
+
+/// An instant query's value at `at`.
+fn prometheus_query_at(port: u16, query: &str, at: f64) -> Option<f64> {
+    prometheus_result(port, query, Some(at))?["value"][1]
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+/// The stored samples (seconds, value) a range selector holds at `at`.
+fn prometheus_samples(port: u16, selector: &str, at: f64) -> Vec<(f64, f64)> {
+    let r = prometheus_result(port, selector, Some(at))
+        .unwrap_or_else(|| panic!("no samples for {selector} at {at}"));
+    r["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p[0].as_f64().unwrap(),
+                p[1].as_str().unwrap().parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// What Prometheus' `rate(…[12s])` over one target's scrapes, evaluated at `at`,
+/// gives for a true rate of 1, found from that window's own samples.
+#[derive(Debug)]
+struct RateWindow {
+    /// Prometheus' extrapolation: it extends the sampled span to each edge of the
+    /// window when the gap there is under 1.1 average intervals (else by half of
+    /// one) and divides by the window, so a rate is `scale` times the truth. (Its
+    /// cut at the counter's zero does not arise: every counter here has counted
+    /// for longer before the window than the gap.)
+    scale: f64,
+    /// The relative error of the ends, from `low` to `high`. Prometheus stamps a
+    /// sample with its scrape's start; the values were read no sooner than the
+    /// exporter's lag after it (`bfperf_scrape_lag_seconds`, from the request's
+    /// arrival; Prometheus' own way to the request only adds to it) and no later
+    /// than the scrape's end (`scrape_duration_seconds`, from the same stamp). So
+    /// the counted span is off from the stamped one by at least the last lag less
+    /// the first scrape's length and at most the last length less the first lag.
+    low: f64,
+    high: f64,
+}
+
+impl RateWindow {
+    const RANGE_S: f64 = 12.0;
+
+    fn at(prom_port: u16, instance: &str, at: f64) -> RateWindow {
+        let of = |family: &str| {
+            let sel = format!("{family}{{instance=\"{instance}\"}}[12s]");
+            prometheus_samples(prom_port, &sel, at)
+        };
+        let (lags, lengths) = (
+            of("bfperf_scrape_lag_seconds"),
+            of("scrape_duration_seconds"),
+        );
+        assert!(
+            lags.len() >= 2 && lags.iter().map(|p| p.0).eq(lengths.iter().map(|p| p.0)),
+            "{instance} at {at}: lags {lags:?}, lengths {lengths:?}"
+        );
+        let ((first, lag_f), (last, lag_l)) = (lags[0], lags[lags.len() - 1]);
+        let (len_f, len_l) = (lengths[0].1, lengths[lengths.len() - 1].1);
+        let span = last - first;
+        let average = span / (lags.len() - 1) as f64;
+        let edge = |gap: f64| {
+            if gap < average * 1.1 {
+                gap
+            } else {
+                average / 2.0
+            }
+        };
+        let reach = span + edge(first - (at - Self::RANGE_S)) + edge(at - last);
+        RateWindow {
+            scale: reach / Self::RANGE_S,
+            low: (lag_l - len_f) / span,
+            high: (len_l - lag_f) / span,
+        }
+    }
+
+    /// Whether a rate (or a sum of rates) `got` is `truth` as Prometheus must see it.
+    fn holds(&self, got: f64, truth: f64) -> bool {
+        let e = got / (truth * self.scale) - 1.0;
+        (self.low - 1e-9..=self.high + 1e-9).contains(&e)
+    }
+
+    /// Whether a ratio of two rates `got` is `truth`: the scale cancels; each rate
+    /// is off within the ends' bounds.
+    fn holds_for_ratio(&self, got: f64, truth: f64) -> bool {
+        let r = got / truth;
+        let (lo, hi) = (
+            (1.0 + self.low) / (1.0 + self.high),
+            (1.0 + self.high) / (1.0 + self.low),
+        );
+        (lo - 1e-9..=hi + 1e-9).contains(&r)
+    }
 }
 
 #[test]
@@ -469,8 +577,8 @@ fn a_real_prometheus_scrapes_it_and_computes_the_simulators_rates() {
             reads_rate,
         ),
     ];
-    // rate() is only right once its window is full of scrapes (at its start a series
-    // is extrapolated towards zero): wait for fifteen scrapes in the last 15 s (what [`rate_bound`] takes).
+    // Fifteen scrapes in the last 15 s: the 12 s window is full and each counter has
+    // counted for longer than a scrape before it (see [`RateWindow`]).
     let deadline = Instant::now() + Duration::from_secs(90);
     let full = |s: &str| {
         prometheus_query(prom_port, &format!("count_over_time({s}[15s])"))
@@ -483,21 +591,18 @@ fn a_real_prometheus_scrapes_it_and_computes_the_simulators_rates() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    let queries: Vec<(String, f64)> = series
-        .iter()
-        .map(|(s, r)| (format!("rate({s}[12s])"), *r))
-        .collect();
-    let bound = rate_bound(prom_port, &format!("127.0.0.1:{port}"));
-    let last: Vec<Option<f64>> = queries
-        .iter()
-        .map(|(q, _)| prometheus_query(prom_port, q))
-        .collect();
-    for ((q, want), got) in queries.iter().zip(&last) {
-        let got = got.unwrap_or_else(|| panic!("Prometheus has no value for {q}"));
+    let instance = format!("127.0.0.1:{port}");
+    for (s, want) in &series {
+        // At the last scrape's stamp: the rate's window is the one the samples show.
+        let at = prometheus_query(prom_port, &format!("timestamp({s})")).unwrap();
+        let q = format!("rate({s}[12s])");
+        let got = prometheus_query_at(prom_port, &q, at)
+            .unwrap_or_else(|| panic!("Prometheus has no value for {q}"));
+        let window = RateWindow::at(prom_port, &instance, at);
         assert!(
-            ((got - want) / want).abs() <= bound,
-            "{q}: Prometheus computed {got}, against the simulator's {want}: more than \
-             the {bound:.5} the scrapes' timing allows"
+            window.holds(got, *want),
+            "{q}: Prometheus computed {got}, against the simulator's {want}: not within \
+             what the scrapes' timing allows ({window:?})"
         );
     }
 }
@@ -1006,31 +1111,6 @@ fn tls_and_basic_auth_protect_the_exporter() {
     }
 }
 
-/// `bfperf stat -M METRICS -A`'s per-kind values (as NDJSON records) on a mount.
-fn stat_metrics(m: &Mount, lock: &Path, metrics: &str) -> Vec<serde_json::Value> {
-    let text = stdout_of(
-        bfperf()
-            .arg("--sysfs-root")
-            .arg(m.root())
-            .arg("--lock-file")
-            .arg(lock)
-            .args([
-                "stat",
-                "-o",
-                "-",
-                "-M",
-                metrics,
-                "--duration",
-                "2s",
-                "--json",
-            ]),
-    );
-    ndjson(&text)
-        .into_iter()
-        .filter(|r| r["record"] == "metric")
-        .collect()
-}
-
 fn prometheus_series(port: u16, query: &str) -> usize {
     let url = format!(
         "/api/v1/query?query={}",
@@ -1086,38 +1166,11 @@ fn the_shipped_rules_and_alerts_pass_promtool_and_stay_current() {
     }
 }
 
-/// How far a 12 s rule's rate may be from the truth (`instance`'s scrapes):
-/// Prometheus stamps each sample with its scrape's start; the values were read no
-/// sooner than the exporter's lag after that (`bfperf_scrape_lag_seconds`, from the
-/// request's arrival; Prometheus' own way to the request only adds to it) and no
-/// later than the scrape's end (Prometheus' `scrape_duration_seconds`, counted from
-/// the same stamp). So a rate's ends are off by at most the longest scrape less the
-/// shortest lag over the window, over the window's scrapes (at least ten seconds
-/// apart when none was missed). A ratio of two such rates is off by at most about
-/// twice that. Waits (a minute at most) for a window with no scrape missed, so that
-/// the rate queried next has one too.
-fn rate_bound(prom_port: u16, instance: &str) -> f64 {
-    let of = |q: &str| {
-        let q = q.replace("SEL", &format!("{{instance=\"{instance}\"}}[15s]"));
-        prometheus_query(prom_port, &q).unwrap_or_else(|| panic!("no value for {q}"))
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while of("count_over_time(bfperf_up SEL)") < 15.0 {
-        assert!(
-            Instant::now() < deadline,
-            "{instance}: a scrape was missed in every 15 s for a minute"
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    let spread = of("max_over_time(scrape_duration_seconds SEL)")
-        - of("min_over_time(bfperf_scrape_lag_seconds SEL)");
-    spread / 10.0
-}
-
 /// Two simulated DPUs (BlueField-2 and -3) with the example config, a real
-/// Prometheus with the shipped rules: the rules' values match `stat -M` on the
-/// same traffic within the bound the scrapes' timing gives ([`rate_bound`]),
-/// and every query of the dashboard returns data.
+/// Prometheus with the shipped rules: the rules' values are the metrics of the
+/// simulator's exact counts (as [`crate::metrics`] checks them against its rates)
+/// within what the scrapes' timing allows ([`RateWindow`]), and every query of the
+/// dashboard returns data.
 #[test]
 fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_data() {
     let Some((_, prometheus)) = prometheus_tools() else {
@@ -1126,37 +1179,29 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let example = root.join("docs/exporter.example.toml");
     let dir = tempfile::tempdir().unwrap();
-    // stat first (the exporter then holds each device's writer lock).
+    // (metric, block, of its kind, value, a ratio, which target)
     let mut want: Vec<(String, String, bool, f64, bool, usize)> = Vec::new();
     // Declared first, dropped last: the exporters stop before their mounts go.
     let mut mounts = Vec::new();
     let mut running = Vec::new();
     let mut targets = Vec::new();
-    for (gen, metrics) in [("2", "l3,memory,pcie"), ("3", "ddr,llc")] {
+    for (gen, generation, metrics) in [
+        ("2", Generation::Bf2, "l3,memory,pcie"),
+        ("3", Generation::Bf3, "ddr,llc"),
+    ] {
         let Some(m) = Mount::start(gen, "6.16") else {
             return;
         };
         let lock = dir.path().join(format!("lock{gen}"));
-        for r in stat_metrics(&m, &lock, metrics) {
-            let (Some(v), Some(unit)) = (r["value"].as_f64(), r["unit"].as_str()) else {
-                continue;
-            };
-            let (base, ratio) = match unit {
-                "GB/s" => (v * 1e9, false),
-                "%" => (v / 100.0, true),
+        // The same model in process, counted on a manual clock: no timing error.
+        for v in crate::metrics::exact(generation, metrics) {
+            let (base, ratio) = match (v.value, v.unit.as_str()) {
+                (Some(v), "GB/s") => (v * 1e9, false),
+                (Some(v), "%") => (v / 100.0, true),
                 _ => continue,
             };
-            let name = r["metric"].as_str().unwrap().to_string();
-            if r["block"] == r["kind"] || r["kind"] == "pcie" && r["block"] == "pcie0" {
-                let block = r["block"].as_str().unwrap().to_string();
-                want.push((
-                    name,
-                    block,
-                    r["block"] == r["kind"],
-                    base,
-                    ratio,
-                    targets.len(),
-                ));
+            if v.of_kind || v.block == "pcie0" {
+                want.push((v.metric, v.block, v.of_kind, base, ratio, targets.len()));
             }
         }
         let mut e = exporter(
@@ -1240,17 +1285,21 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
     assert!(want.len() >= 10, "{want:?}");
     for (name, block, kind_level, expected, ratio, target) in &want {
         let q = rule(name, block, *kind_level);
-        let bound = rate_bound(prom_port, &targets[*target]) * if *ratio { 2.0 } else { 1.0 };
-        let got = prometheus_query(prom_port, &q).unwrap_or_else(|| panic!("no value for {q}"));
-        // Shown with --nocapture: how close each rule came, and the bound.
-        eprintln!(
-            "{q}: {:.5} of stat's value, bound {bound:.5}",
-            got / expected
-        );
+        // At the rule's last evaluation: the window its rates took.
+        let at = prometheus_query(prom_port, &format!("timestamp({q})"))
+            .unwrap_or_else(|| panic!("no value for {q}"));
+        let got = prometheus_query_at(prom_port, &q, at).unwrap();
+        let window = RateWindow::at(prom_port, &targets[*target], at);
+        // Shown with --nocapture: how close each rule came, and the bounds.
+        eprintln!("{q}: {:.5} of the truth, {window:?}", got / expected);
+        let holds = match ratio {
+            true => window.holds_for_ratio(got, *expected),
+            false => window.holds(got, *expected),
+        };
         assert!(
-            ((got - expected) / expected).abs() <= bound,
-            "{q}: Prometheus computed {got}, against stat's {expected}: more than the \
-             {bound:.5} the scrapes' timing allows"
+            holds,
+            "{q}: Prometheus computed {got}, against the simulator's {expected}: not \
+             within what the scrapes' timing allows ({window:?})"
         );
     }
     // The dashboard: every query returns data, its variables standing for everything.

@@ -83,6 +83,12 @@ fn measure(
     )
 }
 
+/// The metrics `wanted` of the simulator's model (kernel 6.16), counted for two
+/// seconds on its manual clock: exact, as the tests here check them.
+pub(crate) fn exact(gen: Generation, wanted: &str) -> Vec<MetricValue> {
+    measure(gen, wanted, 2, HashMap::new()).0.values
+}
+
 fn close(got: f64, want: f64, what: &str) {
     let err = ((got - want) / want).abs();
     assert!(err < 1e-6, "{what}: got {got}, want {want}");
