@@ -178,7 +178,7 @@ pub fn metric_inputs(counts: &[Count], span_s: f64) -> crate::metrics::Inputs {
 
 /// Counts of every item of every block over a span of `span_ns` (0: unscaled).
 pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Vec<Count> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(accs.iter().map(Vec::len).sum());
     for (p, accs) in plans.iter().zip(accs) {
         for (ii, (item, acc)) in p.items.iter().zip(accs).enumerate() {
             let coverage = if span_ns == 0 {
@@ -223,12 +223,13 @@ pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Ve
 
 /// Sums counts of the same kind and event across blocks.
 pub fn aggregate(counts: &[Count]) -> Vec<Count> {
-    let mut out: Vec<Count> = Vec::new();
+    // At most a sum per count: room made once (this runs at every -I interval).
+    let mut out: Vec<Count> = Vec::with_capacity(counts.len());
     // A sum of one block is named for that block (`tile2`, not `tile`, which reads
     // as every tile), with its counter.
-    let mut first: Vec<(Name, Option<u32>)> = Vec::new();
+    let mut first: Vec<(Name, Option<u32>)> = Vec::with_capacity(counts.len());
     // Each sum's blocks' reasons, to be said once for the blocks that share one.
-    let mut reasons: Vec<Vec<(Name, String)>> = Vec::new();
+    let mut reasons: Vec<Vec<(Name, String)>> = Vec::with_capacity(counts.len());
     for c in counts {
         let reason = c.invalid.clone().map(|w| (c.block.clone(), w));
         match out

@@ -82,6 +82,8 @@ pub struct Run {
 pub struct Measurement<'d> {
     source: Source<'d>,
     perf: Option<crate::perf::Counters>,
+    /// An interval's counts before they are counts, its room kept between intervals.
+    delta: Vec<Vec<Acc>>,
 }
 
 /// Where a measurement's device counts come from: its own sampler (it programmed the
@@ -121,6 +123,14 @@ impl<'d> Source<'d> {
         }
     }
 
+    /// [`Source::totals`] into `out`, keeping its room where it can.
+    fn totals_into(&self, out: &mut Vec<Vec<Acc>>) {
+        match self {
+            Source::Own(s) => s.totals_into(out),
+            Source::Shared(s) => *out = s.totals(),
+        }
+    }
+
     /// Samples now, as [`Source::tick`], where the values must be read after the
     /// call (a shared source's owner may answer with an earlier reading otherwise).
     fn tick_fresh(&mut self, pacer: &dyn Pacer) -> Result<u64> {
@@ -157,6 +167,7 @@ impl<'d> Measurement<'d> {
         Ok(Measurement {
             source: Source::Own(sampler),
             perf: None,
+            delta: Vec::new(),
         })
     }
 
@@ -234,6 +245,8 @@ impl<'d> Measurement<'d> {
             }
         }
         let mut previous = self.first_mark(start, &off);
+        // The mark before the previous one: its room serves the next.
+        let mut spare: Option<Mark> = None;
         loop {
             let mut now = pacer.now_ns();
             let elapsed = Duration::from_nanos(now.saturating_sub(start));
@@ -262,9 +275,9 @@ impl<'d> Measurement<'d> {
             }
             if let (Some(at), Some(every)) = (next_interval, interval_ns) {
                 if now >= at || finished {
-                    let mark = self.mark(now, &off);
+                    let mark = self.mark(now, &off, spare.take());
                     on_interval(&self.interval(number, start, &previous, &mark))?;
-                    previous = mark;
+                    spare = Some(std::mem::replace(&mut previous, mark));
                     if now >= at {
                         next_interval = Some(next_deadline(at, every, now));
                     }
@@ -347,7 +360,7 @@ impl<'d> Measurement<'d> {
     /// time the loop first looks was counted within the run, so they start from
     /// 0 and the intervals add up to the run's total.
     fn first_mark(&mut self, start: u64, off: &Excluded) -> Mark {
-        let mut mark = self.mark(start, off);
+        let mut mark = self.mark(start, off, None);
         for c in &mut mark.perf {
             c.raw = 0;
             c.value = c.value.map(|_| 0);
@@ -357,9 +370,12 @@ impl<'d> Measurement<'d> {
         mark
     }
 
-    /// Where the counts stand at `now`: the start of the next interval.
-    fn mark(&mut self, now: u64, off: &Excluded) -> Mark {
-        let (totals, off_ns) = off.enabled(now, self.source.totals());
+    /// Where the counts stand at `now`: the start of the next interval (in the
+    /// room of a `spare` mark no longer needed).
+    fn mark(&mut self, now: u64, off: &Excluded, spare: Option<Mark>) -> Mark {
+        let mut totals = spare.map(|m| m.totals).unwrap_or_default();
+        self.source.totals_into(&mut totals);
+        let (totals, off_ns) = off.enabled(now, totals);
         Mark {
             totals,
             perf: self.perf_counts(),
@@ -369,11 +385,13 @@ impl<'d> Measurement<'d> {
     }
 
     /// The interval of run `number` (which started at `start`) between two marks.
-    fn interval(&self, number: u32, start: u64, from: &Mark, to: &Mark) -> Interval {
-        let delta = Acc::all_since(&to.totals, &from.totals);
+    fn interval(&mut self, number: u32, start: u64, from: &Mark, to: &Mark) -> Interval {
+        let mut delta = std::mem::take(&mut self.delta);
+        Acc::all_since_into(&mut delta, &to.totals, &from.totals);
         let span = to.ns - from.ns;
         let on = span.saturating_sub(to.off_ns.saturating_sub(from.off_ns));
         let mut interval_counts = counts(self.plans(), &delta, on);
+        self.delta = delta;
         interval_counts.extend(perf_since(&to.perf, &from.perf));
         disabled_for(&mut interval_counts, on, span);
         Interval {

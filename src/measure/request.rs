@@ -319,6 +319,7 @@ pub(crate) fn measure_via<'d>(
     let m = Measurement {
         source: Source::Shared(shared),
         perf: None,
+        delta: Vec::new(),
     };
     let ctx = RunCtx {
         req,

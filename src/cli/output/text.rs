@@ -29,13 +29,25 @@ fn spaces(line: &mut String, mut n: usize) {
 
 /// `1234567` → `1,234,567`.
 pub(crate) fn group(n: u64) -> String {
-    let s = n.to_string();
+    // The digits on the stack, the grouped text in one allocation (every value of
+    // every -I line goes through here).
+    let mut digits = [0u8; 20];
+    let (mut at, mut rest) = (digits.len(), n);
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let s = &digits[at..];
     let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
+    for (i, &c) in s.iter().enumerate() {
         if i > 0 && (s.len() - i) % 3 == 0 {
             out.push(',');
         }
-        out.push(c);
+        out.push(char::from(c));
     }
     out
 }

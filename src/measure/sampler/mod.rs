@@ -636,6 +636,14 @@ impl<'d> Sampler<'d> {
         self.states.iter().map(|s| s.accs.clone()).collect()
     }
 
+    /// [`Sampler::totals`] into `out`, keeping its room (once per `-I` interval).
+    pub(crate) fn totals_into(&self, out: &mut Vec<Vec<Acc>>) {
+        out.resize_with(self.states.len(), Vec::new);
+        for (o, s) in out.iter_mut().zip(&self.states) {
+            o.clone_from(&s.accs);
+        }
+    }
+
     /// The group each block is on now.
     pub fn groups(&self) -> Vec<usize> {
         self.states.iter().map(|s| s.group).collect()
