@@ -62,16 +62,24 @@ pub(crate) struct Cli {
     pub command: Command,
 }
 
+// The `_mut` forms take the values out of the matches; the others copy the
+// matches first (as clap's derive does), once for the whole line.
 impl FromArgMatches for Cli {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Cli::from_arg_matches_mut(&mut m.clone())
+    }
+    fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
         Ok(Cli {
-            global: Global::from_arg_matches(m)?,
-            command: Command::from_arg_matches(m)?,
+            global: Global::from_arg_matches_mut(m)?,
+            command: Command::from_arg_matches_mut(m)?,
         })
     }
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
-        self.global.update_from_arg_matches(m)?;
-        self.command.update_from_arg_matches(m)
+        self.update_from_arg_matches_mut(&mut m.clone())
+    }
+    fn update_from_arg_matches_mut(&mut self, m: &mut ArgMatches) -> Result<(), clap::Error> {
+        self.global.update_from_arg_matches_mut(m)?;
+        self.command.update_from_arg_matches_mut(m)
     }
 }
 
@@ -109,14 +117,14 @@ impl Cli {
             let parsed = Root::command()
                 .subcommand(only)
                 .try_get_matches_from(words)
-                .and_then(|m| Cli::from_arg_matches(&m));
+                .and_then(|mut m| Cli::from_arg_matches_mut(&mut m));
             if let Ok(cli) = parsed {
                 return Ok(cli);
             }
         }
         Cli::command()
             .try_get_matches_from(words)
-            .and_then(|m| Cli::from_arg_matches(&m))
+            .and_then(|mut m| Cli::from_arg_matches_mut(&mut m))
     }
 }
 
@@ -246,8 +254,14 @@ impl<T: FromArgMatches> FromArgMatches for Lazy<T> {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         T::from_arg_matches(m).map(Lazy)
     }
+    fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches_mut(m).map(Lazy)
+    }
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
         self.0.update_from_arg_matches(m)
+    }
+    fn update_from_arg_matches_mut(&mut self, m: &mut ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches_mut(m)
     }
 }
 
