@@ -115,7 +115,15 @@ pub struct Device {
     identity: std::sync::OnceLock<String>,
     /// Catalogs of counter blocks by kind: the driver prints one table per kind, so
     /// one block's `event_list` is read and parsed for all of its kind.
-    catalogs: std::sync::Mutex<std::collections::HashMap<BlockKind, std::sync::Arc<Catalog>>>,
+    /// Register blocks and blocks with no list have theirs by block.
+    catalogs: std::sync::Mutex<Catalogs>,
+}
+
+/// The catalogs a device has made ([`Device::catalog`]).
+#[derive(Default)]
+struct Catalogs {
+    by_kind: std::collections::HashMap<BlockKind, std::sync::Arc<Catalog>>,
+    by_block: std::collections::HashMap<String, std::sync::Arc<Catalog>>,
 }
 
 impl std::fmt::Debug for Device {
@@ -469,29 +477,34 @@ impl Device {
     }
 
     /// The event catalog of a block: the device's list merged with the built-in table.
+    ///
+    /// Each is made once: a block's registers or the built-in table per block
+    /// (names, numbers and help are copied in, and a command resolves its specs
+    /// more than once), a device's list per kind.
     pub fn catalog(&self, block: &Block) -> Result<std::sync::Arc<Catalog>> {
-        if block.mechanism == Mechanism::Registers {
-            return Ok(std::sync::Arc::new(Catalog::registers(
-                block.kind,
-                self.generation,
-                &block.registers,
-            )));
-        }
-        if !block.has_event_list {
-            return Ok(std::sync::Arc::new(Catalog::builtin(
-                block.kind,
-                self.generation,
-            )));
+        let mut catalogs = self.catalogs.lock().unwrap_or_else(|p| p.into_inner());
+        if block.mechanism == Mechanism::Registers || !block.has_event_list {
+            let made = &mut catalogs.by_block;
+            if let Some(c) = made.get(&block.name) {
+                return Ok(c.clone());
+            }
+            let c = std::sync::Arc::new(match block.mechanism {
+                Mechanism::Registers => {
+                    Catalog::registers(block.kind, self.generation, &block.registers)
+                }
+                _ => Catalog::builtin(block.kind, self.generation),
+            });
+            made.insert(block.name.clone(), c.clone());
+            return Ok(c);
         }
         // A kind the driver does not know is not cached: its blocks may differ.
         let cache = block.kind != BlockKind::Unknown;
-        let mut catalogs = self.catalogs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = catalogs.get(&block.kind).filter(|_| cache) {
+        if let Some(c) = catalogs.by_kind.get(&block.kind).filter(|_| cache) {
             return Ok(c.clone());
         }
         let c = std::sync::Arc::new(self.parse_catalog(block)?);
         if cache {
-            catalogs.insert(block.kind, c.clone());
+            catalogs.by_kind.insert(block.kind, c.clone());
         }
         Ok(c)
     }

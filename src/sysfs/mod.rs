@@ -505,24 +505,19 @@ impl Sysfs for RealFs {
     }
 
     fn list(&self, rel: &str) -> io::Result<Vec<Entry>> {
-        let mut out = Vec::new();
+        // A block's directory holds a few dozen names.
+        let mut out = Vec::with_capacity(32);
         for entry in fs::read_dir(self.path(rel))? {
             let entry = entry?;
             let ft = entry.file_type()?;
-            let name = entry.file_name();
-            let kind = if name.to_str().is_none() {
-                EntryKind::NotUtf8
-            } else if ft.is_symlink() {
-                EntryKind::Symlink
-            } else if ft.is_dir() {
-                EntryKind::Dir
-            } else {
-                EntryKind::File
+            // The name as it was read (one allocation), or its lossy form.
+            let (name, kind) = match entry.file_name().into_string() {
+                Err(raw) => (raw.to_string_lossy().into_owned(), EntryKind::NotUtf8),
+                Ok(name) if ft.is_symlink() => (name, EntryKind::Symlink),
+                Ok(name) if ft.is_dir() => (name, EntryKind::Dir),
+                Ok(name) => (name, EntryKind::File),
             };
-            out.push(Entry {
-                name: name.to_string_lossy().into_owned(),
-                kind,
-            });
+            out.push(Entry { name, kind });
         }
         // Names in a directory are unique.
         out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
