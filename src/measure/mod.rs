@@ -245,8 +245,7 @@ impl<'d> Measurement<'d> {
             }
         }
         let mut previous = self.first_mark(start, &off);
-        // The mark before the previous one: its room serves the next.
-        let mut spare: Option<Mark> = None;
+        let mut spare: Option<Mark> = None; // the mark before `previous`, for its room
         loop {
             let mut now = pacer.now_ns();
             let elapsed = Duration::from_nanos(now.saturating_sub(start));
