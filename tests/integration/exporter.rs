@@ -426,14 +426,19 @@ fn the_exposition_passes_promtool_and_serves_only_metrics() {
 }
 
 pub(crate) fn prometheus_query(port: u16, query: &str) -> Option<f64> {
-    prometheus_result(port, query, None)?["value"][1]
+    prometheus_query_at(port, query, None)
+}
+
+/// An instant query's value at `at` (seconds since the epoch), or now.
+fn prometheus_query_at(port: u16, query: &str, at: Option<f64>) -> Option<f64> {
+    prometheus_result(port, query, at)?["value"][1]
         .as_str()?
         .parse()
         .ok()
 }
 
-/// The first series of an instant query (at `at`, seconds since the epoch, or now).
-fn prometheus_result(port: u16, query: &str, at: Option<f64>) -> Option<serde_json::Value> {
+/// Prometheus' answer to an instant query at `at`, or now: its result list.
+fn prometheus_results(port: u16, query: &str, at: Option<f64>) -> Option<serde_json::Value> {
     let q: String = query
         .bytes()
         .map(|b| match b {
@@ -448,15 +453,14 @@ fn prometheus_result(port: u16, query: &str, at: Option<f64>) -> Option<serde_js
         "application/json",
     );
     let mut v: serde_json::Value = serde_json::from_str(&body).ok()?;
-    v.pointer_mut("/data/result/0").map(serde_json::Value::take)
+    v.pointer_mut("/data/result").map(serde_json::Value::take)
 }
 
-/// An instant query's value at `at`.
-fn prometheus_query_at(port: u16, query: &str, at: f64) -> Option<f64> {
-    prometheus_result(port, query, Some(at))?["value"][1]
-        .as_str()?
-        .parse()
-        .ok()
+/// The first series of an instant query (at `at`, or now).
+fn prometheus_result(port: u16, query: &str, at: Option<f64>) -> Option<serde_json::Value> {
+    prometheus_results(port, query, at)?
+        .get_mut(0)
+        .map(serde_json::Value::take)
 }
 
 /// The stored samples (seconds, value) a range selector holds at `at`.
@@ -502,7 +506,7 @@ impl RateWindow {
 
     fn at(prom_port: u16, instance: &str, at: f64) -> RateWindow {
         let of = |family: &str| {
-            let sel = format!("{family}{{instance=\"{instance}\"}}[12s]");
+            let sel = format!("{family}{{instance=\"{instance}\"}}[{}s]", Self::RANGE_S);
             prometheus_samples(prom_port, &sel, at)
         };
         let (lags, lengths) = (
@@ -596,7 +600,7 @@ fn a_real_prometheus_scrapes_it_and_computes_the_simulators_rates() {
         // At the last scrape's stamp: the rate's window is the one the samples show.
         let at = prometheus_query(prom_port, &format!("timestamp({s})")).unwrap();
         let q = format!("rate({s}[12s])");
-        let got = prometheus_query_at(prom_port, &q, at)
+        let got = prometheus_query_at(prom_port, &q, Some(at))
             .unwrap_or_else(|| panic!("Prometheus has no value for {q}"));
         let window = RateWindow::at(prom_port, &instance, at);
         assert!(
@@ -1112,21 +1116,9 @@ fn tls_and_basic_auth_protect_the_exporter() {
 }
 
 fn prometheus_series(port: u16, query: &str) -> usize {
-    let url = format!(
-        "/api/v1/query?query={}",
-        query
-            .bytes()
-            .map(|b| match b {
-                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' | b'-' => {
-                    (b as char).to_string()
-                }
-                _ => format!("%{b:02X}"),
-            })
-            .collect::<String>()
-    );
-    let (_, body) = get(port, &url, "*/*");
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-    v["data"]["result"].as_array().map_or(0, Vec::len)
+    prometheus_results(port, query, None)
+        .and_then(|r| r.as_array().map(Vec::len))
+        .unwrap_or(0)
 }
 
 #[test]
@@ -1288,7 +1280,7 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
         // At the rule's last evaluation: the window its rates took.
         let at = prometheus_query(prom_port, &format!("timestamp({q})"))
             .unwrap_or_else(|| panic!("no value for {q}"));
-        let got = prometheus_query_at(prom_port, &q, at).unwrap();
+        let got = prometheus_query_at(prom_port, &q, Some(at)).unwrap();
         let window = RateWindow::at(prom_port, &targets[*target], at);
         // Shown with --nocapture: how close each rule came, and the bounds.
         eprintln!("{q}: {:.5} of the truth, {window:?}", got / expected);
