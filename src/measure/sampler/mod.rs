@@ -633,7 +633,9 @@ impl<'d> Sampler<'d> {
 
     /// What every item has counted so far, by block.
     pub fn totals(&self) -> Vec<Vec<Acc>> {
-        self.states.iter().map(|s| s.accs.clone()).collect()
+        let mut out = Vec::new();
+        self.totals_into(&mut out);
+        out
     }
 
     /// [`Sampler::totals`] into `out`, keeping its room (once per `-I` interval).
