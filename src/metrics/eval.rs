@@ -251,12 +251,7 @@ pub(super) fn value_of<'a>(
         coverage = coverage.min(e.coverage);
         values.push(e.value);
     }
-    let value = compiled
-        .expr
-        .eval(&values)
-        .ok()
-        .filter(|v| v.is_finite())
-        .ok_or_else(|| "division by zero (nothing counted)".to_string())?;
+    let value = compiled.expr.eval(&values)?;
     Ok(Eval { value, coverage })
 }
 

@@ -42,40 +42,6 @@ pub(super) fn metric_refs(expr: &str, kinds: &HashMap<String, BlockKind>) -> Vec
     out
 }
 
-/// Writes numbers with an exponent (`1e9`, `1e-3`, as perf's formulas do) in plain
-/// decimals, which the expression parser reads.
-pub(super) fn plain_numbers(expr: &str) -> String {
-    let mut out = String::with_capacity(expr.len() + 8);
-    let mut rest = expr;
-    while let Some(c) = rest.chars().next() {
-        let len = if c.is_ascii_alphabetic() || c == '_' {
-            // A name, and its @EVENT@ when it is a reference: copied whole.
-            let mut n = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            if rest[n..].starts_with('@') {
-                n += 1 + rest[n + 1..]
-                    .find('@')
-                    .map_or(rest.len() - n - 1, |k| k + 1);
-            }
-            out.push_str(&rest[..n]);
-            n
-        } else if c.is_ascii_digit() || c == '.' {
-            let n = number_len(rest);
-            match rest[..n].parse::<f64>() {
-                Ok(v) if rest[..n].contains(['e', 'E']) => out.push_str(&format!("{v}")),
-                _ => out.push_str(&rest[..n]),
-            }
-            n
-        } else {
-            out.push(c);
-            c.len_utf8()
-        };
-        rest = &rest[len..];
-    }
-    out
-}
-
 /// The length of the number `text` starts with: digits and dots, and an exponent.
 pub(super) fn number_len(text: &str) -> usize {
     let b = text.as_bytes();
@@ -99,30 +65,6 @@ pub(super) fn number_len(text: &str) -> usize {
     i
 }
 
-/// Wraps perf-style `kind@EVENT@` references in braces, the expression parser's
-/// syntax for names with other characters; numbers are written plainly.
-pub(super) fn braced(expr: &str) -> String {
-    let plain = plain_numbers(expr);
-    let expr = plain.as_str();
-    let mut out = String::with_capacity(expr.len() + 8);
-    let mut rest = expr;
-    while let Some(at) = rest.find('@') {
-        let start = rest[..at]
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .map_or(0, |i| i + 1);
-        let Some(end) = rest[at + 1..].find('@') else {
-            break;
-        };
-        out.push_str(&rest[..start]);
-        out.push('{');
-        out.push_str(&rest[start..at + 1 + end + 1]);
-        out.push('}');
-        rest = &rest[at + 1 + end + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
 pub(super) fn table_has(kind: BlockKind, gens: &[Generation], name: &str) -> bool {
     gens.iter()
         .any(|g| builtin(kind, *g).iter().any(|d| d.name.trim_end() == name))
@@ -138,7 +80,7 @@ pub(super) fn classify(
 ) -> std::result::Result<Vec<Var>, String> {
     names
         .iter()
-        .map(|n| classify_one(def, kind, gens, n.trim_matches(['{', '}']), metrics))
+        .map(|n| classify_one(def, kind, gens, n, metrics))
         .collect()
 }
 
