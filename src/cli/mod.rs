@@ -58,10 +58,13 @@ pub(crate) fn main() -> i32 {
         return code;
     }
     let words: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(args) = commands::exporter::forwarded(words.get(1..).unwrap_or_default()) {
+    // The global options, described once: where the command word is and the parse.
+    let root = commands::root();
+    let at = commands::command_word(&root, words.get(1..).unwrap_or_default());
+    if let Some(args) = commands::exporter::forwarded(words.get(1..).unwrap_or_default(), at) {
         return commands::exporter::forward(args);
     }
-    let cli = match Cli::parse_words(&words) {
+    let cli = match Cli::parse_words(&words, root, at) {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to stdout (exit 0), usage errors to stderr (exit 2);

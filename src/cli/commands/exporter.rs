@@ -28,11 +28,11 @@ pub(crate) struct Args {
 }
 
 /// The arguments for `bfperf-exporter` when this command line runs the `exporter`
-/// subcommand: every word but that one. The global options before it are skipped
-/// by what clap's own description of them says takes a value; the words are
-/// compared as bytes, so a path that is not UTF-8 is passed on as it is.
-pub(crate) fn forwarded(words: &[OsString]) -> Option<Vec<OsString>> {
-    let i = super::command_word(words)?;
+/// subcommand (its word at `at`, as [`super::command_word`] finds it): every word
+/// but that one. The words are compared as bytes, so a path that is not UTF-8 is
+/// passed on as it is.
+pub(crate) fn forwarded(words: &[OsString], at: Option<usize>) -> Option<Vec<OsString>> {
+    let i = at?;
     if words[i] != "exporter" {
         return None;
     }

@@ -105,16 +105,21 @@ impl Cli {
     /// so (help, a mistake, a word that is no command) is parsed again by the
     /// whole command line, whose answer, help and "did you mean" are the ones a
     /// user sees.
-    pub(crate) fn parse_words(words: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
-        let named = command_word(words.get(1..).unwrap_or_default())
-            .and_then(|i| words[i + 1].to_str())
-            .and_then(|word| {
-                Command::augment_subcommands(clap::Command::new("bfperf"))
-                    .find_subcommand(word)
-                    .cloned()
-            });
+    ///
+    /// `root` is [`root`]'s command line and `at` where its command word is
+    /// ([`command_word`]), both already worked out by the caller.
+    pub(crate) fn parse_words(
+        words: &[std::ffi::OsString],
+        root: clap::Command,
+        at: Option<usize>,
+    ) -> Result<Cli, clap::Error> {
+        let named = at.and_then(|i| words[i + 1].to_str()).and_then(|word| {
+            Command::augment_subcommands(clap::Command::new("bfperf"))
+                .find_subcommand(word)
+                .cloned()
+        });
         if let Some(only) = named {
-            let parsed = Root::command()
+            let parsed = root
                 .subcommand(only)
                 .try_get_matches_from(words)
                 .and_then(|mut m| Cli::from_arg_matches_mut(&mut m));
@@ -128,15 +133,20 @@ impl Cli {
     }
 }
 
+/// The command line without its commands: its name, help and global options.
+pub(crate) fn root() -> clap::Command {
+    Root::command()
+}
+
 /// Where a command line's command is among `words` (the program's name left
 /// out): the first word that is not an option or a global option's value. The
 /// global options that take a value are known from clap's own description of
-/// them; words are compared as bytes, so a value that is not UTF-8 is skipped
-/// like any other. None before `--`, or when every word is an option.
-pub(crate) fn command_word(words: &[std::ffi::OsString]) -> Option<usize> {
-    let globals = Global::augment_args(clap::Command::new("bfperf"));
+/// them in `root` ([`root`]); words are compared as bytes, so a value that is not
+/// UTF-8 is skipped like any other. None before `--`, or when every word is an
+/// option.
+pub(crate) fn command_word(root: &clap::Command, words: &[std::ffi::OsString]) -> Option<usize> {
     let takes_value = |word: &[u8]| {
-        globals.get_arguments().any(|a| {
+        root.get_arguments().any(|a| {
             let long = word.strip_prefix(b"--");
             let short = match word {
                 [b'-', c] => Some(char::from(*c)),
