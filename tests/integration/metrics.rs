@@ -520,3 +520,99 @@ fn a_metric_mixing_kinds_without_a_pairing_is_for_the_kind_only() {
         .failure()
         .stderr(predicate::str::contains("PairBlocks 'name' is not known"));
 }
+
+/// A metric file is anyone's to write (`--metrics`, `~/.config/bfperf/metrics/`):
+/// run as nobody, with its memory capped, formulas nested, chained or long past
+/// what bfperf reads are refused at once with the reason, and the file's other
+/// metric is computed.
+#[test]
+fn hostile_formulas_are_refused_at_once_and_the_rest_of_their_file_stays() {
+    use std::os::unix::fs::PermissionsExt;
+    if not_root("switching users") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let open = |p: &std::path::Path, mode| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    open(dir.path(), 0o777);
+    let bin = dir.path().join("bfperf");
+    std::fs::copy(assert_cmd::cargo::cargo_bin!("bfperf"), &bin).unwrap();
+    let flits = "SKYLIB_DDN_TX_FLITS";
+    let metric = |name: &str, expr: String| {
+        serde_json::json!({"MetricName": name, "MetricExpr": expr, "Unit": "mss",
+            "ScaleUnit": "1e-9GB/s", "Compat": "BlueField-3"})
+    };
+    let file = dir.path().join("hostile.json");
+    let metrics = serde_json::json!([
+        metric(
+            "deep",
+            format!("{}{flits}{}", "(".repeat(65), ")".repeat(65))
+        ),
+        metric("unary", format!("{}{flits}", "- ".repeat(200))),
+        metric("long", format!("{flits}{}", " + 1".repeat(300_000))),
+        metric(
+            "fine",
+            format!("min({flits}, {flits}) * 64 / duration_time")
+        ),
+    ]);
+    std::fs::write(&file, metrics.to_string()).unwrap();
+    open(&file, 0o644);
+    let run = |name: &str| {
+        let t = std::time::Instant::now();
+        let out = std::process::Command::new("timeout")
+            .args(["20", "prlimit", "--as=1073741824", "setpriv"])
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+            .arg(&bin)
+            .args(["--sim", "bf3", "--metrics"])
+            .arg(&file)
+            .args([
+                "stat",
+                "-o",
+                "-",
+                "-x",
+                ",",
+                "-M",
+                name,
+                "--duration",
+                "100ms",
+            ])
+            .env("BFPERF_STATE_DIR", dir.path().join("state"))
+            .env("BFPERF_LOCK_FILE", dir.path().join("lock"))
+            .output()
+            .unwrap();
+        (out, t.elapsed())
+    };
+    for (name, says) in [
+        ("deep", "nests deeper than 64 parentheses"),
+        ("unary", "more than 128 operators"),
+        ("long", "bfperf reads formulas of at most 4096"),
+    ] {
+        let (out, took) = run(name);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(
+            err.contains(&format!("metric '{name}'")) && err.contains(says),
+            "{name}: {err}"
+        );
+        assert!(took < Duration::from_secs(10), "{name}: {took:?}");
+    }
+    // min(x, x) is x: the same value as the built-in of the same formula, counted
+    // in the same window.
+    let (out, _) = run("fine,ddr_read_bandwidth");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value = |name: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!(" {name} ")))
+            .unwrap();
+        line.split(',').nth(5).unwrap().parse().unwrap()
+    };
+    assert!(value("fine") > 0.0, "{text}");
+    assert_eq!(value("fine"), value("ddr_read_bandwidth"), "{text}");
+}
