@@ -3,7 +3,8 @@
  * preads the same files the exporter reads and prints one Prometheus text line per
  * value; and a client that times keep-alive scrapes of any server.
  *   scrape-floor serve PORT FILE...   serve /metrics on 127.0.0.1:PORT
- *   scrape-floor client PORT N        N keep-alive GETs; prints p50, p99, max (µs)
+ *   scrape-floor client PORT N [MS]   N keep-alive GETs (MS milliseconds apart, else
+ *                                     back to back); prints p50, p99, max (µs)
  * Built by benches/scrape.sh with cc -O2. */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -66,7 +67,7 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static int client(int port, int n) {
+static int client(int port, int n, long gap_ms) {
     int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -95,6 +96,10 @@ static int client(int port, int n) {
         }
         clock_gettime(CLOCK_MONOTONIC, &t1);
         us[i] = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
+        if (gap_ms > 0) {
+            struct timespec gap = {gap_ms / 1000, gap_ms % 1000 * 1000000L};
+            nanosleep(&gap, NULL);
+        }
     }
     qsort(us, n, sizeof *us, cmp);
     printf("p50 %ld us, p99 %ld us, max %ld us\n", us[n / 2], us[n * 99 / 100], us[n - 1]);
@@ -103,7 +108,8 @@ static int client(int port, int n) {
 
 int main(int argc, char **argv) {
     if (argc > 3 && !strcmp(argv[1], "serve")) return serve(atoi(argv[2]), argc - 3, argv + 3);
-    if (argc == 4 && !strcmp(argv[1], "client")) return client(atoi(argv[2]), atoi(argv[3]));
-    fprintf(stderr, "usage: scrape-floor serve PORT FILE... | client PORT N\n");
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "client"))
+        return client(atoi(argv[2]), atoi(argv[3]), argc == 5 ? atol(argv[4]) : 0);
+    fprintf(stderr, "usage: scrape-floor serve PORT FILE... | client PORT N [MS]\n");
     return 2;
 }

@@ -386,6 +386,48 @@ span=$(awk -v a="$t1" -v b="$t2" 'BEGIN { print b - a }')
 want=$(awk -v s="$span" -v r="$(event_rate "$blk" "${c:-0}" "${n:-0}")" 'BEGIN { printf "%.0f", s * r }')
 if within "$d" "$want" 5; then ok "the exporter's $blk $ev total grows at the model's rate ($d in $span s)"; else
   cp /tmp/m2 /tmp/out; not_ok "the exporter's $blk $ev total grows at the model's rate: $d in $span s, the model's $want"; fi
+# The floor of a scrape (once a kernel, on BlueField-3's default set): the exporter
+# against benches/scrape-floor.c serving the same files (every counter of the
+# exposition and the event<N> the exporter reads back, and each PLL's count), each
+# scraped 40 times over one keep-alive connection by scrape-floor's client, 250 ms
+# apart (the exporter shares one sweep among scrapes within 100 ms); each server's
+# processor time meanwhile, summed over its threads from /proc/PID/task/*/schedstat
+# (nanoseconds), else from /proc/PID/stat (clock ticks). The exporter also checks
+# its counters every 100 ms whether scraped or not (another program's writes, events
+# taking turns): that share is measured alone, over a window without scrapes.
+if [ -f /floor ] && [ "$gen" = bf3 ]; then
+  files=$( { grep -e '^bfperf_events_total{' -e '^bfperf_cycles_total{' /tmp/m2 |
+    sed -n 's/.*block="\([^"]*\)".*counter="\([0-9]*\)".*/\1 \2/p' |
+    while read -r b c; do echo "$dev/$b/counter$c $dev/$b/event$c"; done
+    grep '^bfperf_pll_frequency_hertz{' /tmp/m2 | sed -n 's/.*pll="\([^"]*\)".*/\1/p' |
+    while read -r p; do echo "$dev/clock_measure/FMON_CLK_LAST_COUNT_$p"; done; } | tr '\n' ' ')
+  cpu_ns() { # PID -> its processor time so far, in nanoseconds
+    if cat /proc/"$1"/task/*/schedstat >/tmp/schedstat 2>/dev/null && [ -s /tmp/schedstat ]; then
+      awk '{ t += $1 } END { printf "%.0f", t }' /tmp/schedstat
+    else
+      awk -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" '{ printf "%.0f", ($14 + $15) * 1e9 / hz }' "/proc/$1/stat"
+    fi
+  }
+  during() { # PID COMMAND... -> the ms of processor time PID spent while COMMAND ran, and the s it ran
+    pid=$1; shift
+    t0=$(cpu_ns "$pid") u0=$(up); "$@" >/tmp/during.out 2>&1 || return 1; t1=$(cpu_ns "$pid") u1=$(up)
+    awk -v a="$t0" -v b="$t1" -v s="$u0" -v e="$u1" 'BEGIN { printf "%.1f %.2f", (b - a) / 1e6, e - s }'
+  }
+  # shellcheck disable=SC2086
+  scrape-floor serve 9840 $files >/tmp/scrape-floor.log 2>&1 &
+  sfloor=$!
+  n=0; while [ $n -lt 50 ] && ! wget -q -O /dev/null http://127.0.0.1:9840/metrics 2>/dev/null; do sleep 0.2; n=$((n + 1)); done
+  # shellcheck disable=SC2046
+  set -- $(during "$exporter" sleep 10) $(during "$exporter" scrape-floor client 9839 40 250) \
+    $(during "$sfloor" scrape-floor client 9840 40 250)
+  kill "$sfloor"; wait "$sfloor" 2>/dev/null
+  # $1 $2: the exporter unscraped (ms, s); $3 $4: scraped; $5 $6: the C floor scraped.
+  checks=$(awk -v c="${1:-0}" -v s="${2:-1}" -v t="${4:-0}" 'BEGIN { printf "%.1f", c * t / s }')
+  # shellcheck disable=SC2086
+  echo "floor on the driver: the exporter's scrape of the default set ($(echo $files | wc -w) files, 40 scrapes 250 ms apart): bfperf-exporter ${3:-?} ms CPU ($checks ms of it the checks between scrapes, measured alone), C floor ${5:-?} ms: $(awk -v b="${3:-0}" -v f="${5:-0}" 'BEGIN { if (f > 0) printf "%.2f", b / f; else print "?" }')x, the scrapes alone $(awk -v b="${3:-0}" -v c="$checks" -v f="${5:-0}" 'BEGIN { if (f > 0) printf "%.2f", (b - c) / f; else print "?" }')x"
+  if [ $# -eq 6 ] && awk -v a="$3" -v b="$5" 'BEGIN { exit !(a > 0 && b > 0) }'; then ok "the scrape's floor on the driver was measured on both sides"; else
+    cat /tmp/during.out /tmp/scrape-floor.log >/tmp/out 2>/dev/null; not_ok "the scrape's floor on the driver was measured on both sides"; fi
+fi
 kill $exporter; wait $exporter 2>/dev/null
 after=$(state)
 unchanged "the exporter put the device back as it found it" "$before" "$after"
