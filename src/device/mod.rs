@@ -237,7 +237,7 @@ impl Device {
             .iter()
             .map(|(name, files)| Block::from_files(name, files, generation))
             .collect();
-        blocks.sort_by_cached_key(|b| natural_key(&b.name));
+        blocks.sort_by(|a, b| natural_key(&a.name).cmp(&natural_key(&b.name)));
         // Registers in the driver's table order (by offset); unknown ones last.
         for b in &mut blocks {
             let table = crate::catalog::builtin(b.kind, generation);
@@ -580,15 +580,15 @@ pub(crate) fn selects_by_name(sel: &str) -> bool {
     sel != "all" && BlockKind::parse(sel).is_none() && !is_pattern(sel) && may_be_a_name(sel)
 }
 
-/// Sorts `tile10` after `tile2`.
-pub(crate) fn natural_key(name: &str) -> (String, u64, String) {
+/// Sorts `tile10` after `tile2`: the name before its first digits, their number, and
+/// the rest, borrowed from `name` (the exposition sorts its series by it at every
+/// scrape).
+pub(crate) fn natural_key(name: &str) -> (&str, u64, &str) {
     let split = name
-        .char_indices()
-        .find(|(_, c)| c.is_ascii_digit())
-        .map(|(i, _)| i)
+        .bytes()
+        .position(|c| c.is_ascii_digit())
         .unwrap_or(name.len());
     let (head, rest) = name.split_at(split);
-    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    let tail = rest[digits.len()..].to_string();
-    (head.to_string(), digits.parse().unwrap_or(0), tail)
+    let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+    (head, rest[..n].parse().unwrap_or(0), &rest[n..])
 }

@@ -19,25 +19,33 @@ pub fn render(fams: &[Family], format: TextFormat) -> String {
     fams.sort_by(|a, b| a.name.cmp(&b.name));
     let mut t = Text::new(format);
     for f in fams {
-        let mut samples: Vec<&(Labels, f64)> = f.samples.iter().collect();
-        samples.sort_by_cached_key(|(labels, _)| {
-            labels
-                .iter()
-                .map(|(_, v)| crate::device::natural_key(v))
-                .collect::<Vec<_>>()
-        });
+        // Each series' key worked out once, borrowed from its labels.
+        let mut samples: Vec<(Vec<NaturalKey>, &(Labels, f64))> = f
+            .samples
+            .iter()
+            .map(|s| (natural(&s.0).collect(), s))
+            .collect();
+        samples.sort_by(|a, b| a.0.cmp(&b.0));
         if f.counter {
             t.counter(&f.name, &f.help);
         } else {
             t.gauge(&f.name, &f.help);
         }
         let suffix = if f.counter { "_total" } else { "" };
-        for (labels, v) in samples {
+        for (_, (labels, v)) in samples {
             let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
             t.sample(&f.name, suffix, &l, *v);
         }
     }
     t.finish()
+}
+
+/// A label value as the exposition sorts it ([`crate::device::natural_key`]).
+type NaturalKey<'a> = (&'a str, u64, &'a str);
+
+/// A series' labels in the order the exposition sorts by: each value's natural key.
+fn natural(labels: &Labels) -> impl Iterator<Item = NaturalKey<'_>> {
+    labels.iter().map(|(_, v)| crate::device::natural_key(v))
 }
 
 /// An exposition being written: families and samples,
@@ -126,4 +134,47 @@ fn help_text(s: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_are_in_natural_order_of_their_labels() {
+        let series = |block: &str, counter: &str| {
+            (
+                vec![("block", block.to_string()), ("counter", counter.to_string())],
+                1.0,
+            )
+        };
+        let fam = Family {
+            name: "bfperf_x".into(),
+            help: "x".into(),
+            counter: false,
+            samples: vec![
+                series("tile10", "1"),
+                series("tile2", "10"),
+                series("tile2", "2"),
+                series("l3cachehalf1", "0"),
+                series("tile", "0"),
+            ],
+        };
+        let text = render(&[fam], TextFormat::Text004);
+        let blocks: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split('}').next().unwrap())
+            .collect();
+        assert_eq!(
+            blocks,
+            [
+                "bfperf_x{block=\"l3cachehalf1\",counter=\"0\"",
+                "bfperf_x{block=\"tile\",counter=\"0\"",
+                "bfperf_x{block=\"tile2\",counter=\"2\"",
+                "bfperf_x{block=\"tile2\",counter=\"10\"",
+                "bfperf_x{block=\"tile10\",counter=\"1\"",
+            ]
+        );
+    }
 }

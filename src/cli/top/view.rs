@@ -348,7 +348,11 @@ fn activity_step(per_s: f64) -> i64 {
 fn raw(f: &mut Frame, app: &App, area: Rect) {
     let mut rates: Vec<&crate::ops::watch::Rate> =
         app.raw.iter().filter(|r| shown(app, &r.block)).collect();
-    let natural = crate::device::natural_key;
+    // Owned: the key is kept for the sort.
+    let natural = |name: &str| {
+        let (head, n, tail) = crate::device::natural_key(name);
+        (head.to_string(), n, tail.to_string())
+    };
     if !app.by_name {
         // Busiest first (by the value kept through jitter, in steps of 20 a decade:
         // rates that read alike are equal), then block and counter: the same order
