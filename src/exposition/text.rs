@@ -144,7 +144,10 @@ mod tests {
     fn series_are_in_natural_order_of_their_labels() {
         let series = |block: &str, counter: &str| {
             (
-                vec![("block", block.to_string()), ("counter", counter.to_string())],
+                vec![
+                    ("block", block.to_string()),
+                    ("counter", counter.to_string()),
+                ],
                 1.0,
             )
         };
