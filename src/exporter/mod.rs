@@ -359,7 +359,7 @@ fn exposition<const N: usize>(
     asked: Option<Instant>,
 ) -> [String; N] {
     let fams = swept_families(r, asked);
-    formats.map(|f| exposition::render(&fams, f))
+    exposition::render_each(&fams, formats)
 }
 
 /// A sweep, then every family a scrape sees (`asked`: when the request it answers

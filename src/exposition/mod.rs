@@ -6,7 +6,7 @@
 pub(crate) mod prom;
 mod text;
 
-pub use text::{render, TextFormat};
+pub use text::{render, render_each, TextFormat};
 
 /// A series' labels, in order.
 pub type Labels = Vec<(&'static str, String)>;

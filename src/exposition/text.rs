@@ -15,29 +15,43 @@ pub enum TextFormat {
 /// The exposition of `fams` in `format`: families sorted by name, series by their
 /// labels (blocks in natural order), the same every scrape; empty families left out.
 pub fn render(fams: &[Family], format: TextFormat) -> String {
+    let [out] = render_each(fams, [format]);
+    out
+}
+
+/// The exposition of `fams` in each of `formats`, sorted once and written in one
+/// pass (the exporter serves both formats from one sweep).
+pub fn render_each<const N: usize>(fams: &[Family], formats: [TextFormat; N]) -> [String; N] {
     let mut fams: Vec<&Family> = fams.iter().filter(|f| !f.samples.is_empty()).collect();
     fams.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut t = Text::new(format);
+    let mut texts = formats.map(Text::new);
+    let mut keys: Vec<NaturalKey> = Vec::new();
+    let mut order: Vec<(usize, usize, usize)> = Vec::new();
     for f in fams {
-        // Each series' key worked out once, borrowed from its labels.
-        let mut samples: Vec<(Vec<NaturalKey>, &(Labels, f64))> = f
-            .samples
-            .iter()
-            .map(|s| (natural(&s.0).collect(), s))
-            .collect();
-        samples.sort_by(|a, b| a.0.cmp(&b.0));
-        if f.counter {
-            t.counter(&f.name, &f.help);
-        } else {
-            t.gauge(&f.name, &f.help);
+        // Each series' key worked out once, borrowed from its labels, all of a
+        // family's in one vector: (start, end) of its keys, and its index.
+        keys.clear();
+        order.clear();
+        for (i, (labels, _)) in f.samples.iter().enumerate() {
+            let at = keys.len();
+            keys.extend(natural(labels));
+            order.push((at, keys.len(), i));
         }
+        order.sort_by(|a, b| keys[a.0..a.1].cmp(&keys[b.0..b.1]));
         let suffix = if f.counter { "_total" } else { "" };
-        for (_, (labels, v)) in samples {
-            let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            t.sample(&f.name, suffix, &l, *v);
+        for t in &mut texts {
+            if f.counter {
+                t.counter(&f.name, &f.help);
+            } else {
+                t.gauge(&f.name, &f.help);
+            }
+            for &(_, _, i) in &order {
+                let (labels, v) = &f.samples[i];
+                t.sample(&f.name, suffix, labels, *v);
+            }
         }
     }
-    t.finish()
+    texts.map(Text::finish)
 }
 
 /// A label value as the exposition sorts it ([`crate::device::natural_key`]).
@@ -64,12 +78,19 @@ impl Text {
     }
 
     fn head(&mut self, name: &str, help: &str, kind: &str, suffix: &str) {
-        use std::fmt::Write;
-        let _ = write!(
-            self.out,
-            "# HELP {name}{suffix} {}\n# TYPE {name}{suffix} {kind}\n",
-            help_text(help)
-        );
+        let out = &mut self.out;
+        for line in ["# HELP ", "# TYPE "] {
+            out.push_str(line);
+            out.push_str(name);
+            out.push_str(suffix);
+            out.push(' ');
+            if line == "# HELP " {
+                help_text(out, help);
+            } else {
+                out.push_str(kind);
+            }
+            out.push('\n');
+        }
     }
 
     fn gauge(&mut self, name: &str, help: &str) {
@@ -84,33 +105,31 @@ impl Text {
         self.head(name, help, "counter", suffix);
     }
 
-    fn sample(&mut self, name: &str, suffix: &str, labels: &[(&str, &str)], value: f64) {
-        use std::fmt::Write;
-        let _ = write!(self.out, "{name}{suffix}");
+    fn sample(&mut self, name: &str, suffix: &str, labels: &Labels, value: f64) {
+        let out = &mut self.out;
+        out.push_str(name);
+        out.push_str(suffix);
         if !labels.is_empty() {
-            self.out.push('{');
+            out.push('{');
             for (i, (k, v)) in labels.iter().enumerate() {
                 if i > 0 {
-                    self.out.push(',');
+                    out.push(',');
                 }
-                let _ = write!(self.out, "{k}=\"");
-                for c in v.chars() {
-                    match c {
-                        '\\' => self.out.push_str("\\\\"),
-                        '"' => self.out.push_str("\\\""),
-                        '\n' => self.out.push_str("\\n"),
-                        c => self.out.push(c),
-                    }
-                }
-                self.out.push('"');
+                out.push_str(k);
+                out.push_str("=\"");
+                label_value(out, v);
+                out.push('"');
             }
-            self.out.push('}');
+            out.push('}');
         }
+        out.push(' ');
         if value.fract() == 0.0 && value.abs() < 9e15 {
-            let _ = writeln!(self.out, " {}", value as i64);
+            out.push_str(itoa::Buffer::new().format(value as i64));
         } else {
-            let _ = writeln!(self.out, " {value}");
+            use std::fmt::Write;
+            let _ = write!(out, "{value}");
         }
+        out.push('\n');
     }
 
     fn finish(mut self) -> String {
@@ -121,10 +140,33 @@ impl Text {
     }
 }
 
+/// A label value as both formats require: backslash, double quote and newline
+/// escaped; a value with none of them (nearly all) copied whole.
+fn label_value(out: &mut String, v: &str) {
+    if !v.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
+        out.push_str(v);
+        return;
+    }
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
 /// HELP text as the exposition formats require: backslashes and newlines escaped,
 /// other control characters left out (the encoder writes HELP as it is given).
-fn help_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+fn help_text(out: &mut String, s: &str) {
+    if !s
+        .bytes()
+        .any(|b| b == b'\\' || b.is_ascii_control() || b >= 0x80)
+    {
+        out.push_str(s);
+        return;
+    }
     for c in s.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
@@ -133,7 +175,6 @@ fn help_text(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -179,5 +220,32 @@ mod tests {
                 "bfperf_x{block=\"tile10\",counter=\"1\"",
             ]
         );
+    }
+
+    #[test]
+    fn label_values_and_help_are_escaped_both_ways_and_both_formats_agree() {
+        let fam = |help: &str, value: &str| Family {
+            name: "bfperf_x".into(),
+            help: help.into(),
+            counter: true,
+            samples: vec![(vec![("event", value.to_string())], 3.0)],
+        };
+        let plain = fam("Events counted", "HNF0_CYCLES");
+        let odd = fam("a \\ b\nc\u{7}d\u{85}e \u{e9}", "a\\b\"c\nd \u{e9}");
+        let [om, text] = render_each(
+            &[plain, odd],
+            [TextFormat::OpenMetrics, TextFormat::Text004],
+        );
+        assert_eq!(
+            text,
+            "# HELP bfperf_x_total Events counted\n# TYPE bfperf_x_total counter\n\
+             bfperf_x_total{event=\"HNF0_CYCLES\"} 3\n\
+             # HELP bfperf_x_total a \\\\ b\\nc\u{7}d\u{85}e \u{e9}\n# TYPE bfperf_x_total counter\n\
+             bfperf_x_total{event=\"a\\\\b\\\"c\\nd \u{e9}\"} 3\n"
+                .replace("\u{7}", "")
+                .replace("\u{85}", "")
+        );
+        assert_eq!(om, text.replace("bfperf_x_total ", "bfperf_x ") + "# EOF\n");
+        assert_eq!(render(&[fam("h", "v")], TextFormat::Text004), "# HELP bfperf_x_total h\n# TYPE bfperf_x_total counter\nbfperf_x_total{event=\"v\"} 3\n");
     }
 }
