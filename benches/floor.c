@@ -4,7 +4,9 @@
  *   floor sample MS SECONDS FILE... open each once; every MS milliseconds pread each
  *                                 one and print one line per value, sleeping to
  *                                 absolute deadlines (no polling); a check:FILE is
- *                                 read back and compared, as bfperf reads event<N>
+ *                                 read back and compared, as bfperf reads event<N>;
+ *                                 a write:FILE=VALUE is written each tick in its
+ *                                 place (an all-at-once block stopped and started)
  *   floor list DIR...             list each directory; print each entry's name
  *   floor cat FILE...             print each file whole
  *   floor do OP:PATH...           each in turn, OP one of list, cat, read (as snapshot)
@@ -38,13 +40,19 @@ static int snapshot(int n, char **files) {
 static int sample(long ms, long seconds, int n, char **files) {
     int *fds = calloc(n, sizeof *fds), *check = calloc(n, sizeof *check);
     unsigned long long *last = calloc(n, sizeof *last);
-    char buf[64];
+    char buf[64], **value = calloc(n, sizeof *value);
     for (int i = 0; i < n; i++) {
         /* check:FILE is read back each tick and must keep its first value (an
-         * event<N> another program could re-program); it is not printed. */
+         * event<N> another program could re-program); it is not printed.
+         * write:FILE=VALUE is written each tick, in its place among the reads. */
         check[i] = !strncmp(files[i], "check:", 6);
         if (check[i]) files[i] += 6;
-        fds[i] = open(files[i], O_RDONLY);
+        if (!strncmp(files[i], "write:", 6) && strchr(files[i], '=')) {
+            files[i] += 6;
+            value[i] = strchr(files[i], '=');
+            *value[i]++ = 0;
+        }
+        fds[i] = open(files[i], value[i] ? O_WRONLY : O_RDONLY);
         if (fds[i] < 0) { perror(files[i]); return 1; }
     }
     struct timespec next;
@@ -52,6 +60,10 @@ static int sample(long ms, long seconds, int n, char **files) {
     long ticks = seconds * 1000 / ms;
     for (long t = 0; t <= ticks; t++) {
         for (int i = 0; i < n; i++) {
+            if (value[i]) {
+                if (pwrite(fds[i], value[i], strlen(value[i]), 0) < 0) { perror(files[i]); return 1; }
+                continue;
+            }
             ssize_t r = pread(fds[i], buf, sizeof buf - 1, 0);
             if (r < 0) { perror(files[i]); return 1; }
             buf[r] = 0;

@@ -2,7 +2,11 @@
 /* The floor of a scrape: a minimal keep-alive HTTP server that, for every request,
  * preads the same files the exporter reads and prints one Prometheus text line per
  * value; and a client that times keep-alive scrapes of any server.
- *   scrape-floor serve PORT FILE...   serve /metrics on 127.0.0.1:PORT
+ *   scrape-floor serve PORT FILE...   serve /metrics on 127.0.0.1:PORT; each scrape
+ *                                     does each FILE in order: a check:FILE is read
+ *                                     and not printed (a value read back), a
+ *                                     write:FILE=VALUE is written (a block stopped or
+ *                                     started), any other FILE is read and printed
  *   scrape-floor client PORT N [MS]   N keep-alive GETs (MS milliseconds apart, else
  *                                     back to back); prints p50, p99, max (µs)
  * Built by benches/scrape.sh with cc -O2. */
@@ -18,9 +22,17 @@
 #include <unistd.h>
 
 static int serve(int port, int n, char **files) {
-    int *fds = calloc(n, sizeof *fds);
+    int *fds = calloc(n, sizeof *fds), *check = calloc(n, sizeof *check);
+    char **value = calloc(n, sizeof *value);
     for (int i = 0; i < n; i++) {
-        fds[i] = open(files[i], O_RDONLY);
+        check[i] = !strncmp(files[i], "check:", 6);
+        if (check[i]) files[i] += 6;
+        if (!strncmp(files[i], "write:", 6) && strchr(files[i], '=')) {
+            files[i] += 6;
+            value[i] = strchr(files[i], '=');
+            *value[i]++ = 0;
+        }
+        fds[i] = open(files[i], value[i] ? O_WRONLY : O_RDONLY);
         if (fds[i] < 0) { perror(files[i]); return 1; }
     }
     int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
@@ -43,8 +55,13 @@ static int serve(int port, int n, char **files) {
             while ((end = strstr(req, "\r\n\r\n"))) {
                 size_t len = 0;
                 for (int i = 0; i < n; i++) {
+                    if (value[i]) {
+                        if (pwrite(fds[i], value[i], strlen(value[i]), 0) < 0) perror(files[i]);
+                        continue;
+                    }
                     ssize_t k = pread(fds[i], buf, sizeof buf - 1, 0);
                     buf[k > 0 ? k : 0] = 0;
+                    if (check[i]) continue;
                     len += snprintf(body + len, sizeof body - len,
                                     "bfperf_value{file=\"%s\"} %llu\n", files[i],
                                     strtoull(buf, NULL, 0));

@@ -323,7 +323,10 @@ if [ -n "$cycles" ] && [ -n "$instructions" ] && [ -n "$ipc" ] && ratio_ok "$ins
 # both at -I 100 for 10 s, their CPU time by the kernel's task-clock; 8 counters,
 # counter 0 and 1 of four tiles (BlueField-2) or llts (BlueField-3), and their 8
 # `event<N>`, which bfperf reads back each tick and the floor reads and compares
-# (check:FILE) as it does.
+# (check:FILE) as it does. An llt counts all at once: each tick bfperf also reads
+# back its `enable` and `count_clock`, stops it to read its counters in one window
+# and starts it again (the driver clears them as it does), and the floor does the
+# same (write:FILE=VALUE) in the same order.
 if [ -f /floor ]; then
   if [ "$gen" = bf3 ]; then
     fk=llt e1=$(events llt0 | sed -n 1p | cut -d' ' -f2) e2=$(events llt0 | sed -n 2p | cut -d' ' -f2)
@@ -331,9 +334,17 @@ if [ -f /floor ]; then
     fk=tile e1=MEMORY_READS e2=MEMORY_WRITES
   fi
   files=""; for t in 0 1 2 3; do
-    files="$files $dev/$fk$t/counter0 $dev/$fk$t/counter1 check:$dev/$fk$t/event0 check:$dev/$fk$t/event1"
+    b="$dev/$fk$t"
     # The events the floor reads back, as bfperf's stat programs them.
     bfperf program "$fk$t" 0="$e1" 1="$e2" >/dev/null 2>&1
+    if [ "$fk" = llt ]; then
+      echo 1 >"$b/enable"
+      files="$files check:$b/enable"
+      [ -f "$b/count_clock" ] && files="$files check:$b/count_clock"
+      files="$files check:$b/event0 check:$b/event1 write:$b/enable=0 $b/counter0 $b/counter1 write:$b/enable=1"
+    else
+      files="$files $b/counter0 $b/counter1 check:$b/event0 check:$b/event1"
+    fi
   done
   cpu() { awk -F, '/task-clock/ { printf "%.1f", $1; exit }' "$1"; }
   # shellcheck disable=SC2086
@@ -387,20 +398,44 @@ want=$(awk -v s="$span" -v r="$(event_rate "$blk" "${c:-0}" "${n:-0}")" 'BEGIN {
 if within "$d" "$want" 5; then ok "the exporter's $blk $ev total grows at the model's rate ($d in $span s)"; else
   cp /tmp/m2 /tmp/out; not_ok "the exporter's $blk $ev total grows at the model's rate: $d in $span s, the model's $want"; fi
 # The floor of a scrape (once a kernel, on BlueField-3's default set): the exporter
-# against benches/scrape-floor.c serving the same files (every counter of the
-# exposition and the event<N> the exporter reads back, and each PLL's count), each
+# against benches/scrape-floor.c doing the same file work for each scrape, each
 # scraped 40 times over one keep-alive connection by scrape-floor's client, 250 ms
 # apart (the exporter shares one sweep among scrapes within 100 ms); each server's
 # processor time meanwhile, summed over its threads from /proc/PID/task/*/schedstat
-# (nanoseconds), else from /proc/PID/stat (clock ticks). The exporter also checks
-# its counters every 100 ms whether scraped or not (another program's writes, events
-# taking turns): that share is measured alone, over a window without scrapes.
+# (nanoseconds), else from /proc/PID/stat (clock ticks). The same file work is what
+# the exporter's sweep does, block by block: an all-at-once block's `enable`,
+# `count_clock` and the `event<N>` of its counters read back, the block stopped, its
+# counters read (every counter of the exposition), the block started; a per-counter
+# block's counters and their `event<N>`; each PLL's two files. The exporter also
+# checks its counters every 100 ms whether scraped or not (another program's writes)
+# and sweeps every second: that share is measured alone, over 10 s without scrapes,
+# against benches/floor.c doing the same reads every 100 ms (the sweep's file work
+# without its writes) and the sweep's every second, both at once.
 if [ -f /floor ] && [ "$gen" = bf3 ]; then
-  files=$( { grep -e '^bfperf_events_total{' -e '^bfperf_cycles_total{' /tmp/m2 |
-    sed -n 's/.*block="\([^"]*\)".*counter="\([0-9]*\)".*/\1 \2/p' |
-    while read -r b c; do echo "$dev/$b/counter$c $dev/$b/event$c"; done
+  bfperf blocks --csv | awk -F, 'NR > 1 { print $1, $3 }' >/tmp/mechanisms
+  ops() { # probe|sweep -> the file work of one check or one sweep, in the exporter's order
+    { grep '^bfperf_events_total{' /tmp/m2 | sed -n 's/.*block="\([^"]*\)".*counter="\([0-9]*\)".*/\1 \2 event/p'
+      grep '^bfperf_cycles_total{' /tmp/m2 | sed -n 's/.*block="\([^"]*\)".*counter="\([0-9]*\)".*/\1 \2 cycles/p'; } |
+      sort -k1,1 -k2,2n | awk -v dev="$dev" -v what="$1" '
+        NR == FNR { mech[$1] = $2; next }
+        function flush() {
+          if (b == "") return
+          if (mech[b] == "all-at-once") {
+            printf "check:%s/%s/enable ", dev, b
+            if (clock) printf "check:%s/%s/count_clock ", dev, b
+            printf "%s", ev
+            if (what == "sweep") printf "write:%s/%s/enable=0 ", dev, b
+            printf "%s", ctr
+            if (what == "sweep") printf "write:%s/%s/enable=1 ", dev, b
+          } else printf "%s%s", ctr, ev
+        }
+        $1 != b { flush(); b = $1; ev = ""; ctr = ""; clock = (system("test -f " dev "/" b "/count_clock") == 0) }
+        { ctr = ctr dev "/" b "/counter" $2 " "; if ($3 == "event") ev = ev "check:" dev "/" b "/event" $2 " " }
+        END { flush() }' /tmp/mechanisms -
     grep '^bfperf_pll_frequency_hertz{' /tmp/m2 | sed -n 's/.*pll="\([^"]*\)".*/\1/p' |
-    while read -r p; do echo "$dev/clock_measure/FMON_CLK_LAST_COUNT_$p"; done; } | tr '\n' ' ')
+      while read -r p; do printf '%s ' "$dev/clock_measure/FMON_CLK_LAST_COUNT_$p" "$dev/clock_measure/REFERENCE_WINDOW_WIDTH_$p"; done
+  }
+  files=$(ops sweep) checks=$(ops probe)
   cpu_ns() { # PID -> its processor time so far, in nanoseconds
     if cat /proc/"$1"/task/*/schedstat >/tmp/schedstat 2>/dev/null && [ -s /tmp/schedstat ]; then
       awk '{ t += $1 } END { printf "%.0f", t }' /tmp/schedstat
@@ -413,24 +448,46 @@ if [ -f /floor ] && [ "$gen" = bf3 ]; then
     t0=$(cpu_ns "$pid") u0=$(up); "$@" >/tmp/during.out 2>&1 || return 1; t1=$(cpu_ns "$pid") u1=$(up)
     awk -v a="$t0" -v b="$t1" -v s="$u0" -v e="$u1" 'BEGIN { printf "%.1f %.2f", (b - a) / 1e6, e - s }'
   }
-  # shellcheck disable=SC2086
-  scrape-floor serve 9840 $files >/tmp/scrape-floor.log 2>&1 &
-  sfloor=$!
-  n=0; while [ $n -lt 50 ] && ! wget -q -O /dev/null http://127.0.0.1:9840/metrics 2>/dev/null; do sleep 0.2; n=$((n + 1)); done
+  # $1 $2: the exporter unscraped (ms, s); $3 $4: scraped.
   # shellcheck disable=SC2046
-  set -- $(during "$exporter" sleep 10) $(during "$exporter" scrape-floor client 9839 40 250) \
-    $(during "$sfloor" scrape-floor client 9840 40 250)
-  kill "$sfloor"; wait "$sfloor" 2>/dev/null
-  # $1 $2: the exporter unscraped (ms, s); $3 $4: scraped; $5 $6: the C floor scraped.
-  checks=$(awk -v c="${1:-0}" -v s="${2:-1}" -v t="${4:-0}" 'BEGIN { printf "%.1f", c * t / s }')
-  # shellcheck disable=SC2086
-  echo "floor on the driver: the exporter's scrape of the default set ($(echo $files | wc -w) files, 40 scrapes 250 ms apart): bfperf-exporter ${3:-?} ms CPU ($checks ms of it the checks between scrapes, measured alone), C floor ${5:-?} ms: $(awk -v b="${3:-0}" -v f="${5:-0}" 'BEGIN { if (f > 0) printf "%.2f", b / f; else print "?" }')x, the scrapes alone $(awk -v b="${3:-0}" -v c="$checks" -v f="${5:-0}" 'BEGIN { if (f > 0) printf "%.2f", (b - c) / f; else print "?" }')x"
-  if [ $# -eq 6 ] && awk -v a="$3" -v b="$5" 'BEGIN { exit !(a > 0 && b > 0) }'; then ok "the scrape's floor on the driver was measured on both sides"; else
-    cat /tmp/during.out /tmp/scrape-floor.log >/tmp/out 2>/dev/null; not_ok "the scrape's floor on the driver was measured on both sides"; fi
+  set -- $(during "$exporter" sleep 10) $(during "$exporter" scrape-floor client 9839 40 250)
+  exporter_cpu="$*"
 fi
 kill $exporter; wait $exporter 2>/dev/null
 after=$(state)
 unchanged "the exporter put the device back as it found it" "$before" "$after"
+# The scrape's floors, with the exporter gone (their writes would be another
+# program's to it): each all-at-once block started first, as the exporter had it.
+if [ -n "${exporter_cpu:-}" ]; then
+  for f in $files; do case $f in write:*=1) f=${f#write:}; echo 1 >"${f%=1}" ;; esac; done
+  # shellcheck disable=SC2086
+  scrape-floor serve 9840 $files >/tmp/scrape-floor.log 2>&1 &
+  sfloor=$!
+  n=0; while [ $n -lt 50 ] && ! wget -q -O /dev/null http://127.0.0.1:9840/metrics 2>/dev/null; do sleep 0.2; n=$((n + 1)); done
+  # shellcheck disable=SC2046,SC2086
+  set -- $exporter_cpu $(during "$sfloor" scrape-floor client 9840 40 250)
+  kill "$sfloor"; wait "$sfloor" 2>/dev/null
+  # The checks' floors: between two scrapes 250 ms apart the exporter checks twice
+  # (100 and 200 ms after the sweep), the checks' reads every 125 ms; unscraped, it
+  # checks every 100 ms and sweeps every second. The C programs do that file work
+  # for 10 s, one after the other, each timed apart.
+  # shellcheck disable=SC2086
+  bfperf stat --per-process -x, -e task-clock -o /tmp/cfloor0.csv -- floor sample 125 10 $checks >/dev/null 2>/tmp/cfloor0.out
+  # shellcheck disable=SC2086
+  bfperf stat --per-process -x, -e task-clock -o /tmp/cfloor1.csv -- floor sample 100 10 $checks >/dev/null 2>/tmp/cfloor1.out
+  # shellcheck disable=SC2086
+  bfperf stat --per-process -x, -e task-clock -o /tmp/cfloor2.csv -- floor sample 1000 10 $files >/dev/null 2>/tmp/cfloor2.out
+  task_ms() { # CSV... -> their task-clock milliseconds summed, once each was counted
+    awk -F, -v want=$# '/task-clock/ { t += $1; n++ } END { if (n == want) printf "%.1f", t }' "$@"
+  }
+  between=$(task_ms /tmp/cfloor0.csv) idle=$(task_ms /tmp/cfloor1.csv /tmp/cfloor2.csv)
+  # $1 $2: the exporter unscraped (ms, s); $3 $4: scraped; $5 $6: the C server scraped.
+  # shellcheck disable=SC2086
+  echo "floor on the driver: the exporter's scrape of the default set ($(echo $files | wc -w) file operations a scrape, 40 scrapes 250 ms apart, its checks between them included): bfperf-exporter ${3:-?} ms CPU; C ${5:-?} ms serving and ${between:-?} ms checking: $(awk -v b="${3:-0}" -v f="${5:-0}" -v c="${between:-0}" 'BEGIN { if (f > 0 && c > 0) printf "%.2f", b / (f + c); else print "?" }')x"
+  echo "floor on the driver: the exporter unscraped for ${2:-?} s (checks every 100 ms, a sweep every second): ${1:-?} ms CPU; C ${idle:-?} ms for the same file work over 10 s: $(awk -v b="${1:-0}" -v s="${2:-1}" -v f="${idle:-0}" 'BEGIN { if (f > 0) printf "%.2f", b * 10 / s / f; else print "?" }')x"
+  if [ $# -eq 6 ] && [ -n "$between" ] && [ -n "$idle" ] && awk -v a="$3" -v b="$5" 'BEGIN { exit !(a > 0 && b > 0) }'; then ok "the scrape's floor on the driver was measured on both sides"; else
+    cat /tmp/during.out /tmp/scrape-floor.log /tmp/cfloor*.out >/tmp/out 2>/dev/null; not_ok "the scrape's floor on the driver was measured on both sides"; fi
+fi
 
 # top in a terminal (tests/real-driver/pty.c): it draws its panels, ends on q and puts
 # the device back.
