@@ -163,6 +163,11 @@ pub(super) fn plan(
             problem: "--metric-only: these events make no metric to print; name metrics with -M (bfperf metrics lists them)".into(),
         });
     }
+    // The CPUs are looked up only for perf events (a -C is checked all the same).
+    let perf_cpus = match work.perf.is_empty() && a.cpu.is_none() {
+        true => Vec::new(),
+        false => perf_cpus(global, a.cpu.as_deref())?,
+    };
     let req = StatRequest {
         specs: work.specs,
         timing: Timing {
@@ -177,7 +182,7 @@ pub(super) fn plan(
         // -p: the run's Until opens them on the process, as for a command.
         per_process: a.per_process || a.pid.is_some(),
         perf: work.perf,
-        perf_cpus: perf_cpus(global, a.cpu.as_deref())?,
+        perf_cpus,
         perf_per_cpu: a.no_aggr && !a.per_process && a.pid.is_none(),
     };
     if let Some(pid) = a.pid {
