@@ -2,11 +2,12 @@
 /* The floor of a scrape: a minimal keep-alive HTTP server that, for every request,
  * preads the same files the exporter reads and prints one Prometheus text line per
  * value; and a client that times keep-alive scrapes of any server.
- *   scrape-floor serve PORT FILE...   serve /metrics on 127.0.0.1:PORT; each scrape
- *                                     does each FILE in order: a check:FILE is read
- *                                     and not printed (a value read back), a
- *                                     write:FILE=VALUE is written (a block stopped or
- *                                     started), any other FILE is read and printed
+ *   scrape-floor serve PORT FILE...   serve /metrics on 127.0.0.1:PORT (0: any, said
+ *                                     on stderr); each scrape does each FILE in
+ *                                     order: a check:FILE is read and not printed (a
+ *                                     value read back), a write:FILE=VALUE is written
+ *                                     (a block stopped or started), any other FILE
+ *                                     is read and printed
  *   scrape-floor client PORT N [MS]   N keep-alive GETs (MS milliseconds apart, else
  *                                     back to back); prints p50, p99, max (µs)
  * Built by benches/scrape.sh with cc -O2. */
@@ -40,6 +41,10 @@ static int serve(int port, int n, char **files) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (bind(s, (void *)&a, sizeof a) || listen(s, 64)) { perror("bind"); return 1; }
+    /* With port 0, the one the kernel chose. */
+    socklen_t alen = sizeof a;
+    getsockname(s, (void *)&a, &alen);
+    fprintf(stderr, "serving on port %d\n", ntohs(a.sin_port));
     static char body[1 << 20], head[256], req[8192], buf[64];
     for (;;) {
         int c = accept(s, NULL, NULL);

@@ -398,42 +398,18 @@ want=$(awk -v s="$span" -v r="$(event_rate "$blk" "${c:-0}" "${n:-0}")" 'BEGIN {
 if within "$d" "$want" 5; then ok "the exporter's $blk $ev total grows at the model's rate ($d in $span s)"; else
   cp /tmp/m2 /tmp/out; not_ok "the exporter's $blk $ev total grows at the model's rate: $d in $span s, the model's $want"; fi
 # The floor of a scrape (once a kernel, on BlueField-3's default set): the exporter
-# against benches/scrape-floor.c doing the same file work for each scrape, each
 # scraped 40 times over one keep-alive connection by scrape-floor's client, 250 ms
-# apart (the exporter shares one sweep among scrapes within 100 ms); each server's
-# processor time meanwhile, summed over its threads from /proc/PID/task/*/schedstat
-# (nanoseconds), else from /proc/PID/stat (clock ticks). The same file work is what
-# the exporter's sweep does, block by block: an all-at-once block's `enable`,
-# `count_clock` and the `event<N>` of its counters read back, the block stopped, its
-# counters read (every counter of the exposition), the block started; a per-counter
-# block's counters and their `event<N>`; each PLL's two files. The exporter also
-# checks its counters every 100 ms whether scraped or not (another program's writes)
-# and sweeps every second: that share is measured alone, over 10 s without scrapes,
-# against benches/floor.c doing the same reads every 100 ms (the sweep's file work
-# without its writes) and the sweep's every second, both at once.
+# apart (it shares one sweep among scrapes within 100 ms), its processor time
+# meanwhile summed over its threads from /proc/PID/task/*/schedstat (nanoseconds),
+# else from /proc/PID/stat (clock ticks). Its floor, once it has stopped: C doing the
+# same file work (benches/scrape-ops.awk), benches/scrape-floor.c for each scrape
+# and benches/floor.c for the checks between scrapes, which the exporter makes
+# whether scraped or not (another program's writes). Unscraped, the exporter is
+# judged against C doing its checks every 100 ms and its sweep every second.
 if [ -f /floor ] && [ "$gen" = bf3 ]; then
   bfperf blocks --csv | awk -F, 'NR > 1 { print $1, $3 }' >/tmp/mechanisms
-  ops() { # probe|sweep -> the file work of one check or one sweep, in the exporter's order
-    { grep '^bfperf_events_total{' /tmp/m2 | sed -n 's/.*block="\([^"]*\)".*counter="\([0-9]*\)".*/\1 \2 event/p'
-      grep '^bfperf_cycles_total{' /tmp/m2 | sed -n 's/.*block="\([^"]*\)".*counter="\([0-9]*\)".*/\1 \2 cycles/p'; } |
-      sort -k1,1 -k2,2n | awk -v dev="$dev" -v what="$1" '
-        NR == FNR { mech[$1] = $2; next }
-        function flush() {
-          if (b == "") return
-          if (mech[b] == "all-at-once") {
-            printf "check:%s/%s/enable ", dev, b
-            if (clock) printf "check:%s/%s/count_clock ", dev, b
-            printf "%s", ev
-            if (what == "sweep") printf "write:%s/%s/enable=0 ", dev, b
-            printf "%s", ctr
-            if (what == "sweep") printf "write:%s/%s/enable=1 ", dev, b
-          } else printf "%s%s", ctr, ev
-        }
-        $1 != b { flush(); b = $1; ev = ""; ctr = ""; clock = (system("test -f " dev "/" b "/count_clock") == 0) }
-        { ctr = ctr dev "/" b "/counter" $2 " "; if ($3 == "event") ev = ev "check:" dev "/" b "/event" $2 " " }
-        END { flush() }' /tmp/mechanisms -
-    grep '^bfperf_pll_frequency_hertz{' /tmp/m2 | sed -n 's/.*pll="\([^"]*\)".*/\1/p' |
-      while read -r p; do printf '%s ' "$dev/clock_measure/FMON_CLK_LAST_COUNT_$p" "$dev/clock_measure/REFERENCE_WINDOW_WIDTH_$p"; done
+  ops() { # probe|sweep -> the file work of one check or one sweep (benches/scrape-ops.awk)
+    awk -v dev="$dev" -v what="$1" -f /scrape-ops.awk /tmp/mechanisms /tmp/m2
   }
   files=$(ops sweep) checks=$(ops probe)
   cpu_ns() { # PID -> its processor time so far, in nanoseconds
