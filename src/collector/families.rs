@@ -119,11 +119,13 @@ impl Collector<'_> {
                 if acc.active_ns == 0 && !acc.level && self.carried(pi, i) == 0 {
                     continue;
                 }
+                // Room for the labels any series of a block has (block, kind, and
+                // counter and event, or register): no vector grown twice a series.
                 let block = || -> Labels {
-                    vec![
-                        ("block", p.block.name.clone()),
-                        ("kind", p.block.kind.as_str().into()),
-                    ]
+                    let mut l = Vec::with_capacity(4);
+                    l.push(("block", p.block.name.clone()));
+                    l.push(("kind", p.block.kind.as_str().into()));
+                    l
                 };
                 let (family, mut labels, value) = match item {
                     Item::Event { name, .. } => {
