@@ -22,11 +22,11 @@ impl Collector<'_> {
         let mut fams: Vec<Family> = Vec::with_capacity(16);
         let location = self.device.location();
         let one =
-            |name: &'static str, help: &'static str, counter, labels: Labels, v: f64| Family {
+            |name: &'static str, help: &'static str, counter, labels: LabelList, v: f64| Family {
                 name: format!("bfperf_{name}"),
                 help: help.into(),
                 counter,
-                samples: vec![(labels, v)],
+                samples: vec![(labels.into(), v)],
             };
         fams.push(one(
             "up",
@@ -119,51 +119,25 @@ impl Collector<'_> {
                 if acc.active_ns == 0 && !acc.level && self.carried(pi, i) == 0 {
                     continue;
                 }
-                // Room for the labels any series of a block has (block, kind, and
-                // counter and event, or register): no vector grown twice a series.
-                let block = || -> Labels {
-                    let mut l = Vec::with_capacity(4);
-                    l.push(("block", p.block.name.clone()));
-                    l.push(("kind", p.block.kind.as_str().into()));
-                    l
-                };
-                let (family, mut labels, value) = match item {
-                    Item::Event { name, .. } => {
-                        let mut l = block();
-                        l.push(("counter", counter_of(p, i)));
-                        l.push(("event", name.clone()));
-                        (Raw::Events, l, self.running(pi, i, acc))
-                    }
-                    Item::Cycles => {
-                        let mut l = block();
-                        l.push(("counter", counter_of(p, i)));
-                        (Raw::Cycles, l, self.running(pi, i, acc))
-                    }
-                    Item::Register { name } => {
+                let Some(Some((family, labels))) = self.series.get(pi).and_then(|s| s.get(i))
+                else {
+                    // A PLL's count or window: its frequency is the series.
+                    if let Item::Register { name } = item {
                         if let Some((pll, is_count)) = def.frequencies.and_then(|f| f.pll_of(name))
                         {
                             let to = if is_count { &mut counts } else { &mut windows };
                             to.insert(pll, acc.total);
-                            continue;
                         }
-                        let family = match def.role(name) {
-                            Role::Count => match crate::kinds::register_unit(name) {
-                                "bytes" => Raw::Bytes,
-                                "packets" => Raw::Packets,
-                                _ => Raw::RegisterEvents,
-                            },
-                            Role::Control => Raw::Controls,
-                            Role::Level => Raw::Levels,
-                        };
-                        (family, block(), acc.total)
                     }
+                    continue;
                 };
-                if let Item::Register { name } = item {
-                    labels.push(("register", name.trim_end().to_string()));
-                }
-                fams[first + family as usize]
+                let value = match item {
+                    Item::Register { .. } => acc.total,
+                    _ => self.running(pi, i, acc),
+                };
+                fams[first + *family as usize]
                     .samples
-                    .push((labels, value as f64));
+                    .push((labels.clone(), value as f64));
             }
             if let Some(f) = def.frequencies {
                 fams[first + Raw::Hertz as usize]
@@ -193,7 +167,7 @@ impl Collector<'_> {
         let mut samples: Vec<(Labels, f64)> = self
             .params
             .iter()
-            .map(|(k, v)| (vec![("name", k.clone())], *v))
+            .map(|(k, v)| (vec![("name", k.clone())].into(), *v))
             .collect();
         samples.sort_by(|a, b| a.0.cmp(&b.0));
         fams.push(Family {
@@ -217,10 +191,9 @@ impl Collector<'_> {
                 Some(x) => x / m.scale * factor,
                 None => continue,
             };
-            let sample = (
-                vec![("block", v.block.clone()), ("kind", v.kind.as_str().into())],
-                x,
-            );
+            let labels: LabelList =
+                vec![("block", v.block.clone()), ("kind", v.kind.as_str().into())];
+            let sample = (labels.into(), x);
             match fams.iter_mut().find(|f| f.name == name) {
                 Some(f) => f.samples.push(sample),
                 None => fams.push(Family {
@@ -234,6 +207,53 @@ impl Collector<'_> {
     }
 }
 
+/// A series' labels as they are built, before they are shared.
+type LabelList = Vec<(&'static str, String)>;
+
+/// Each item's family and labels, for each of the plans (None: a PLL's count or
+/// window, whose series is its frequency): made once per plan, shared by every
+/// scrape.
+pub(super) fn series_of(plans: &[BlockPlan]) -> Vec<Vec<Option<(Raw, Labels)>>> {
+    plans
+        .iter()
+        .map(|p| (0..p.items.len()).map(|i| item_series(p, i)).collect())
+        .collect()
+}
+
+fn item_series(p: &BlockPlan, i: usize) -> Option<(Raw, Labels)> {
+    let def = p.block.def();
+    let mut l: LabelList = Vec::with_capacity(4);
+    l.push(("block", p.block.name.clone()));
+    l.push(("kind", p.block.kind.as_str().into()));
+    let family = match &p.items[i] {
+        Item::Event { name, .. } => {
+            l.push(("counter", counter_of(p, i)));
+            l.push(("event", name.clone()));
+            Raw::Events
+        }
+        Item::Cycles => {
+            l.push(("counter", counter_of(p, i)));
+            Raw::Cycles
+        }
+        Item::Register { name } => {
+            if def.frequencies.and_then(|f| f.pll_of(name)).is_some() {
+                return None;
+            }
+            l.push(("register", name.trim_end().to_string()));
+            match def.role(name) {
+                Role::Count => match crate::kinds::register_unit(name) {
+                    "bytes" => Raw::Bytes,
+                    "packets" => Raw::Packets,
+                    _ => Raw::RegisterEvents,
+                },
+                Role::Control => Raw::Controls,
+                Role::Level => Raw::Levels,
+            }
+        }
+    };
+    Some((family, l.into()))
+}
+
 fn counter_of(p: &BlockPlan, item: usize) -> String {
     match p.counter_of(item) {
         Some(c) => c.to_string(),
@@ -244,7 +264,7 @@ fn counter_of(p: &BlockPlan, item: usize) -> String {
 
 /// The families of raw values, in the order of [`RAW_FAMILIES`].
 #[derive(Debug, Clone, Copy)]
-enum Raw {
+pub(super) enum Raw {
     Events,
     Cycles,
     Bytes,
@@ -312,7 +332,7 @@ fn pll_hertz(
             ("kind", p.block.kind.as_str().into()),
             ("pll", (*pll).to_string()),
         ];
-        out.push((labels, hz));
+        out.push((labels.into(), hz));
     }
     out
 }

@@ -122,6 +122,9 @@ pub struct Collector<'d> {
     journal: Option<journal::Journal>,
     /// Its own plans: the sampler's hold counters lent to clients too (`clients`).
     own: Vec<BlockPlan<'d>>,
+    /// Each of its own items' family and labels (by plan, by item), made with the
+    /// plans and shared by every scrape.
+    series: Vec<Vec<Option<(families::Raw, Labels)>>>,
     /// Measurements counted for clients beside the exporter's own (`clients`).
     clients: Vec<clients::Client<'d>>,
     /// The share of a block's free counters one user other than root may hold.
@@ -278,6 +281,7 @@ impl<'d> Collector<'d> {
         let mut e = Collector {
             device,
             own: sampler.plans.clone(),
+            series: families::series_of(&sampler.plans),
             sampler,
             saved,
             set,

@@ -149,6 +149,7 @@ impl<'d> Collector<'d> {
                     .collect(),
             })
             .collect();
+        self.series = families::series_of(&plans);
         self.own = plans;
         self.saved = saved;
         self.carried = carried;

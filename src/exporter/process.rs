@@ -2,15 +2,17 @@
 //! `process_*` series of the client libraries' process collector (CPU time, memory,
 //! file descriptors, start time), read at each sweep.
 
-use crate::exposition::Family;
+use crate::exposition::{Family, Labels};
 
 /// Adds to `bfperf_build_info` what built this binary: `revision` (the source's)
 /// and `rustversion` (the compiler's), as exporters give their Go version.
 pub(super) fn build_labels(fams: &mut [Family]) {
     for f in fams.iter_mut().filter(|f| f.name == "bfperf_build_info") {
         for (labels, _) in &mut f.samples {
-            labels.push(("revision", env!("BFPERF_REVISION").into()));
-            labels.push(("rustversion", env!("BFPERF_RUSTC_VERSION").into()));
+            let mut more = labels.to_vec();
+            more.push(("revision", env!("BFPERF_REVISION").into()));
+            more.push(("rustversion", env!("BFPERF_RUSTC_VERSION").into()));
+            *labels = more.into();
         }
     }
 }
@@ -61,7 +63,7 @@ pub(super) fn families() -> Vec<Family> {
             name: name.into(),
             help: help.into(),
             counter,
-            samples: value.map(|v| (Vec::new(), v)).into_iter().collect(),
+            samples: value.map(|v| (Labels::default(), v)).into_iter().collect(),
         })
         .collect()
 }

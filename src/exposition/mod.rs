@@ -8,8 +8,9 @@ mod text;
 
 pub use text::{render, render_each, TextFormat};
 
-/// A series' labels, in order.
-pub type Labels = Vec<(&'static str, String)>;
+/// A series' labels, in order; shared, so that a series' labels made once go into
+/// every scrape without being copied (`vec![..].into()` makes them).
+pub type Labels = std::sync::Arc<[(&'static str, String)]>;
 
 /// A family of the exposition and its samples: `name` without a counter's
 /// `_total`, which the encoders add.

@@ -188,7 +188,8 @@ mod tests {
                 vec![
                     ("block", block.to_string()),
                     ("counter", counter.to_string()),
-                ],
+                ]
+                .into(),
                 1.0,
             )
         };
@@ -228,7 +229,7 @@ mod tests {
             name: "bfperf_x".into(),
             help: help.into(),
             counter: true,
-            samples: vec![(vec![("event", value.to_string())], 3.0)],
+            samples: vec![(vec![("event", value.to_string())].into(), 3.0)],
         };
         let plain = fam("Events counted", "HNF0_CYCLES");
         let odd = fam("a \\ b\nc\u{7}d\u{85}e \u{e9}", "a\\b\"c\nd \u{e9}");

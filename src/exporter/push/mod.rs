@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::exposition::Family;
+use crate::exposition::{Family, Labels};
 use crate::front::exit::diag;
 
 pub(super) use config::{host_name, Protocol, PushFile, Receiver};
@@ -177,20 +177,20 @@ impl Pusher {
             samples,
         };
         vec![
-            fam("samples_in", format!("Samples queued for {to}"), true, vec![(vec![], v(&st.queued_in))]),
-            fam("samples", format!("Samples {to} accepted"), true, vec![(vec![], v(&st.sent))]),
+            fam("samples_in", format!("Samples queued for {to}"), true, vec![(Labels::default(), v(&st.queued_in))]),
+            fam("samples", format!("Samples {to} accepted"), true, vec![(Labels::default(), v(&st.sent))]),
             fam(
                 "dropped_samples",
                 "Samples never delivered: the queue was full (the oldest go) or the receiver refused them".into(),
                 true,
                 vec![
-                    (vec![("reason", "queue_full".into())], v(&st.dropped_full)),
-                    (vec![("reason", "refused".into())], v(&st.refused)),
+                    (vec![("reason", "queue_full".into())].into(), v(&st.dropped_full)),
+                    (vec![("reason", "refused".into())].into(), v(&st.refused)),
                 ],
             ),
-            fam("failures", "Requests that failed and are tried again".into(), true, vec![(vec![], v(&st.failures))]),
-            fam("queue_samples", "Samples waiting to be sent".into(), false, vec![(vec![], v(&st.queued))]),
-            fam("queue_bytes", "Memory the samples waiting to be sent take, bytes".into(), false, vec![(vec![], v(&st.queued_bytes))]),
+            fam("failures", "Requests that failed and are tried again".into(), true, vec![(Labels::default(), v(&st.failures))]),
+            fam("queue_samples", "Samples waiting to be sent".into(), false, vec![(Labels::default(), v(&st.queued))]),
+            fam("queue_bytes", "Memory the samples waiting to be sent take, bytes".into(), false, vec![(Labels::default(), v(&st.queued_bytes))]),
         ]
     }
 }

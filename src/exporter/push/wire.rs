@@ -115,7 +115,7 @@ mod tests {
             help: "Events".into(),
             counter: true,
             samples: vec![(
-                vec![("block", "tile2".into()), ("event", "MEMORY_READS".into())],
+                vec![("block", "tile2".into()), ("event", "MEMORY_READS".into())].into(),
                 42.0,
             )],
         }];
