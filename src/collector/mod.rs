@@ -201,6 +201,7 @@ pub fn check(device: &Device, config: &Counting, set: &MetricSet) -> Result<Chec
     let rules = Rules {
         perf: Perf::Refuse("the exporter"),
         skip: !config.strict,
+        whole: true,
     };
     let composed = compose(device, set, (&events, &config.metrics), rules)?;
     Ok(Checked::of(device, composed))

@@ -120,6 +120,10 @@ pub(crate) struct Rules<'a> {
     /// Skip an entry this device cannot count (each entry is then checked on its
     /// own), instead of refusing the whole.
     pub skip: bool,
+    /// Check the whole as one measurement places it; false when the caller places
+    /// it at once itself (stat, with its own `--no-multiplex`): the specs are then
+    /// resolved once less.
+    pub whole: bool,
 }
 
 /// `-e` and `-M` composed against a device: the work, the metrics chosen (by name,
@@ -173,7 +177,7 @@ pub(crate) fn compose(
     out.metrics.retain(|m| seen.insert(m.clone()));
     // The whole, as one measurement places it. Nothing at all is the caller's to
     // refuse: the exporter adds the device's registers, stat counts perf events.
-    if !out.work.specs.is_empty() {
+    if rules.whole && !out.work.specs.is_empty() {
         super::prepare(device, &StatRequest::for_specs(out.work.specs.clone()))?;
     }
     Ok(out)
@@ -279,10 +283,12 @@ mod tests {
         let refuse = Rules {
             perf: Perf::Refuse("the exporter"),
             skip: true,
+            whole: true,
         };
         let count = Rules {
             perf: Perf::Count(&[]),
             skip: false,
+            whole: true,
         };
         let a = compose(&device, &set, (&events, &metrics), refuse).unwrap();
         let b = compose(&device, &set, (&events, &metrics), count).unwrap();
@@ -299,6 +305,7 @@ mod tests {
         let skip = Rules {
             perf: Perf::Refuse("the exporter"),
             skip: true,
+            whole: true,
         };
         let c = compose(&device, &set, (&events, &[]), skip).unwrap();
         assert_eq!(c.work.specs, ["llt/GDC_BANK0_RD_REQ/"]);
@@ -316,6 +323,7 @@ mod tests {
         let count = Rules {
             perf: Perf::Count(&[]),
             skip: false,
+            whole: true,
         };
         let err = compose(&device, &set, (&events, &[]), count).unwrap_err();
         assert!(err.to_string().contains("tile"), "{err}");

@@ -62,6 +62,7 @@ pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
     let rules = Rules {
         perf: Perf::Count(&pmus),
         skip: true,
+        whole: true,
     };
     let mut composed = compose(&device, &set, (&args.events, &all), rules)?;
     let (cpu_metrics, block_metrics): (Vec<String>, Vec<String>) =

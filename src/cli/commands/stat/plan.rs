@@ -156,8 +156,13 @@ pub(super) fn plan(
     let rules = Rules {
         perf: Perf::Count(&pmus),
         skip: false,
+        whole: false,
     };
     let Composed { work, metrics, .. } = compose(device, &set, (&a.events, &a.metric), rules)?;
+    // The whole, placed as this measurement will place it (compose left it to us).
+    let mut whole = StatRequest::for_specs(work.specs.clone());
+    (whole.multiplex, whole.perf) = (!a.no_multiplex, work.perf.clone());
+    let (_, said) = measure::prepare(device, &whole)?;
     if a.metric_only && metrics.is_empty() {
         return Err(Error::BadOption {
             problem: "--metric-only: these events make no metric to print; name metrics with -M (bfperf metrics lists them)".into(),
@@ -191,7 +196,6 @@ pub(super) fn plan(
     if asked_per_process && req.perf.is_empty() {
         diag("--per-process: no perf events to count (cycles, task-clock...); the blocks are counted as always");
     }
-    let (_, said) = measure::prepare(device, &req)?;
     for w in &said {
         diag(&format!("warning: {w}"));
     }
