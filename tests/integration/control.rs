@@ -230,7 +230,9 @@ fn task_clock_counts_the_enabled_phase_of_a_busy_command() {
     let all: f64 = tasks.iter().map(|t| t.1).sum();
     // perf prints milliseconds to two places: 5 us either way a line.
     let shown = 5e3;
-    assert!(busy > 0.5e9, "the loop ran {busy} ns of the enabled second");
+    // The loop ran while enabled: on a loaded machine it gets what share of the
+    // second it can (0.43 s with both cores busy); the bounds below scale with it.
+    assert!(busy > 0.1e9, "the loop ran {busy} ns of the enabled second");
     assert!(
         tc >= busy - shown && tc <= all + 3.0 * shown,
         "task-clock {tc} ns while enabled; perf counted the loop {busy} ns of {all} ns:\n{perf}"
