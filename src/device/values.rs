@@ -7,13 +7,39 @@ use crate::sysfs::{layout, Sysfs};
 
 /// Parses a value the driver printed (`0x1a2b`, or decimal from other drivers).
 pub(crate) fn parse_value(text: &str) -> Option<u64> {
-    // The driver pads with ASCII only (a newline); trimming by bytes keeps the
-    // sampler's parse of every value short.
-    let t = text.trim_ascii();
-    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => t.parse().ok(),
+    parse_number(text.as_bytes())
+}
+
+/// [`parse_value`] of the bytes a file gave, as Rust parses a `u64` (a `+` may
+/// lead the digits; anything else, or too large, is no number), without checking
+/// them as UTF-8 first: the sampler parses every value it reads with it.
+pub(crate) fn parse_number(bytes: &[u8]) -> Option<u64> {
+    // The driver pads with ASCII only (a newline).
+    let t = bytes.trim_ascii();
+    let (digits, radix) = match t {
+        [b'0', b'x' | b'X', hex @ ..] => (hex, 16),
+        _ => (t, 10),
+    };
+    let digits = digits.strip_prefix(b"+").unwrap_or(digits);
+    if digits.is_empty() {
+        return None;
     }
+    let mut v: u64 = 0;
+    for &c in digits {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' if radix == 16 => c - b'a' + 10,
+            b'A'..=b'F' if radix == 16 => c - b'A' + 10,
+            _ => return None,
+        };
+        v = match radix {
+            // A hex digit more fits while the top four bits are clear.
+            16 if v >> 60 == 0 => (v << 4) | u64::from(d),
+            16 => return None,
+            _ => v.checked_mul(10)?.checked_add(u64::from(d))?,
+        };
+    }
+    Some(v)
 }
 
 fn read_text(fs: &dyn Sysfs, rel: &str) -> Result<String> {
@@ -80,4 +106,55 @@ pub(crate) fn monotonic_ns() -> u64 {
     // SAFETY: clock_gettime writes into the timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parse as it was written with the standard library's parsers.
+    fn by_std(text: &str) -> Option<u64> {
+        let t = text.trim_ascii();
+        match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => t.parse().ok(),
+        }
+    }
+
+    #[test]
+    fn values_parse_as_the_standard_library_parses_them() {
+        let cases = [
+            "0x1a2b\n",
+            "0X1F",
+            "0xffffffffffffffff",
+            "0x10000000000000000",
+            "12\n",
+            " 7 ",
+            "18446744073709551615",
+            "18446744073709551616",
+            "+7",
+            "0x+f",
+            "++7",
+            "-1",
+            "0x-1",
+            "0x",
+            "",
+            " ",
+            "+",
+            "1_0",
+            "ff",
+            "0xfg",
+            "1e3",
+            "0x0",
+            "00",
+            "0b1",
+            "é1",
+            "1\u{0}",
+        ];
+        for c in cases {
+            assert_eq!(parse_value(c), by_std(c), "{c:?}");
+            assert_eq!(parse_number(c.as_bytes()), by_std(c), "{c:?}");
+        }
+        assert_eq!(parse_number(b"0x1\xff"), None);
+    }
 }

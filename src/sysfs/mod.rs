@@ -122,6 +122,12 @@ pub trait Sysfs: Send + Sync {
 pub trait ValueFile: Send {
     /// The file's current content.
     fn read_now(&mut self) -> io::Result<&str>;
+
+    /// The file's current content as bytes, unchecked as text (a number is parsed
+    /// from them as they are).
+    fn read_bytes(&mut self) -> io::Result<&[u8]> {
+        self.read_now().map(str::as_bytes)
+    }
 }
 
 /// A file opened for repeated writes.
@@ -180,6 +186,11 @@ pub struct PreadFile {
 
 impl ValueFile for PreadFile {
     fn read_now(&mut self) -> io::Result<&str> {
+        std::str::from_utf8(self.read_bytes()?)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "the value is not text"))
+    }
+
+    fn read_bytes(&mut self) -> io::Result<&[u8]> {
         use std::os::unix::fs::FileExt;
         let n = self.file.read_at(&mut self.buf, 0)?;
         if n == self.buf.len() {
@@ -188,8 +199,7 @@ impl ValueFile for PreadFile {
                 "the value is longer than a counter's",
             ));
         }
-        std::str::from_utf8(&self.buf[..n])
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "the value is not text"))
+        Ok(&self.buf[..n])
     }
 }
 

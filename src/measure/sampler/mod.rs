@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::block::Mechanism;
 use crate::device::plan::Switch;
 use crate::device::values::event_number;
-use crate::device::values::parse_value;
+use crate::device::values::parse_number;
 use crate::device::Device;
 use crate::error::{io_error, Error, Result};
 use crate::kinds::Role;
@@ -52,13 +52,17 @@ impl Reader<'_> {
     }
 
     fn value(&mut self) -> Result<u64> {
-        let text = self
+        let bytes = self
             .file
-            .read_now()
+            .read_bytes()
             .map_err(|e| io_error("reading", &self.rel, None, e))?;
-        parse_value(text).ok_or_else(|| Error::BadContent {
+        parse_number(bytes).ok_or_else(|| Error::BadContent {
             file: self.rel.clone(),
-            content: text.trim_end().chars().take(80).collect(),
+            content: String::from_utf8_lossy(bytes)
+                .trim_end()
+                .chars()
+                .take(80)
+                .collect(),
             expected: "a number such as 0x1f",
         })
     }
