@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ops.h"
+
 static unsigned long long parse(const char *b) { return strtoull(b, NULL, 0); }
 
 static int snapshot(int n, char **files) {
@@ -41,20 +43,10 @@ static int sample(long ms, long seconds, int n, char **files) {
     int *fds = calloc(n, sizeof *fds), *check = calloc(n, sizeof *check);
     unsigned long long *last = calloc(n, sizeof *last);
     char buf[64], **value = calloc(n, sizeof *value);
-    for (int i = 0; i < n; i++) {
-        /* check:FILE is read back each tick and must keep its first value (an
-         * event<N> another program could re-program); it is not printed.
-         * write:FILE=VALUE is written each tick, in its place among the reads. */
-        check[i] = !strncmp(files[i], "check:", 6);
-        if (check[i]) files[i] += 6;
-        if (!strncmp(files[i], "write:", 6) && strchr(files[i], '=')) {
-            files[i] += 6;
-            value[i] = strchr(files[i], '=');
-            *value[i]++ = 0;
-        }
-        fds[i] = open(files[i], value[i] ? O_WRONLY : O_RDONLY);
-        if (fds[i] < 0) { perror(files[i]); return 1; }
-    }
+    /* check:FILE is read back each tick and must keep its first value (an event<N>
+     * another program could re-program); write:FILE=VALUE is written each tick, in
+     * its place among the reads. */
+    if (open_ops(n, files, fds, check, value)) return 1;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     long ticks = seconds * 1000 / ms;

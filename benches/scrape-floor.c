@@ -22,20 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ops.h"
+
 static int serve(int port, int n, char **files) {
     int *fds = calloc(n, sizeof *fds), *check = calloc(n, sizeof *check);
     char **value = calloc(n, sizeof *value);
-    for (int i = 0; i < n; i++) {
-        check[i] = !strncmp(files[i], "check:", 6);
-        if (check[i]) files[i] += 6;
-        if (!strncmp(files[i], "write:", 6) && strchr(files[i], '=')) {
-            files[i] += 6;
-            value[i] = strchr(files[i], '=');
-            *value[i]++ = 0;
-        }
-        fds[i] = open(files[i], value[i] ? O_WRONLY : O_RDONLY);
-        if (fds[i] < 0) { perror(files[i]); return 1; }
-    }
+    if (open_ops(n, files, fds, check, value)) return 1;
     int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
