@@ -159,10 +159,7 @@ pub(super) fn plan(
         whole: false,
     };
     let Composed { work, metrics, .. } = compose(device, &set, (&a.events, &a.metric), rules)?;
-    // The whole, placed as this measurement will place it (compose left it to us).
-    let mut whole = StatRequest::for_specs(work.specs.clone());
-    (whole.multiplex, whole.perf) = (!a.no_multiplex, work.perf.clone());
-    let (_, said) = measure::prepare(device, &whole)?;
+    let said = placed(device, &work, a)?;
     if a.metric_only && metrics.is_empty() {
         return Err(Error::BadOption {
             problem: "--metric-only: these events make no metric to print; name metrics with -M (bfperf metrics lists them)".into(),
@@ -209,6 +206,14 @@ pub(super) fn plan(
         params: metric_params(global)?,
         said,
     })
+}
+
+/// The whole of `work`, placed as this measurement will place it (compose left it
+/// to stat, which may not multiplex): what the user must know of it.
+fn placed(device: &crate::device::Device, work: &compose::Work, a: &Args) -> Result<Vec<String>> {
+    let mut whole = StatRequest::for_specs(work.specs.clone());
+    (whole.multiplex, whole.perf) = (!a.no_multiplex, work.perf.clone());
+    Ok(measure::prepare(device, &whole)?.1)
 }
 
 /// The CPUs perf events are counted on: `-C`'s list, each of them online, or every
