@@ -79,18 +79,17 @@ impl Text {
 
     fn head(&mut self, name: &str, help: &str, kind: &str, suffix: &str) {
         let out = &mut self.out;
-        for line in ["# HELP ", "# TYPE "] {
-            out.push_str(line);
-            out.push_str(name);
-            out.push_str(suffix);
-            out.push(' ');
-            if line == "# HELP " {
-                help_text(out, help);
-            } else {
-                out.push_str(kind);
-            }
-            out.push('\n');
-        }
+        out.push_str("# HELP ");
+        out.push_str(name);
+        out.push_str(suffix);
+        out.push(' ');
+        help_text(out, help);
+        out.push_str("\n# TYPE ");
+        out.push_str(name);
+        out.push_str(suffix);
+        out.push(' ');
+        out.push_str(kind);
+        out.push('\n');
     }
 
     fn gauge(&mut self, name: &str, help: &str) {
