@@ -442,14 +442,18 @@ pub(crate) fn event_source_devices(sysfs_root: &Path) -> PathBuf {
 /// that no device content can exhaust memory or block bfperf.
 pub(crate) fn read_attribute(path: &Path) -> io::Result<String> {
     let mut file = open_attribute(path, false, false)?;
-    // Open, fstat, one read, close: a sysfs attribute is at most a page, and a read
-    // of a regular file that returns less than asked for has reached its end.
-    let mut page = [0u8; 4097];
-    let n = read_retrying(&mut file, &mut page)?;
-    if n < page.len() {
-        return Ok(String::from_utf8_lossy(&page[..n]).into_owned());
+    // Open, fstat, one read, close: a read of a regular file that returns less than
+    // asked for has reached its end. Nearly every attribute bfperf reads (a value, an
+    // event, a name) is a line under 64 bytes; a stack buffer of that size costs
+    // nothing to clear, where a page's would be cleared for every value of a
+    // snapshot. A longer file (an `event_list`) is read on, bounded.
+    let mut line = [0u8; 64];
+    let n = read_retrying(&mut file, &mut line)?;
+    if n < line.len() {
+        return Ok(String::from_utf8_lossy(&line[..n]).into_owned());
     }
-    let mut out = page.to_vec();
+    let mut out = Vec::with_capacity(4096);
+    out.extend_from_slice(&line);
     file.take((MAX_ATTRIBUTE + 1 - out.len()) as u64)
         .read_to_end(&mut out)?;
     if out.len() > MAX_ATTRIBUTE {
