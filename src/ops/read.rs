@@ -189,6 +189,9 @@ fn read_values(fs: &dyn crate::sysfs::Sysfs, r: &mut BlockReading) {
             &mut bad,
         );
     }
+    if bad.is_empty() {
+        return;
+    }
     let block = r.block.clone();
     let unread = |file: &str| bad.iter().any(|u| u.file == file);
     r.counters

@@ -23,8 +23,24 @@ pub const SCHEMA_VERSION: u32 = 2;
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// Every selected value read once, at one moment, with where and when.
+///
+/// The fields of this and of the types it holds are in the order of their names:
+/// the snapshot is written straight from them, in the order a JSON object's keys
+/// always had (sorted), and a unit test holds the two the same.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Snapshot {
+    /// Each block read.
+    pub blocks: Vec<SnapshotBlock>,
+    /// The device's location (its hwmon directory).
+    pub device: String,
+    /// The device's generation (`BlueField-3`).
+    pub generation: String,
+    /// The host that read it.
+    pub hostname: String,
+    /// CLOCK_MONOTONIC at the middle of the reads, ns.
+    pub monotonic_ns: u64,
+    /// How long reading all values took, ns.
+    pub read_window_ns: u64,
     /// `bfperf-snapshot`: what the file is.
     pub schema: String,
     /// The format's version (`SCHEMA_VERSION`).
@@ -33,18 +49,6 @@ pub struct Snapshot {
     pub timestamp: String,
     /// Wall-clock time of the reads, ns since the Unix epoch.
     pub timestamp_unix_ns: u64,
-    /// CLOCK_MONOTONIC at the middle of the reads, ns.
-    pub monotonic_ns: u64,
-    /// How long reading all values took, ns.
-    pub read_window_ns: u64,
-    /// The host that read it.
-    pub hostname: String,
-    /// The device's location (its hwmon directory).
-    pub device: String,
-    /// The device's generation (`BlueField-3`).
-    pub generation: String,
-    /// Each block read.
-    pub blocks: Vec<SnapshotBlock>,
 }
 
 /// One block's values in a snapshot.
@@ -53,14 +57,14 @@ pub struct SnapshotBlock {
     /// The block's name.
     #[serde(alias = "name")]
     pub block: String,
+    /// Its counters.
+    pub counters: Vec<SnapshotCounter>,
+    /// `enable` state of L3/crspace blocks; null for others.
+    pub enabled: Option<bool>,
     /// Its kind.
     pub kind: BlockKind,
     /// How it counts.
     pub mechanism: Mechanism,
-    /// `enable` state of L3/crspace blocks; null for others.
-    pub enabled: Option<bool>,
-    /// Its counters.
-    pub counters: Vec<SnapshotCounter>,
     /// Its statistics registers.
     pub registers: Vec<SnapshotRegister>,
     /// Counters and registers whose value could not be read: left out, with why.
@@ -74,13 +78,13 @@ pub struct SnapshotCounter {
     /// The counter's number.
     #[serde(alias = "index")]
     pub counter: u32,
+    /// It counted clock cycles (`count_clock`), not its event.
+    #[serde(default)]
+    pub counts_clock: bool,
     /// Its event number; null when it reads as not programmed.
     pub event: Option<u32>,
     /// Its event's name, when known.
     pub event_name: Option<String>,
-    /// It counted clock cycles (`count_clock`), not its event.
-    #[serde(default)]
-    pub counts_clock: bool,
     /// Its value.
     pub value: u64,
     /// Its width in bits (it wraps at 2^width).
@@ -380,5 +384,66 @@ mod tests {
         assert_eq!(rfc3339(t), "2026-11-18T11:06:40.000000005Z");
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000000000Z");
         assert_eq!(rfc3339_to(t, 3), "2026-11-18T11:06:40.000Z");
+    }
+
+    /// A snapshot is written straight from its types (`SnapshotReport::write_json`):
+    /// their fields must stay in the order of their names, the order in which a JSON
+    /// tree has always written them. Every field and every variant that serializes
+    /// is present here, so that a field moved or added out of order fails.
+    #[test]
+    fn typed_serialization_is_the_trees() {
+        let counter = |counter, event: Option<u32>, name: Option<&str>, clock| SnapshotCounter {
+            counter,
+            counts_clock: clock,
+            event,
+            event_name: name.map(String::from),
+            value: u64::MAX,
+            width_bits: 64,
+        };
+        let snap = Snapshot {
+            blocks: vec![
+                SnapshotBlock {
+                    block: "llt0".into(),
+                    counters: vec![
+                        counter(0, Some(0x2c), Some("GDC_MISS_MACHINE_RD"), false),
+                        counter(1, None, None, true),
+                    ],
+                    enabled: Some(true),
+                    kind: BlockKind::Llt,
+                    mechanism: Mechanism::AllAtOnce,
+                    registers: vec![],
+                    unreadable: vec![crate::ops::read::Unreadable {
+                        file: "llt0/counter2".into(),
+                        problem: "Input/output error \"quoted\"".into(),
+                    }],
+                },
+                SnapshotBlock {
+                    block: "pcie0".into(),
+                    counters: vec![],
+                    enabled: None,
+                    kind: BlockKind::Pcie,
+                    mechanism: Mechanism::Registers,
+                    registers: vec![SnapshotRegister {
+                        register: "IN_P_BYTE_CNT".into(),
+                        role: Role::Count,
+                        value: 7,
+                        width_bits: 32,
+                    }],
+                    unreadable: vec![],
+                },
+            ],
+            device: "/sys/class/hwmon/hwmon4".into(),
+            generation: "BlueField-3".into(),
+            hostname: "dpu\u{e9}".into(),
+            monotonic_ns: 1,
+            read_window_ns: 2,
+            schema: SCHEMA.into(),
+            schema_version: SCHEMA_VERSION,
+            timestamp: "2026-11-18T11:06:40.000000005Z".into(),
+            timestamp_unix_ns: 3,
+        };
+        let straight = serde_json::to_string_pretty(&snap).unwrap();
+        let tree = serde_json::to_string_pretty(&serde_json::to_value(&snap).unwrap()).unwrap();
+        assert_eq!(straight, tree);
     }
 }

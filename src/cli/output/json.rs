@@ -8,7 +8,7 @@ pub(super) struct JsonRenderer;
 
 impl Renderer for JsonRenderer {
     fn render(&self, report: &dyn Report, out: &mut dyn Write) -> io::Result<()> {
-        serde_json::to_writer_pretty(&mut *out, &report.json())?;
+        report.write_json(&mut *out)?;
         out.write_all(b"\n")
     }
 }

@@ -132,6 +132,12 @@ impl Document {
 pub(crate) trait Report {
     /// The JSON form (the documented, schema-checked vocabulary).
     fn json(&self) -> serde_json::Value;
+    /// Writes the JSON form, pretty-printed. By default through [`Report::json`]'s
+    /// tree; a large report whose own serialization is the same document (its keys in
+    /// the same, sorted, order) writes it straight, without building and dropping one.
+    fn write_json(&self, out: &mut dyn Write) -> serde_json::Result<()> {
+        serde_json::to_writer_pretty(out, &self.json())
+    }
     /// The form for people.
     fn document(&self) -> Document;
     /// The form for people on a terminal `width` columns wide (None: no limit), for
