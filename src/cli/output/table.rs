@@ -56,14 +56,17 @@ fn plain(t: &Table, rows: &[Vec<String>], out: &mut dyn Write) -> Option<io::Res
         return Some(Ok(()));
     }
     let mut widths = vec![0; columns];
-    let header: Vec<&str> = t.header.to_vec();
-    let lines =
-        std::iter::once(header).chain(rows.iter().map(|r| r.iter().map(String::as_str).collect()));
-    for line in lines.clone() {
-        for (w, c) in widths.iter_mut().zip(&line) {
+    for (w, h) in widths.iter_mut().zip(&t.header) {
+        *w = h.len();
+    }
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(c.len());
         }
     }
+    let header: Vec<&str> = t.header.to_vec();
+    let lines =
+        std::iter::once(header).chain(rows.iter().map(|r| r.iter().map(String::as_str).collect()));
     let right: Vec<bool> = (0..columns)
         .map(|i| i < t.header.len() && numeric(t, i))
         .collect();
@@ -73,12 +76,14 @@ fn plain(t: &Table, rows: &[Vec<String>], out: &mut dyn Write) -> Option<io::Res
             text.clear();
             for (i, &width) in widths.iter().enumerate() {
                 text.push(' ');
-                pad_into(
-                    &mut text,
-                    line.get(i).copied().unwrap_or(""),
-                    width,
-                    right[i],
-                );
+                let cell = line.get(i).copied().unwrap_or("");
+                // The last column left-aligned is not padded: the padding would be
+                // trimmed off again (a description's, for every event listed).
+                if i + 1 == columns && !right[i] {
+                    text.push_str(cell);
+                    break;
+                }
+                pad_into(&mut text, cell, width, right[i]);
                 text.push(' ');
             }
             let l = text.trim_end();
