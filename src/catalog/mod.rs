@@ -174,11 +174,24 @@ impl Catalog {
         if listed.is_empty() {
             return Catalog::builtin(kind, gen);
         }
-        let find = |n: u32, name: &str| {
-            table
-                .iter()
-                .find(|d| d.number == n && d.name.trim_end() == name)
-                .or_else(|| table.iter().find(|d| d.number == n))
+        // A device lists its events in its table's order: the entry after the last
+        // one found is tried first, where a search of the whole table for each
+        // listed event was quadratic in the list's length. No table holds a number
+        // and name twice (a unit test), so the entry found is the same.
+        let mut next = 0;
+        let mut find = |n: u32, name: &str| {
+            let same = |d: &&EventDef| d.number == n && d.name.trim_end() == name;
+            let hit = match table.get(next).filter(same) {
+                Some(d) => Some((next, d)),
+                None => table.iter().enumerate().find(|(_, d)| same(d)),
+            };
+            match hit {
+                Some((i, d)) => {
+                    next = i + 1;
+                    Some(d)
+                }
+                None => table.iter().find(|d| d.number == n),
+            }
         };
         let mut events: Vec<Event> = listed
             .iter()
@@ -626,6 +639,67 @@ mod tests {
         let worst = "*Q".repeat(MAX_PART / 2 - 1) + "*";
         assert!(!g(&worst).matches(&"Q".repeat(50)));
         assert!(!g(&("*Q".repeat(MAX_PART / 2 - 1) + "X")).matches(&"Q".repeat(10_000)));
+    }
+
+    /// `Catalog::merge` looks an event up by number and name from the entry after
+    /// the last one it found: right only while no table holds both twice.
+    #[test]
+    fn no_table_holds_a_number_and_name_twice() {
+        let gens = [
+            Generation::Bf1,
+            Generation::Bf2,
+            Generation::Bf3,
+            Generation::Unknown,
+        ];
+        for kind in BlockKind::all() {
+            for gen in gens {
+                let table = builtin(kind, gen);
+                for (i, d) in table.iter().enumerate() {
+                    let again = table[i + 1..]
+                        .iter()
+                        .any(|e| e.number == d.number && e.name.trim_end() == d.name.trim_end());
+                    assert!(
+                        !again,
+                        "{kind:?} on {gen:?}: {:#x} {} twice",
+                        d.number, d.name
+                    );
+                }
+            }
+        }
+    }
+
+    /// A list in the table's order and one out of it name the same descriptions.
+    #[test]
+    fn merging_finds_each_listed_event_in_any_order() {
+        let table = builtin(BlockKind::Llt, Generation::Bf3);
+        let line = |d: &EventDef| format!("0x{:x}: {}\n", d.number, d.name.trim_end());
+        let ordered: String = table.iter().map(line).collect();
+        let reversed: String = table.iter().rev().map(line).collect();
+        let described = |list: &str| {
+            let mut v: Vec<_> = Catalog::merge(BlockKind::Llt, Generation::Bf3, list, 1 << 16)
+                .events
+                .into_iter()
+                .map(|e| (e.number, e.name, e.description))
+                .collect();
+            v.sort();
+            v
+        };
+        let want: Vec<_> = {
+            let mut v: Vec<_> = table
+                .iter()
+                .map(|d| {
+                    (
+                        d.number,
+                        d.name.trim_end().to_string(),
+                        d.description.map(String::from),
+                    )
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(described(&ordered), want);
+        assert_eq!(described(&reversed), want);
     }
 
     #[test]
