@@ -2,6 +2,7 @@
 //! (never split), names kept whole, text escaped, long prose wrapped inside its
 //! column to fit the terminal.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use comfy_table::{presets, CellAlignment, ColumnConstraint, ContentArrangement};
@@ -17,14 +18,15 @@ pub(super) struct TableRenderer {
     pub width: Option<u16>,
 }
 
-fn shown(cell: &Cell) -> String {
+/// A cell as shown; text borrowed from the table when it needs no escaping.
+fn shown(cell: &Cell) -> Cow<'_, str> {
     match cell {
-        Cell::Text(s) => escape(s).into_owned(),
-        Cell::Int(n) => group(*n),
-        Cell::Plain(n) => n.to_string(),
-        Cell::Hex(n) => format!("0x{n:x}"),
-        Cell::Float(x) => group_f(*x),
-        Cell::None => "-".to_string(),
+        Cell::Text(s) => escape(s),
+        Cell::Int(n) => group(*n).into(),
+        Cell::Plain(n) => n.to_string().into(),
+        Cell::Hex(n) => format!("0x{n:x}").into(),
+        Cell::Float(x) => group_f(*x).into(),
+        Cell::None => "-".into(),
     }
 }
 
@@ -45,7 +47,7 @@ fn numeric(t: &Table, i: usize) -> bool {
 /// part and line as strings of their own, most of what `events` costs on a long
 /// list. None when some text is not ASCII or holds a line break, which comfy-table
 /// measures and splits.
-fn plain(t: &Table, rows: &[Vec<String>], out: &mut dyn Write) -> Option<io::Result<()>> {
+fn plain(t: &Table, rows: &[Vec<Cow<str>>], out: &mut dyn Write) -> Option<io::Result<()>> {
     let simple = |s: &str| s.is_ascii() && !s.contains(['\n', '\r']);
     if !t.header.iter().all(|h| simple(h)) || !rows.iter().flatten().all(|c| simple(c)) {
         return None;
@@ -66,7 +68,7 @@ fn plain(t: &Table, rows: &[Vec<String>], out: &mut dyn Write) -> Option<io::Res
     }
     let header: Vec<&str> = t.header.to_vec();
     let lines =
-        std::iter::once(header).chain(rows.iter().map(|r| r.iter().map(String::as_str).collect()));
+        std::iter::once(header).chain(rows.iter().map(|r| r.iter().map(|c| &**c).collect()));
     let right: Vec<bool> = (0..columns)
         .map(|i| i < t.header.len() && numeric(t, i))
         .collect();
@@ -97,7 +99,7 @@ fn plain(t: &Table, rows: &[Vec<String>], out: &mut dyn Write) -> Option<io::Res
 
 impl TableRenderer {
     fn table(&self, t: &Table, out: &mut dyn Write) -> io::Result<()> {
-        let rows: Vec<Vec<String>> = t
+        let rows: Vec<Vec<Cow<str>>> = t
             .rows
             .iter()
             .map(|r| r.iter().map(shown).collect())
@@ -110,12 +112,12 @@ impl TableRenderer {
         self.comfy(t, rows, out)
     }
 
-    fn comfy(&self, t: &Table, rows: Vec<Vec<String>>, out: &mut dyn Write) -> io::Result<()> {
+    fn comfy(&self, t: &Table, rows: Vec<Vec<Cow<str>>>, out: &mut dyn Write) -> io::Result<()> {
         let mut ct = comfy_table::Table::new();
         ct.load_preset(presets::NOTHING);
         ct.set_header(t.header.clone());
         for r in rows {
-            ct.add_row(r);
+            ct.add_row(r.into_iter().map(Cow::into_owned));
         }
         let columns = t.header.len();
         for i in 0..columns {
@@ -224,7 +226,7 @@ mod tests {
             },
         ];
         for t in &tables {
-            let rows: Vec<Vec<String>> = t
+            let rows: Vec<Vec<Cow<str>>> = t
                 .rows
                 .iter()
                 .map(|r| r.iter().map(shown).collect())
