@@ -8,8 +8,9 @@
 #      `snapshot all` against Rust's start counted once and C's work: the minimal
 #      Rust program's time plus what benches/floor.c spends above a minimal C
 #      program doing the same file work and printing it (the block's value files
-#      read; the device and block directories listed; the block's event_list
-#      printed; every value file read) (goal 1.3x);
+#      read; the device and block directories listed, each block's enable read and
+#      one event_list a kind printed; the block's event_list printed; every value
+#      file read) (goal 1.3x);
 #   3. `bfperf stat -I 100` of two specs (20 values) for 10 s against a C sampler
 #      doing the same reads: the 20 values and the 8 `event<N>` bfperf reads back
 #      to catch another program's writes (files opened once, pread each tick,
@@ -114,8 +115,17 @@ for gen in bf2 bf3; do
   side_by_side "$gen read $block (${#one[@]} files)" 1.3 \
     -- "$bin" --sysfs-root "$work/$gen" read "$block" -- "$work/floor" do "${one[@]}" $bases
   mapfile -t dirs < <(find "$dev" -mindepth 1 -maxdepth 1 -type d ! -name power ! -name subsystem | sort)
-  side_by_side "$gen blocks (${#dirs[@]} directories listed)" 1.3 \
-    -- "$bin" --sysfs-root "$work/$gen" blocks -- "$work/floor" list "$dev" "${dirs[@]}" $bases
+  # `blocks` shows each block's `enable` and how many events it has: the floor lists
+  # the directories, reads each `enable` and prints the first event_list of each
+  # kind (a kind's blocks list the same events), as bfperf does.
+  mapfile -t shown < <(printf '%s\n' "${dirs[@]}" | awk '{
+      print "list:" $0
+      if (system("test -f " $0 "/enable") == 0) print "read:" $0 "/enable"
+      kind = $0; sub(/.*\//, "", kind); sub(/[0-9]+$/, "", kind)
+      if (!(kind in seen) && system("test -f " $0 "/event_list") == 0) { seen[kind]; print "cat:" $0 "/event_list" }
+    }')
+  side_by_side "$gen blocks (${#dirs[@]} directories listed, their enable and event lists read)" 1.3 \
+    -- "$bin" --sysfs-root "$work/$gen" blocks -- "$work/floor" do "list:$dev" "${shown[@]}" $bases
   side_by_side "$gen events $block (its event_list)" 1.3 \
     -- "$bin" --sysfs-root "$work/$gen" events "$block" -- "$work/floor" cat "$dev/$block/event_list" $bases
   mapfile -t all < <(values "${dirs[@]}")
