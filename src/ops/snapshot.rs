@@ -22,11 +22,11 @@ pub const SCHEMA_VERSION: u32 = 2;
 /// The oldest version `load` reads.
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
+// The fields of this and of the types it holds are in the order of their names: the
+// snapshot is written straight from them, in the order a JSON tree's sorted keys
+// always gave, and a unit test (`typed_serialization_is_the_trees`) holds the two
+// the same.
 /// Every selected value read once, at one moment, with where and when.
-///
-/// The fields of this and of the types it holds are in the order of their names:
-/// the snapshot is written straight from them, in the order a JSON object's keys
-/// always had (sorted), and a unit test holds the two the same.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Snapshot {
     /// Each block read.
