@@ -24,10 +24,30 @@ fn shown(cell: &Cell) -> Cow<'_, str> {
         Cell::Text(s) => escape(s),
         Cell::Int(n) => group(*n).into(),
         Cell::Plain(n) => n.to_string().into(),
-        Cell::Hex(n) => format!("0x{n:x}").into(),
+        Cell::Hex(n) => hex(*n).into(),
         Cell::Float(x) => group_f(*x).into(),
         Cell::None => "-".into(),
     }
+}
+
+/// `0x45`: an event number as the driver writes it, without `core::fmt` (every row
+/// of `events` has one).
+fn hex(n: u32) -> String {
+    let mut digits = [0u8; 8];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b"0123456789abcdef"[(n & 0xf) as usize];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(2 + digits.len() - i);
+    out.push_str("0x");
+    out.extend(digits[i..].iter().map(|&d| d as char));
+    out
 }
 
 /// A name: no spaces, not very long.
@@ -48,7 +68,9 @@ fn numeric(t: &Table, i: usize) -> bool {
 /// list. None when some text is not ASCII or holds a line break, which comfy-table
 /// measures and splits.
 fn plain(t: &Table, rows: &[Vec<Cow<str>>], out: &mut dyn Write) -> Option<io::Result<()>> {
-    let simple = |s: &str| s.is_ascii() && !s.contains(['\n', '\r']);
+    // One pass over the bytes: `contains` with a set of characters walks each
+    // cell char by char.
+    let simple = |s: &str| s.bytes().all(|b| b.is_ascii() && b != b'\n' && b != b'\r');
     if !t.header.iter().all(|h| simple(h)) || !rows.iter().flatten().all(|c| simple(c)) {
         return None;
     }
@@ -172,6 +194,23 @@ impl Renderer for TableRenderer {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn hex_is_core_fmts() {
+        for n in [
+            0,
+            1,
+            0xf,
+            0x10,
+            0x45,
+            0xabc,
+            0xffff_ffff,
+            0x8000_0000,
+            0x1234_5678,
+        ] {
+            assert_eq!(super::hex(n), format!("0x{n:x}"));
+        }
+    }
     use super::*;
 
     /// The direct layout writes what comfy-table writes, byte for byte.
