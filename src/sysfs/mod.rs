@@ -450,7 +450,10 @@ pub(crate) fn read_attribute(path: &Path) -> io::Result<String> {
     let mut line = [0u8; 64];
     let n = read_retrying(&mut file, &mut line)?;
     if n < line.len() {
-        return Ok(String::from_utf8_lossy(&line[..n]).into_owned());
+        return Ok(match std::str::from_utf8(&line[..n]) {
+            Ok(text) => text.to_owned(),
+            Err(_) => String::from_utf8_lossy(&line[..n]).into_owned(),
+        });
     }
     let mut out = Vec::with_capacity(4096);
     out.extend_from_slice(&line);
@@ -465,7 +468,10 @@ pub(crate) fn read_attribute(path: &Path) -> io::Result<String> {
             ),
         ));
     }
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    // Valid UTF-8 (every driver file) is taken as it is, without a copy; anything
+    // else as its lossy form.
+    Ok(String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 fn read_retrying(file: &mut fs::File, buf: &mut [u8]) -> io::Result<usize> {
