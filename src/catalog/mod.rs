@@ -91,7 +91,7 @@ pub struct Event {
     #[serde(rename = "event_name")]
     pub name: String,
     /// The vendor's description, when known.
-    pub description: Option<String>,
+    pub description: Option<&'static str>,
     /// The vendor documents this event as reserved for internal use.
     pub reserved: bool,
     /// Where bfperf learned it (the device's list or the built-in table).
@@ -139,9 +139,9 @@ pub(crate) fn parse_event_list(text: &str) -> Vec<(u32, &str)> {
     text.lines().filter_map(split_event_line).collect()
 }
 
-fn describe(def: Option<&EventDef>) -> (Option<String>, bool) {
+fn describe(def: Option<&EventDef>) -> (Option<&'static str>, bool) {
     match def.and_then(|d| d.description) {
-        Some(d) => (Some(d.to_string()), d == RESERVED),
+        Some(d) => (Some(d), d == RESERVED),
         None => (None, false),
     }
 }
@@ -362,7 +362,6 @@ impl Catalog {
             .filter(|e| {
                 e.name.to_ascii_lowercase().contains(&p)
                     || e.description
-                        .as_deref()
                         .is_some_and(|d| d.to_ascii_lowercase().contains(&p))
             })
             .collect()
@@ -691,13 +690,7 @@ mod tests {
         let want: Vec<_> = {
             let mut v: Vec<_> = table
                 .iter()
-                .map(|d| {
-                    (
-                        d.number,
-                        d.name.trim_end().to_string(),
-                        d.description.map(String::from),
-                    )
-                })
+                .map(|d| (d.number, d.name.trim_end().to_string(), d.description))
                 .collect();
             v.sort();
             v

@@ -252,7 +252,7 @@ fn spec_values(device: &Device, current: &str) -> Vec<Candidate> {
         .map(|c| {
             c.events
                 .iter()
-                .map(|e| Candidate::new(e.name.clone(), e.description.clone().unwrap_or_default()))
+                .map(|e| Candidate::new(e.name.clone(), e.description.unwrap_or_default()))
                 .collect()
         })
         .unwrap_or_default();
@@ -421,11 +421,7 @@ fn events_of(device: &Device, block: &crate::block::Block) -> Vec<Candidate> {
         .events
         .iter()
         .map(|e| {
-            let d = format!(
-                "0x{:x} {}",
-                e.number,
-                e.description.as_deref().unwrap_or_default()
-            );
+            let d = format!("0x{:x} {}", e.number, e.description.unwrap_or_default());
             Candidate::new(e.name.clone(), d)
         })
         .collect()

@@ -306,10 +306,9 @@ pub fn list_blocks(
         {
             let description = e
                 .description
-                .clone()
                 .filter(|d| !d.trim().is_empty())
-                .unwrap_or_else(|| crate::catalog::NO_DESCRIPTION.into());
-            if !matches(patterns, b.kind, &[&e.name, &description]) {
+                .unwrap_or(crate::catalog::NO_DESCRIPTION);
+            if !matches(patterns, b.kind, &[&e.name, description]) {
                 continue;
             }
             events
@@ -320,7 +319,7 @@ pub fn list_blocks(
                     spec: format!("{}/{}/", b.kind.as_str(), e.name),
                     number: (!registers).then_some(e.number),
                     name: e.name.clone(),
-                    description,
+                    description: description.to_string(),
                     reserved: e.reserved,
                     blocks: Vec::new(),
                     generations: Vec::new(),

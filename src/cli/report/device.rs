@@ -179,11 +179,7 @@ impl Report for EventsReport {
                 } else {
                     e.name.clone()
                 }),
-                Cell::text(
-                    e.description
-                        .as_deref()
-                        .unwrap_or(crate::catalog::NO_DESCRIPTION),
-                ),
+                Cell::text(e.description.unwrap_or(crate::catalog::NO_DESCRIPTION)),
             ]);
         }
         let mut d = Document::default();
@@ -215,7 +211,7 @@ impl Report for EventsReport {
                     Cell::Hex(e.number)
                 },
                 Cell::text(&e.name),
-                Cell::opt_text(e.description.clone()),
+                Cell::opt_text(e.description),
                 Cell::text(e.reserved.to_string()),
                 Cell::text(match e.source {
                     Source::Device => "device",
