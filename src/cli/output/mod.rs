@@ -16,7 +16,9 @@ use std::io::{self, Write};
 
 use clap::ValueEnum;
 
-pub(crate) use text::{group, group_f, pad_into, percent, readable, readable_as, two_decimals};
+pub(crate) use text::{
+    group, group_f, pad_into, percent, readable, readable_as, three_decimals, two_decimals,
+};
 
 /// The output formats every data-printing command takes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]

@@ -68,7 +68,7 @@ impl StatWriter<'_> {
             out.write_record([
                 l.record.to_string(),
                 opt(l.run.map(|r| r.to_string())),
-                opt(l.time_s.map(|t| format!("{t:.3}"))),
+                opt(l.time_s.map(crate::cli::output::three_decimals)),
                 block,
                 c.kind.as_str().to_string(),
                 c.blocks.to_string(),
@@ -106,7 +106,9 @@ impl StatWriter<'_> {
             out.write_record([
                 "metric".to_string(),
                 run.map(|r| r.to_string()).unwrap_or_default(),
-                time_s.map(|t| format!("{t:.3}")).unwrap_or_default(),
+                time_s
+                    .map(crate::cli::output::three_decimals)
+                    .unwrap_or_default(),
                 v.block.clone(),
                 v.kind.as_str().to_string(),
                 String::new(),

@@ -253,7 +253,9 @@ impl<'w> StatWriter<'w> {
                             ("-".into(), unit.clone())
                         }
                     };
-                    let time = time_s.map(|t| format!("{t:.3}")).unwrap_or_default();
+                    let time = time_s
+                        .map(crate::cli::output::three_decimals)
+                        .unwrap_or_default();
                     let note = crate::cli::report::metrics::metric_note(v);
                     let line = [&*time, &v.block, &v.metric, &value, &unit, &note];
                     interval_line(self.w, line)?;
@@ -322,7 +324,7 @@ impl<'w> StatWriter<'w> {
                     interval_line(self.w, INTERVAL_HEADER)?;
                     self.header_done = true;
                 }
-                let time = format!("{:.3}", i.time_s);
+                let time = crate::cli::output::three_decimals(i.time_s);
                 for c in counts.iter() {
                     let (value, note, unit) =
                         (value_text(c, self.big_num), note_text(c), shown(c).1);
@@ -398,7 +400,7 @@ impl<'w> StatWriter<'w> {
             true => v.metric.clone(),
             false => format!("{}:{}", v.block, v.metric),
         };
-        let time_text = time.map(|t| format!("{t:.3}"));
+        let time_text = time.map(crate::cli::output::three_decimals);
         let mut head: Vec<String> = time.map(|_| "# TIME".to_string()).into_iter().collect();
         let mut row: Vec<String> = time_text.into_iter().collect();
         match self.format {
