@@ -105,7 +105,14 @@ fn small(x: f64) -> Option<String> {
         return None;
     }
     let places = (1 - x.abs().log10().floor() as i32).clamp(3, 17) as usize;
-    Some(format!("{x:.places$}"))
+    let text = format!("{x:.places$}");
+    // A value just under a power of ten rounds up to it (0.000999999 to 0.00100):
+    // one place fewer keeps the two significant digits (0.0010).
+    let significant = text.trim_start_matches(['-', '0', '.']).len();
+    match significant > 2 && places > 3 {
+        true => Some(format!("{x:.0$}", places - 1)),
+        false => Some(text),
+    }
 }
 
 /// A value with its unit as a person reads it, as perf prints rates: scaled to an
@@ -162,6 +169,23 @@ fn scale_of(unit: &str) -> Option<(&str, f64)> {
 
 #[cfg(test)]
 mod tests {
+    /// Two significant digits, also where rounding carries to the next power of ten.
+    #[test]
+    fn small_values_keep_two_significant_digits() {
+        for (x, want) in [
+            (0.0035, "0.0035"),
+            (-0.00012, "-0.00012"),
+            (0.001, "0.0010"),
+            (0.000999999, "0.0010"),
+            (-0.000999999, "-0.0010"),
+            (0.0000999996, "0.00010"),
+            (0.0049, "0.0049"),
+            (0.00995, "0.01"),
+        ] {
+            assert_eq!(super::two_decimals(x), want, "{x:e}");
+        }
+    }
+
     /// Three decimals written from integers are the formatter's, on every edge and
     /// on a sweep of the times a run's intervals take.
     #[test]
