@@ -471,10 +471,7 @@ pub(crate) fn read_attribute(path: &Path) -> io::Result<String> {
     let mut line = [0u8; 64];
     let n = read_retrying(&mut file, &mut line)?;
     if n < line.len() {
-        return Ok(match std::str::from_utf8(&line[..n]) {
-            Ok(text) => text.to_owned(),
-            Err(_) => String::from_utf8_lossy(&line[..n]).into_owned(),
-        });
+        return Ok(text_of(line[..n].to_vec()));
     }
     let mut out = Vec::with_capacity(4096);
     out.extend_from_slice(&line);
@@ -489,10 +486,13 @@ pub(crate) fn read_attribute(path: &Path) -> io::Result<String> {
             ),
         ));
     }
-    // Valid UTF-8 (every driver file) is taken as it is, without a copy; anything
-    // else as its lossy form.
-    Ok(String::from_utf8(out)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    Ok(text_of(out))
+}
+
+/// An attribute's bytes as text: valid UTF-8 (every driver file) as it is, without a
+/// copy or the lossy form's slower pass; anything else in its lossy form.
+fn text_of(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 fn read_retrying(file: &mut fs::File, buf: &mut [u8]) -> io::Result<usize> {

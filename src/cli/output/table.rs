@@ -194,6 +194,7 @@ impl Renderer for TableRenderer {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn hex_is_core_fmts() {
@@ -208,10 +209,9 @@ mod tests {
             0x8000_0000,
             0x1234_5678,
         ] {
-            assert_eq!(super::hex(n), format!("0x{n:x}"));
+            assert_eq!(hex(n), format!("0x{n:x}"));
         }
     }
-    use super::*;
 
     /// The direct layout writes what comfy-table writes, byte for byte.
     #[test]

@@ -169,6 +169,8 @@ fn scale_of(unit: &str) -> Option<(&str, f64)> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// Two significant digits, also where rounding carries to the next power of ten.
     #[test]
     fn small_values_keep_two_significant_digits() {
@@ -182,7 +184,7 @@ mod tests {
             (0.0049, "0.0049"),
             (0.00995, "0.01"),
         ] {
-            assert_eq!(super::two_decimals(x), want, "{x:e}");
+            assert_eq!(two_decimals(x), want, "{x:e}");
         }
     }
 
@@ -224,11 +226,9 @@ mod tests {
             xs.push(i as f64 / 2000.0);
         }
         for x in xs {
-            assert_eq!(super::three_decimals(x), format!("{x:.3}"), "{x:e}");
+            assert_eq!(three_decimals(x), format!("{x:.3}"), "{x:e}");
         }
     }
-
-    use super::*;
 
     #[test]
     fn a_column_keeps_its_unit_and_coverage_never_rounds_up() {

@@ -102,13 +102,14 @@ impl StatWriter<'_> {
             return Ok(());
         };
         let mut out = writer(sep, &mut *self.w);
+        let time = time_s
+            .map(crate::cli::output::three_decimals)
+            .unwrap_or_default();
         for v in values {
             out.write_record([
                 "metric".to_string(),
                 run.map(|r| r.to_string()).unwrap_or_default(),
-                time_s
-                    .map(crate::cli::output::three_decimals)
-                    .unwrap_or_default(),
+                time.clone(),
                 v.block.clone(),
                 v.kind.as_str().to_string(),
                 String::new(),

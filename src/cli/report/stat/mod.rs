@@ -244,6 +244,9 @@ impl<'w> StatWriter<'w> {
             // On their counts' lines ([`StatWriter::perf_rows`]).
             StatFormat::PerfCsv(_) => Ok(()),
             StatFormat::Table => {
+                let time = time_s
+                    .map(crate::cli::output::three_decimals)
+                    .unwrap_or_default();
                 for v in values {
                     let (value, unit) = match v.value {
                         Some(x) => self.in_column_unit(v, x),
@@ -253,9 +256,6 @@ impl<'w> StatWriter<'w> {
                             ("-".into(), unit.clone())
                         }
                     };
-                    let time = time_s
-                        .map(crate::cli::output::three_decimals)
-                        .unwrap_or_default();
                     let note = crate::cli::report::metrics::metric_note(v);
                     let line = [&*time, &v.block, &v.metric, &value, &unit, &note];
                     interval_line(self.w, line)?;
