@@ -215,6 +215,29 @@ fn timed<T>(stamp: &Stamp<'_>, f: impl FnOnce() -> T) -> (T, u64) {
     (out, mid)
 }
 
+/// The times of reads made back to back, as [`timed`] would give each, from one
+/// clock reading between two reads instead of two: a read's reading after is the
+/// next read's reading before (the work between lies within that bound). A pass
+/// of n reads reads the clock n + 1 times.
+struct Chain {
+    before: u64,
+}
+
+impl Chain {
+    fn start(stamp: &Stamp<'_>) -> Chain {
+        Chain { before: stamp() }
+    }
+
+    /// `f`'s result and the middle of the readings that bound it.
+    fn timed<T>(&mut self, stamp: &Stamp<'_>, f: impl FnOnce() -> T) -> (T, u64) {
+        let out = f();
+        let after = stamp().max(self.before);
+        let mid = self.before + (after - self.before) / 2;
+        self.before = after;
+        (out, mid)
+    }
+}
+
 /// [`timed`], and how far from that middle the moment may be (half the time `f`
 /// took: long when the process was preempted around it), ns.
 fn timed_within<T>(stamp: &Stamp<'_>, f: impl FnOnce() -> T) -> (T, u64, u64) {
@@ -505,13 +528,12 @@ impl<'d> Sampler<'d> {
     }
 
     fn tick_block(&mut self, i: usize, now: u64) {
-        let began = std::time::Instant::now();
         let dt = now.saturating_sub(self.states[i].last_ns);
         self.states[i].last_ns = now;
         if let Some(why) = self.states[i].stale {
             // Nothing is known of the span since the failure: it stays marked, and
             // counting starts again from values read now.
-            let now = self.restart_at(i, now, began);
+            let now = self.restart_at(i, now);
             let (stale, why) = match self.rebaseline(i, now) {
                 Ok(()) => (None, why),
                 Err(e) => (Some(fault_of(&e)), fault_of(&e)),
@@ -531,7 +553,7 @@ impl<'d> Sampler<'d> {
             Err(e) => {
                 let why = fault_of(&e);
                 self.fault(i, why);
-                let now = self.restart_at(i, now, began);
+                let now = self.restart_at(i, now);
                 self.states[i].stale = self.rebaseline(i, now).err().map(|e| fault_of(&e));
             }
         }
@@ -541,8 +563,8 @@ impl<'d> Sampler<'d> {
     /// anew, which is later than the tick's `now` by the failed reads and their
     /// handling (milliseconds on a slow or emulated core). The span between is not
     /// counted, so the next interval's coverage says so and its value is scaled.
-    fn restart_at(&mut self, i: usize, now: u64, began: std::time::Instant) -> u64 {
-        let at = now.saturating_add(began.elapsed().as_nanos() as u64);
+    fn restart_at(&mut self, i: usize, now: u64) -> u64 {
+        let at = (self.stamp)().max(now);
         self.states[i].last_ns = at;
         at
     }
@@ -583,15 +605,17 @@ impl<'d> Sampler<'d> {
         st.gap_ns = 0;
         match p.block.mechanism {
             Mechanism::Registers => {
+                let mut chain = Chain::start(stamp);
                 for r in 0..st.registers.len() {
-                    let (v, at) = timed(stamp, || st.registers[r].value());
+                    let (v, at) = chain.timed(stamp, || st.registers[r].value());
                     (st.last[r], st.read_ns[r]) = (v?, at);
                 }
             }
             Mechanism::PerCounter => {
+                let mut chain = Chain::start(stamp);
                 for s in &p.groups[st.group] {
                     let c = s.counter as usize;
-                    let (v, at) = timed(stamp, || st.counter(s.counter));
+                    let (v, at) = chain.timed(stamp, || st.counter(s.counter));
                     (st.last[c], st.read_ns[c]) = (v?, at);
                 }
             }

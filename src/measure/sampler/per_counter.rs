@@ -26,8 +26,9 @@ impl<'d> Sampler<'d> {
         let (st, stamp) = (&mut self.states[i], &self.stamp);
         let now = st.last_ns;
         let mut cleared = Vec::new();
+        let mut chain = Chain::start(stamp);
         for r in 0..st.registers.len() {
-            let (v, at) = timed(stamp, || st.registers[r].value());
+            let (v, at) = chain.timed(stamp, || st.registers[r].value());
             let v = v?;
             let last = std::mem::replace(&mut st.last[r], v);
             let counted = at.saturating_sub(std::mem::replace(&mut st.read_ns[r], at));
@@ -83,9 +84,10 @@ impl<'d> Sampler<'d> {
         let (p, st, stamp) = (&self.plans[i], &mut self.states[i], &self.stamp);
         let now = st.last_ns;
         let foreign: Vec<usize> = found.as_ref().map_or_else(Vec::new, |(f, _)| f.clone());
+        let mut chain = Chain::start(stamp);
         for s in &p.groups[st.group] {
             let c = s.counter as usize;
-            let (v, at) = timed(stamp, || st.counter(s.counter));
+            let (v, at) = chain.timed(stamp, || st.counter(s.counter));
             let v = v?;
             let last = std::mem::replace(&mut st.last[c], v);
             let counted = at.saturating_sub(std::mem::replace(&mut st.read_ns[c], at));
