@@ -19,7 +19,9 @@ mod perf_csv;
 mod table;
 
 use perf_csv::PerfCsv;
-use table::{interval_line, note_text, shown, value_text, SummaryTable, INTERVAL_HEADER};
+use table::{
+    interval_line, note_text, push_interval_line, shown, value_text, SummaryTable, INTERVAL_HEADER,
+};
 
 /// How `stat` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +84,9 @@ pub(crate) struct StatWriter<'w> {
     /// When the measurement started (wall clock): records carry `time_s` after it
     /// as an RFC 3339 `timestamp` too.
     started: std::time::SystemTime,
+    /// An interval table's lines, made together and written at once (kept for the
+    /// next interval's).
+    lines: String,
 }
 
 #[derive(Serialize)]
@@ -131,6 +136,7 @@ impl<'w> StatWriter<'w> {
             units: Default::default(),
             intervals_done: false,
             started: std::time::SystemTime::now(),
+            lines: String::new(),
         }
     }
 
@@ -325,11 +331,16 @@ impl<'w> StatWriter<'w> {
                     self.header_done = true;
                 }
                 let time = crate::cli::output::three_decimals(i.time_s);
+                self.lines.clear();
                 for c in counts.iter() {
                     let (value, note, unit) =
                         (value_text(c, self.big_num), note_text(c), shown(c).1);
-                    interval_line(self.w, [&time, &c.block, &c.event, &value, unit, &note])?;
+                    push_interval_line(
+                        &mut self.lines,
+                        [&time, &c.block, &c.event, &value, unit, &note],
+                    );
                 }
+                self.w.write_all(self.lines.as_bytes())?;
             }
         }
         self.metrics("interval", Some(i.run), Some(i.time_s), metrics)?;

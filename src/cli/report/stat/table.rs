@@ -49,29 +49,34 @@ pub(super) const INTERVAL_HEADER: [&str; 6] = [
 
 /// One line of an `-I` table: time, block, event or metric, value, unit, note, in
 /// the columns the header names (block and name escaped for the terminal).
-pub(super) fn interval_line(
-    w: &mut dyn Write,
+pub(super) fn interval_line(w: &mut dyn Write, fields: [&str; 6]) -> io::Result<()> {
+    let mut line = String::with_capacity(128 + fields[5].len());
+    push_interval_line(&mut line, fields);
+    w.write_all(line.as_bytes())
+}
+
+/// [`interval_line`], added to `line` (an interval's lines are written at once).
+pub(super) fn push_interval_line(
+    line: &mut String,
     [time, block, name, value, unit, note]: [&str; 6],
-) -> io::Result<()> {
-    // Built in one allocation of a line's usual length, padded in runs: the
-    // formatter's padding writes one character at a time, on every line of every
-    // interval.
-    let mut line = String::with_capacity(128 + note.len());
-    pad_into(&mut line, time, 10, true);
+) {
+    // Padded in runs: the formatter's padding writes one character at a time, on
+    // every line of every interval.
+    let line_start = line.len();
+    pad_into(line, time, 10, true);
     line.push_str("  ");
-    pad_into(&mut line, &escape(block), 14, false);
+    pad_into(line, &escape(block), 14, false);
     line.push(' ');
-    pad_into(&mut line, &escape(name), 34, false);
+    pad_into(line, &escape(name), 34, false);
     line.push(' ');
-    pad_into(&mut line, value, 18, true);
+    pad_into(line, value, 18, true);
     line.push(' ');
-    pad_into(&mut line, unit, 8, false);
+    pad_into(line, unit, 8, false);
     line.push(' ');
     line.push_str(note);
-    let end = line.trim_end().len();
+    let end = line_start + line[line_start..].trim_end().len();
     line.truncate(end);
     line.push('\n');
-    w.write_all(line.as_bytes())
 }
 
 /// What a table shows for a count's value: perf's `<not counted>` when it never
