@@ -106,6 +106,8 @@ pub struct Device {
     fs: Box<dyn Sysfs>,
     generation: Generation,
     blocks: Vec<Block>,
+    /// Opened with some of its blocks only ([`Device::open_of`]).
+    partial: bool,
     warnings: Vec<String>,
     /// A digest of the names of every block directory (whether opened or not).
     inventory: String,
@@ -150,7 +152,7 @@ impl Device {
     /// As [`Device::open_tree`], with only the blocks named in `only` (when given),
     /// the others' directories not listed: for a command about some blocks named
     /// in full. Blocks it names that are not there are simply absent.
-    pub fn open_tree_of(fs: RealFs, only: Option<&[&str]>) -> Result<Device> {
+    pub fn open_tree_of(fs: RealFs, only: Option<Keep<'_>>) -> Result<Device> {
         let dir = fs.dir();
         match read_attribute(&dir.join(layout::NAME)) {
             Ok(name) if name.trim_end() == layout::DEVICE_NAME => {}
@@ -185,9 +187,9 @@ impl Device {
         Device::open_of(fs, None)
     }
 
-    /// As [`Device::open`], with only the blocks named in `only` (when given). The
-    /// generation is still told from every entry of the device directory.
-    pub fn open_of(fs: Box<dyn Sysfs>, only: Option<&[&str]>) -> Result<Device> {
+    /// As [`Device::open`], with only the blocks whose names `only` keeps (when
+    /// given). The generation is still told from every entry of the device directory.
+    pub fn open_of(fs: Box<dyn Sysfs>, only: Option<Keep<'_>>) -> Result<Device> {
         let top = fs.list("").map_err(|e| io_error("listing", "", None, e))?;
         let mut listed: Vec<(String, Vec<String>)> = Vec::new();
         let mut warnings = Vec::new();
@@ -206,7 +208,7 @@ impl Device {
                 }
                 EntryKind::File | EntryKind::Symlink => continue,
             }
-            if only.is_some_and(|only| !only.contains(&entry.name.as_str())) {
+            if only.is_some_and(|keep| !keep(&entry.name)) {
                 continue;
             }
             match fs.list(&entry.name) {
@@ -255,11 +257,18 @@ impl Device {
             fs,
             generation,
             blocks,
+            partial: only.is_some(),
             warnings,
             inventory,
             identity: std::sync::OnceLock::new(),
             catalogs: Default::default(),
         })
+    }
+
+    /// Whether it was opened with some of its blocks only: a block it lacks may
+    /// still be on the device.
+    pub fn is_partial(&self) -> bool {
+        self.partial
     }
 
     /// The device's files.
@@ -569,6 +578,26 @@ fn is_pattern(sel: &str) -> bool {
     sel.contains(['*', '?', '['])
 }
 
+/// Which blocks of a device directory to open, by name ([`Device::open_of`]).
+pub type Keep<'a> = &'a dyn Fn(&str) -> bool;
+
+/// Whether selector `sel` (one part of a comma-separated list) chooses the block
+/// named `name`, by the rules of [`Device::select`]: `all`, a kind, a glob, or the
+/// block's name (in any case). What a command that names its blocks needs to list
+/// of a device of dozens.
+pub(crate) fn selects(sel: &str, name: &str) -> bool {
+    if sel == "all" {
+        return true;
+    }
+    if let Some(kind) = BlockKind::parse(sel) {
+        return BlockKind::from_block_name(name) == kind;
+    }
+    if is_pattern(sel) {
+        return crate::catalog::Glob::new(sel).is_ok_and(|g| g.matches(name));
+    }
+    name.eq_ignore_ascii_case(sel)
+}
+
 /// Whether a block's directory could have this name (no path, no hidden entry).
 fn may_be_a_name(sel: &str) -> bool {
     !(sel.is_empty() || sel.contains(['/', '\0']) || sel.starts_with('.'))
@@ -591,4 +620,68 @@ pub(crate) fn natural_key(name: &str) -> (&str, u64, &str) {
     let (head, rest) = name.split_at(split);
     let n = rest.bytes().take_while(u8::is_ascii_digit).count();
     (head, rest[..n].parse().unwrap_or(0), &rest[n..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::Generation;
+    use std::sync::Arc;
+
+    fn device(gen: Generation) -> Device {
+        let clock = Arc::new(crate::sim::SystemClock::new());
+        let sim = crate::sim::Sim::new(gen, crate::sim::Kernel::V6_16, clock);
+        Device::open(Box::new(Arc::new(sim))).unwrap()
+    }
+
+    /// What a command that names its blocks opens ([`selects`]) is what
+    /// [`Device::select`] then chooses on the whole device, for every kind of
+    /// selector; a selector the device refuses chooses no block by name either.
+    #[test]
+    fn a_selector_chooses_by_name_the_blocks_select_chooses() {
+        let selectors = [
+            "all",
+            "tile",
+            "tilenet",
+            "l3cache",
+            "pcie",
+            "llt",
+            "llt_miss",
+            "mss",
+            "trio",
+            "triogen",
+            "gic",
+            "smmu",
+            "ecc",
+            "tile0",
+            "TILE1",
+            "pcie1",
+            "llt_miss3",
+            "tile*",
+            "tile[0-1]",
+            "llt?",
+            "*net*",
+            "clock_measure",
+            "nothing",
+            "tiles",
+            "[",
+        ];
+        for gen in [Generation::Bf1, Generation::Bf2, Generation::Bf3] {
+            let d = device(gen);
+            for sel in selectors {
+                let chosen: Vec<&str> = match d.select(&[sel.to_string()]) {
+                    Ok(blocks) => blocks.iter().map(|b| b.name.as_str()).collect(),
+                    Err(_) => Vec::new(),
+                };
+                for b in d.blocks() {
+                    assert_eq!(
+                        selects(sel, &b.name),
+                        chosen.contains(&b.name.as_str()),
+                        "{gen:?}: '{sel}' and {}",
+                        b.name
+                    );
+                }
+            }
+        }
+    }
 }

@@ -28,7 +28,7 @@ pub(crate) fn open_device_for(global: &Global, selectors: &[String]) -> Result<D
         .map(str::trim)
         .collect();
     if !names.is_empty() && names.iter().all(|n| crate::device::selects_by_name(n)) {
-        let device = open_device_of(global, Some(&names))?;
+        let device = open_device_of(global, Some(&|n: &str| names.contains(&n)))?;
         if names
             .iter()
             .all(|n| device.blocks().iter().any(|b| b.name == *n))
@@ -37,6 +37,46 @@ pub(crate) fn open_device_for(global: &Global, selectors: &[String]) -> Result<D
         }
     }
     open_device(global)
+}
+
+/// Opens the device for the event specs of `stat` (`-e`'s texts): when each spec
+/// names its blocks (`tile/EVENT/`, `pcie0,pcie1/...`, `llt*/...`) and each of
+/// those selectors chooses a block, only the blocks they choose are listed (20 of
+/// a BlueField-2's block directories are listed at every start otherwise); None
+/// when the whole device is needed: bare event names and perf events (looked for
+/// on every block), metrics and the default set (the caller knows those).
+pub(crate) fn open_device_for_specs(global: &Global, specs: &[String]) -> Result<Option<Device>> {
+    let mut selectors: Vec<String> = Vec::new();
+    for text in specs {
+        let Ok(terms) = crate::spec::expand(text) else {
+            return Ok(None);
+        };
+        for t in terms {
+            let Ok((blocks, _)) = crate::spec::split(&t.spec) else {
+                return Ok(None);
+            };
+            selectors.extend(blocks.split(',').map(|s| s.trim().to_string()));
+        }
+    }
+    if selectors.is_empty() || selectors.iter().any(|s| s.is_empty() || s == "all") {
+        return Ok(None);
+    }
+    let keep = |name: &str| selectors.iter().any(|s| crate::device::selects(s, name));
+    let device = open_device_of(global, Some(&keep))?;
+    // A selector that chooses nothing here (a perf PMU's name, a mistake) is for
+    // the whole device to take or explain; a journal left in place is put back
+    // first, on whichever blocks it names.
+    let chosen = |s: &String| {
+        device
+            .blocks()
+            .iter()
+            .any(|b| crate::device::selects(s, &b.name))
+    };
+    let journal = crate::measure::owner::journal::may_be_in_place(&device);
+    match !journal && selectors.iter().all(chosen) {
+        true => said(device).map(Some),
+        false => Ok(None),
+    }
 }
 
 /// Says on stderr what opening `device` skipped.
@@ -49,7 +89,7 @@ fn said(device: Device) -> Result<Device> {
 
 /// Opens the device the global options name, with only the blocks `only` names
 /// when given; says nothing yet.
-fn open_device_of(global: &Global, only: Option<&[&str]>) -> Result<Device> {
+fn open_device_of(global: &Global, only: Option<crate::device::Keep<'_>>) -> Result<Device> {
     match (&global.sim, &global.device) {
         (Some(spec), _) => {
             let c = sim_choice(spec, &args::SimOpts::default(), global)?;

@@ -128,6 +128,16 @@ pub(crate) fn put_back(device: &Device, saved: &[Saved], journal: Option<Journal
     }
 }
 
+/// Whether a journal may be in place for `device` (a live writer's or a dead
+/// one's), not read: it may name any of the device's blocks, so a command that
+/// would put it back opens the whole device. True when that cannot be told.
+pub(crate) fn may_be_in_place(device: &Device) -> bool {
+    super::journal_of(device).map_or(true, |path| match fs::symlink_metadata(path) {
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+        Ok(_) => true,
+    })
+}
+
 /// The journal a dead writer left for `device`, if any. Call with the device's
 /// writer lock held (a live writer's journal is its own business).
 pub(crate) fn leftover(device: &Device) -> Result<Option<(PathBuf, Record)>> {
@@ -164,6 +174,14 @@ pub(crate) fn leftover(device: &Device) -> Result<Option<(PathBuf, Record)>> {
                 record.device,
                 device.canonical_location()
             ),
+        });
+    }
+    let unopened = |s: &Saved| device.block(&s.block).is_err();
+    if device.is_partial() && record.saved.iter().any(unopened) {
+        // Another writer died as this command started: its journal is sound.
+        return Err(Error::BadConfig {
+            path,
+            problem: "a writer that died as this command started left it, for blocks this command did not open; `bfperf restore` puts them back, then run the command again".into(),
         });
     }
     if let Err(problem) = check_blocks(device, &record) {

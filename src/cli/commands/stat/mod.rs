@@ -17,10 +17,11 @@ use crate::cli::args::FormatOpts;
 use crate::cli::child::signals;
 use crate::cli::report::{StatFormat, StatWriter};
 use crate::cli::Out;
+use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::front::args::{parse_duration, Global};
 use crate::front::exit::{diag, Failure};
-use crate::front::setup::{lock_device, open_device, owner_client};
+use crate::front::setup::{lock_device, open_device, open_device_for_specs, owner_client};
 use crate::measure::control::{Control, ControlSpec, Delay};
 use crate::measure::gate::{Always, Gate};
 use crate::measure::{self, RealPacer, StatRequest};
@@ -232,11 +233,28 @@ fn writer_of<'w>(
         .big_num(!a.no_big_num)
 }
 
+/// The device with the blocks the specs choose (all of it when they need more), and
+/// the plan on it. A plan refused on some blocks is made again on the whole device,
+/// whose refusal can say which other blocks have the event ("did you mean").
+fn planned_device(global: &Global, a: &mut Args) -> Result<(Device, plan::Planned)> {
+    let narrowed = match a.metric.is_empty() {
+        true => open_device_for_specs(global, &a.events)?,
+        false => None,
+    };
+    if let Some(device) = narrowed {
+        if let Ok(planned) = plan::plan(global, &device, a) {
+            return Ok((device, planned));
+        }
+    }
+    let device = open_device(global)?;
+    let planned = plan::plan(global, &device, a)?;
+    Ok((device, planned))
+}
+
 pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
     let (stdout, stdout_is) = (&mut *out.w, (out.terminal, out.width));
     let format = stat_format(&a)?;
-    let device = open_device(global)?;
-    let planned = plan::plan(global, &device, &mut a)?;
+    let (device, planned) = planned_device(global, &mut a)?;
     let chosen = planned.set.select(&planned.metrics)?;
     let mut gate = control_of(&a)?;
     let evaluate =

@@ -190,20 +190,23 @@ pub(super) fn plan(
     if let Some(pid) = a.pid {
         running(pid)?;
     }
+    if let Some(problem) = a.command.first().and_then(|p| not_runnable(p)) {
+        return Err(Error::BadOption { problem });
+    }
+    let params = metric_params(global)?;
+    // Said once the plan stands: a plan refused is said by its error alone (and
+    // may be made again on the whole device).
     if asked_per_process && req.perf.is_empty() {
         diag("--per-process: no perf events to count (cycles, task-clock...); the blocks are counted as always");
     }
     for w in &said {
         diag(&format!("warning: {w}"));
     }
-    if let Some(problem) = a.command.first().and_then(|p| not_runnable(p)) {
-        return Err(Error::BadOption { problem });
-    }
     Ok(Planned {
         req,
         set,
         metrics,
-        params: metric_params(global)?,
+        params,
         said,
     })
 }
