@@ -187,21 +187,7 @@ pub(super) fn plan(
         perf_cpus,
         perf_per_cpu: a.no_aggr && !a.per_process && a.pid.is_none(),
     };
-    if let Some(pid) = a.pid {
-        running(pid)?;
-    }
-    if let Some(problem) = a.command.first().and_then(|p| not_runnable(p)) {
-        return Err(Error::BadOption { problem });
-    }
-    let params = metric_params(global)?;
-    // Said once the plan stands: a plan refused is said by its error alone (and
-    // may be made again on the whole device).
-    if asked_per_process && req.perf.is_empty() {
-        diag("--per-process: no perf events to count (cycles, task-clock...); the blocks are counted as always");
-    }
-    for w in &said {
-        diag(&format!("warning: {w}"));
-    }
+    let params = checked(global, a, asked_per_process && req.perf.is_empty(), &said)?;
     Ok(Planned {
         req,
         set,
@@ -209,6 +195,32 @@ pub(super) fn plan(
         params,
         said,
     })
+}
+
+/// The last checks of a plan (the process or command measured, the metrics'
+/// parameters), then what the user must know of it: said once the plan stands, so
+/// that a plan refused is said by its error alone (and may be made again on the
+/// whole device). `no_perf`: --per-process found no perf events to count.
+fn checked(
+    global: &Global,
+    a: &Args,
+    no_perf: bool,
+    said: &[String],
+) -> Result<std::collections::HashMap<String, f64>> {
+    if let Some(pid) = a.pid {
+        running(pid)?;
+    }
+    if let Some(problem) = a.command.first().and_then(|p| not_runnable(p)) {
+        return Err(Error::BadOption { problem });
+    }
+    let params = metric_params(global)?;
+    if no_perf {
+        diag("--per-process: no perf events to count (cycles, task-clock...); the blocks are counted as always");
+    }
+    for w in said {
+        diag(&format!("warning: {w}"));
+    }
+    Ok(params)
 }
 
 /// The whole of `work`, placed as this measurement will place it (compose left it
