@@ -44,7 +44,8 @@ pub(crate) fn open_device_for(global: &Global, selectors: &[String]) -> Result<D
 /// those selectors chooses a block, only the blocks they choose are listed (20 of
 /// a BlueField-2's block directories are listed at every start otherwise); None
 /// when the whole device is needed: bare event names and perf events (looked for
-/// on every block), metrics and the default set (the caller knows those).
+/// on every block), metrics and the default set (the caller knows those). Says
+/// nothing yet: what opening it skipped is said by [`said`] once it is used.
 pub(crate) fn open_device_for_specs(global: &Global, specs: &[String]) -> Result<Option<Device>> {
     let mut selectors: Vec<String> = Vec::new();
     for text in specs {
@@ -73,14 +74,11 @@ pub(crate) fn open_device_for_specs(global: &Global, specs: &[String]) -> Result
             .any(|b| crate::device::selects(s, &b.name))
     };
     let journal = crate::measure::owner::journal::may_be_in_place(&device);
-    match !journal && selectors.iter().all(chosen) {
-        true => said(device).map(Some),
-        false => Ok(None),
-    }
+    Ok((!journal && selectors.iter().all(chosen)).then_some(device))
 }
 
 /// Says on stderr what opening `device` skipped.
-fn said(device: Device) -> Result<Device> {
+pub(crate) fn said(device: Device) -> Result<Device> {
     for w in device.warnings() {
         diag(&format!("warning: {w}"));
     }

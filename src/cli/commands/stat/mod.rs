@@ -21,7 +21,7 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::front::args::{parse_duration, Global};
 use crate::front::exit::{diag, Failure};
-use crate::front::setup::{lock_device, open_device, open_device_for_specs, owner_client};
+use crate::front::setup::{lock_device, open_device, open_device_for_specs, owner_client, said};
 use crate::measure::control::{Control, ControlSpec, Delay};
 use crate::measure::gate::{Always, Gate};
 use crate::measure::{self, RealPacer, StatRequest};
@@ -235,7 +235,8 @@ fn writer_of<'w>(
 
 /// The device with the blocks the specs choose (all of it when they need more), and
 /// the plan on it. A plan refused on some blocks is made again on the whole device,
-/// whose refusal can say which other blocks have the event ("did you mean").
+/// whose refusal can say which other blocks have the event ("did you mean"). What
+/// opening the device skipped is said first, then the plan's warnings.
 fn planned_device(global: &Global, a: &mut Args) -> Result<(Device, plan::Planned)> {
     let narrowed = match a.metric.is_empty() {
         true => open_device_for_specs(global, &a.events)?,
@@ -243,11 +244,14 @@ fn planned_device(global: &Global, a: &mut Args) -> Result<(Device, plan::Planne
     };
     if let Some(device) = narrowed {
         if let Ok(planned) = plan::plan(global, &device, a) {
+            let device = said(device)?;
+            planned.say();
             return Ok((device, planned));
         }
     }
     let device = open_device(global)?;
     let planned = plan::plan(global, &device, a)?;
+    planned.say();
     Ok((device, planned))
 }
 

@@ -98,9 +98,23 @@ pub(super) struct Planned {
     pub(super) params: std::collections::HashMap<String, f64>,
     /// Warnings said before the measurement (not said again after it).
     pub(super) said: Vec<String>,
+    /// --per-process found no perf events to count.
+    no_perf: bool,
 }
 
 impl Planned {
+    /// Says what the user must know of the plan, once it stands (after what
+    /// opening the device skipped): a plan refused is said by its error alone, and
+    /// may be made again on the whole device.
+    pub(super) fn say(&self) {
+        if self.no_perf {
+            diag("--per-process: no perf events to count (cycles, task-clock...); the blocks are counted as always");
+        }
+        for w in &self.said {
+            diag(&format!("warning: {w}"));
+        }
+    }
+
     /// The chosen metrics' values over counts of `span_s` seconds.
     pub(super) fn values(
         &self,
@@ -187,40 +201,27 @@ pub(super) fn plan(
         perf_cpus,
         perf_per_cpu: a.no_aggr && !a.per_process && a.pid.is_none(),
     };
-    let params = checked(global, a, asked_per_process && req.perf.is_empty(), &said)?;
+    let no_perf = asked_per_process && req.perf.is_empty();
     Ok(Planned {
+        params: checked(global, a)?,
         req,
         set,
         metrics,
-        params,
         said,
+        no_perf,
     })
 }
 
-/// The last checks of a plan (the process or command measured, the metrics'
-/// parameters), then what the user must know of it: said once the plan stands, so
-/// that a plan refused is said by its error alone (and may be made again on the
-/// whole device). `no_perf`: --per-process found no perf events to count.
-fn checked(
-    global: &Global,
-    a: &Args,
-    no_perf: bool,
-    said: &[String],
-) -> Result<std::collections::HashMap<String, f64>> {
+/// The last checks of a plan: the process or command measured, the metrics'
+/// parameters (returned).
+fn checked(global: &Global, a: &Args) -> Result<std::collections::HashMap<String, f64>> {
     if let Some(pid) = a.pid {
         running(pid)?;
     }
     if let Some(problem) = a.command.first().and_then(|p| not_runnable(p)) {
         return Err(Error::BadOption { problem });
     }
-    let params = metric_params(global)?;
-    if no_perf {
-        diag("--per-process: no perf events to count (cycles, task-clock...); the blocks are counted as always");
-    }
-    for w in said {
-        diag(&format!("warning: {w}"));
-    }
-    Ok(params)
+    metric_params(global)
 }
 
 /// The whole of `work`, placed as this measurement will place it (compose left it
