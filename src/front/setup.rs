@@ -67,14 +67,8 @@ pub(crate) fn open_device_for_specs(global: &Global, specs: &[String]) -> Result
     // A selector that chooses nothing here (a perf PMU's name, a mistake) is for
     // the whole device to take or explain; a journal left in place is put back
     // first, on whichever blocks it names.
-    let chosen = |s: &String| {
-        device
-            .blocks()
-            .iter()
-            .any(|b| crate::device::selects(s, &b.name))
-    };
     let journal = crate::measure::owner::journal::may_be_in_place(&device);
-    Ok((!journal && selectors.iter().all(chosen)).then_some(device))
+    Ok((!journal && device.select(&selectors).is_ok()).then_some(device))
 }
 
 /// Says on stderr what opening `device` skipped.

@@ -241,11 +241,10 @@ impl Chain {
 /// [`timed`], and how far from that middle the moment may be (half the time `f`
 /// took: long when the process was preempted around it), ns.
 fn timed_within<T>(stamp: &Stamp<'_>, f: impl FnOnce() -> T) -> (T, u64, u64) {
-    let before = stamp();
-    let out = f();
-    let after = stamp().max(before);
-    let half = (after - before) / 2;
-    (out, before + half, half)
+    let mut chain = Chain::start(stamp);
+    let before = chain.before;
+    let (out, mid) = chain.timed(stamp, f);
+    (out, mid, mid - before)
 }
 
 /// How precisely an all-at-once window's opening is wanted, ns: an `enable` write
