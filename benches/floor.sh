@@ -28,16 +28,8 @@ cd "$(dirname "$0")/.."
 bin=${BFPERF:-target/release/bfperf}
 runs=${RUNS:-200}
 [ -x "$bin" ] || cargo build --release -q
-work=$(mktemp -d /dev/shm/bfperf-floor.XXXXXX 2>/dev/null || mktemp -d)
-busy=()
-cleanup() {
-  [ ${#busy[@]} -eq 0 ] || kill "${busy[@]}" 2> /dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-if [ "${1:-}" = --busy ]; then
-  for _ in 1 2; do yes > /dev/null & busy+=($!); done
-fi
+. benches/lib.sh
+bench_start floor "${1:-}"
 cc -O2 -o "$work/floor" benches/floor.c
 echo 'fn main() { println!("minimal 0.1.0"); }' > "$work/minimal.rs"
 rustc --edition 2021 -C opt-level=3 -C strip=symbols -o "$work/minimal" "$work/minimal.rs"
@@ -134,9 +126,7 @@ for gen in bf2 bf3; do
 done
 
 # Sampling: two specs on the bf2 copy, 10 s at -I 100, three interleaved rounds.
-dev="$work/bf2/class/hwmon/hwmon3"
-export BFPERF_LOCK_FILE="$work/lock" BFPERF_STATE_DIR="$work/state"
-"$bin" --sysfs-root "$work/bf2" program tile0 0=MEMORY_READS 1=MEMORY_WRITES > /dev/null
+stat_row
 cpu_ms() { # command... -> CPU milliseconds (perf's task-clock, or time's 10 ms ticks)
   if perf stat -x, -e task-clock -o "$work/cpu" "$@" > /dev/null 2>&1; then
     awk -F, '/task-clock/ {printf "%.1f", $1}' "$work/cpu"
@@ -145,15 +135,9 @@ cpu_ms() { # command... -> CPU milliseconds (perf's task-clock, or time's 10 ms 
     awk '{printf "%.1f", ($1 + $2) * 1000}' "$work/cpu"
   fi
 }
-samples=()
-for t in 0 1 2 3; do
-  samples+=("$dev/tile$t/counter0" "$dev/tile$t/counter1" "check:$dev/tile$t/event0" "check:$dev/tile$t/event1")
-done
-for p in 0 1; do for r in IN_P IN_NP IN_C OUT_P OUT_NP OUT_C; do samples+=("$dev/pcie$p/${r}_BYTE_CNT"); done; done
 ratios=()
 for _ in 1 2 3; do
-  b=$(cpu_ms "$bin" --sysfs-root "$work/bf2" stat \
-    -e 'tile/MEMORY_READS,MEMORY_WRITES/' -e 'pcie/*_BYTE_CNT/' -I 100 --duration 10s -o /dev/null)
+  b=$(cpu_ms "$bin" --sysfs-root "$work/bf2" stat "${stat_specs[@]}" -I 100 --duration 10s -o /dev/null)
   c=$(cpu_ms "$work/floor" sample 100 10 "${samples[@]}")
   ratios+=("$b $c $(awk -v b="$b" -v c="$c" 'BEGIN {printf "%.2f", b / c}')")
 done

@@ -13,34 +13,18 @@ cd "$(dirname "$0")/.."
 bin=${BFPERF:-target/release/bfperf}
 rounds=${ROUNDS:-4}
 [ -x "$bin" ] || cargo build --release -q
-work=$(mktemp -d /dev/shm/bfperf-split.XXXXXX 2>/dev/null || mktemp -d)
-busy=()
-cleanup() {
-  [ ${#busy[@]} -eq 0 ] || kill "${busy[@]}" 2> /dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-if [ "${1:-}" = --busy ]; then
-  for _ in 1 2; do yes > /dev/null & busy+=($!); done
-fi
+. benches/lib.sh
+bench_start split "${1:-}"
 cc -O2 -o "$work/floor" benches/floor.c
 cp -a fixtures/bf2/. "$work/bf2"
-dev="$work/bf2/class/hwmon/hwmon3"
-export BFPERF_LOCK_FILE="$work/lock" BFPERF_STATE_DIR="$work/state"
-"$bin" --sysfs-root "$work/bf2" program tile0 0=MEMORY_READS 1=MEMORY_WRITES > /dev/null
-samples=()
-for t in 0 1 2 3; do
-  samples+=("$dev/tile$t/counter0" "$dev/tile$t/counter1" "check:$dev/tile$t/event0" "check:$dev/tile$t/event1")
-done
-for p in 0 1; do for r in IN_P IN_NP IN_C OUT_P OUT_NP OUT_C; do samples+=("$dev/pcie$p/${r}_BYTE_CNT"); done; done
+stat_row
 short=1 long=11 ticks=100 # the -I 100 ticks between the two lengths
 cpu_ms() { # command... -> ms of processor time
   perf stat -x, -e task-clock -o "$work/cpu" "$@" > /dev/null 2>&1
   awk -F, '/task-clock/ {printf "%.2f", $1}' "$work/cpu"
 }
 bfperf() { # SECONDS
-  cpu_ms "$bin" --sysfs-root "$work/bf2" stat -e 'tile/MEMORY_READS,MEMORY_WRITES/' \
-    -e 'pcie/*_BYTE_CNT/' -I 100 --duration "$1s" -o /dev/null
+  cpu_ms "$bin" --sysfs-root "$work/bf2" stat "${stat_specs[@]}" -I 100 --duration "$1s" -o /dev/null
 }
 sampler() { cpu_ms "$work/floor" sample 100 "$1" "${samples[@]}"; }
 for _ in $(seq "$rounds"); do

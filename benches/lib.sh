@@ -1,0 +1,34 @@
+# Shared by benches/floor.sh and benches/stat-split.sh, sourced from the repository
+# with $bin naming the bfperf binary.
+
+# A scratch directory in tmpfs, $work, removed on exit with the two `yes` that
+# --busy starts to keep both cores busy.
+bench_start() { # NAME [--busy]
+  work=$(mktemp -d "/dev/shm/bfperf-$1.XXXXXX" 2> /dev/null || mktemp -d)
+  busy=()
+  trap bench_cleanup EXIT
+  if [ "${2:-}" = --busy ]; then
+    for _ in 1 2; do yes > /dev/null & busy+=($!); done
+  fi
+}
+
+bench_cleanup() {
+  [ ${#busy[@]} -eq 0 ] || kill "${busy[@]}" 2> /dev/null || true
+  rm -rf "$work"
+}
+
+# floor.sh's `stat` row on the bf2 copy in $work/bf2, the lock and journal in
+# $work: tile0 programmed as the row finds it; stat_specs, the row's -e; samples,
+# what the C sampler reads a tick (the 20 values, and the 8 `event<N>` bfperf reads
+# back to catch another program's writes).
+stat_row() {
+  local dev="$work/bf2/class/hwmon/hwmon3" t p r
+  export BFPERF_LOCK_FILE="$work/lock" BFPERF_STATE_DIR="$work/state"
+  "$bin" --sysfs-root "$work/bf2" program tile0 0=MEMORY_READS 1=MEMORY_WRITES > /dev/null
+  stat_specs=(-e 'tile/MEMORY_READS,MEMORY_WRITES/' -e 'pcie/*_BYTE_CNT/')
+  samples=()
+  for t in 0 1 2 3; do
+    samples+=("$dev/tile$t/counter0" "$dev/tile$t/counter1" "check:$dev/tile$t/event0" "check:$dev/tile$t/event1")
+  done
+  for p in 0 1; do for r in IN_P IN_NP IN_C OUT_P OUT_NP OUT_C; do samples+=("$dev/pcie$p/${r}_BYTE_CNT"); done; done
+}
