@@ -449,6 +449,93 @@ fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::Fi
     Ok(file)
 }
 
+/// A directory's entries, sorted by name, "." and ".." left out; a symlink is
+/// reported as one, never followed. The directory itself is opened as `read_dir`
+/// opens it (a link to it followed). Read with `getdents64` into one buffer on the
+/// stack: `read_dir` allocates a 32 KiB buffer for each directory and two copies of
+/// each name, which cost a device scan more than the listing itself.
+fn list_dir(path: &Path) -> io::Result<Vec<Entry>> {
+    let dir = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    // A block's directory holds a few dozen names.
+    let mut out = Vec::with_capacity(32);
+    // Not cleared first: only what the kernel wrote is read.
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+    loop {
+        // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`, which lives
+        // across the call; the descriptor is open for the call's length.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                std::os::fd::AsRawFd::as_raw_fd(&dir),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        let n = match n {
+            n if n < 0 => match io::Error::last_os_error() {
+                e if e.kind() == io::ErrorKind::Interrupted => continue,
+                e => return Err(e),
+            },
+            0 => break,
+            n => (n as usize).min(buf.len()),
+        };
+        // SAFETY: the call wrote the first `n` bytes of `buf`.
+        let records = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };
+        let mut at = 0;
+        while let Some(record) = records.get(at..).filter(|r| r.len() >= 20) {
+            // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name
+            let len = usize::from(u16::from_ne_bytes([record[16], record[17]]));
+            let Some(name) = record.get(19..len).filter(|_| len >= 20) else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "the kernel returned a directory record that does not fit",
+                ));
+            };
+            at += len;
+            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let kind = match record[18] {
+                libc::DT_DIR => EntryKind::Dir,
+                libc::DT_LNK => EntryKind::Symlink,
+                libc::DT_UNKNOWN => kind_at(&dir, name)?,
+                _ => EntryKind::File,
+            };
+            out.push(match String::from_utf8(name.to_vec()) {
+                Ok(name) => Entry { name, kind },
+                Err(e) => Entry {
+                    name: String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                    kind: EntryKind::NotUtf8,
+                },
+            });
+        }
+    }
+    // Names in a directory are unique.
+    out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// What `name` in `dir` is, its link not followed: for a filesystem whose listing
+/// does not say (`DT_UNKNOWN`).
+fn kind_at(dir: &fs::File, name: &[u8]) -> io::Result<EntryKind> {
+    let c = std::ffi::CString::new(name).map_err(|_| io::ErrorKind::InvalidData)?;
+    // SAFETY: `st` is written by the call; `c` is a NUL-terminated name.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(dir);
+    if unsafe { libc::fstatat(fd, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(match st.st_mode & libc::S_IFMT {
+        libc::S_IFDIR => EntryKind::Dir,
+        libc::S_IFLNK => EntryKind::Symlink,
+        _ => EntryKind::File,
+    })
+}
+
 /// Which CPUs are online, under a sysfs root.
 pub(crate) fn cpus_online(sysfs_root: &Path) -> PathBuf {
     sysfs_root.join("devices/system/cpu/online")
@@ -546,23 +633,7 @@ impl Sysfs for RealFs {
     }
 
     fn list(&self, rel: &str) -> io::Result<Vec<Entry>> {
-        // A block's directory holds a few dozen names.
-        let mut out = Vec::with_capacity(32);
-        for entry in fs::read_dir(self.path(rel))? {
-            let entry = entry?;
-            let ft = entry.file_type()?;
-            // The name as it was read (one allocation), or its lossy form.
-            let (name, kind) = match entry.file_name().into_string() {
-                Err(raw) => (raw.to_string_lossy().into_owned(), EntryKind::NotUtf8),
-                Ok(name) if ft.is_symlink() => (name, EntryKind::Symlink),
-                Ok(name) if ft.is_dir() => (name, EntryKind::Dir),
-                Ok(name) => (name, EntryKind::File),
-            };
-            out.push(Entry { name, kind });
-        }
-        // Names in a directory are unique.
-        out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        list_dir(&self.path(rel))
     }
 
     fn read_link(&self, rel: &str) -> io::Result<String> {
