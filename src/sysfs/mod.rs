@@ -696,6 +696,57 @@ mod tests {
 
     /// A file's path is what `Path::join` and `format!` gave before they were
     /// written out by hand.
+    /// A listing as `read_dir` gave it: every name but "." and "..", sorted, each
+    /// with its kind, a link reported as one and not followed (a link to a
+    /// directory too), a name that is not UTF-8 marked; and the kind asked of the
+    /// filesystem for each, as a listing without types has it asked.
+    #[test]
+    fn a_listing_is_what_read_dir_gave() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::create_dir(d.join("tile0")).unwrap();
+        fs::write(d.join("name"), "bfperf\n").unwrap();
+        std::os::unix::fs::symlink("tile0", d.join("device")).unwrap();
+        std::os::unix::fs::symlink("gone", d.join("dangling")).unwrap();
+        fs::write(d.join(std::ffi::OsStr::from_bytes(b"bad\xff")), "").unwrap();
+        // Enough names for more than one getdents64 call into the 4 KiB buffer.
+        let many: Vec<String> = (0..300).map(|i| format!("counter{i:03}")).collect();
+        for n in &many {
+            fs::write(d.join(n), "0").unwrap();
+        }
+        let got = RealFs::new(d).list("").unwrap();
+        let mut want: Vec<(String, EntryKind)> = fs::read_dir(d)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let t = e.file_type().unwrap();
+                match e.file_name().into_string() {
+                    Err(raw) => (raw.to_string_lossy().into_owned(), EntryKind::NotUtf8),
+                    Ok(n) if t.is_symlink() => (n, EntryKind::Symlink),
+                    Ok(n) if t.is_dir() => (n, EntryKind::Dir),
+                    Ok(n) => (n, EntryKind::File),
+                }
+            })
+            .collect();
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        let got: Vec<(String, EntryKind)> = got.into_iter().map(|e| (e.name, e.kind)).collect();
+        assert_eq!(got.len(), 305);
+        assert_eq!(got, want);
+        let dirf = fs::File::open(d).unwrap();
+        for (name, kind) in [
+            ("tile0", EntryKind::Dir),
+            ("name", EntryKind::File),
+            ("device", EntryKind::Symlink),
+            ("dangling", EntryKind::Symlink),
+        ] {
+            assert_eq!(kind_at(&dirf, name.as_bytes()).unwrap(), kind, "{name}");
+        }
+        assert!(kind_at(&dirf, b"missing").is_err());
+        assert!(RealFs::new(d).list("name").is_err());
+        assert!(RealFs::new(d).list("missing").is_err());
+    }
+
     #[test]
     fn paths_are_joins() {
         for dir in ["/sys/class/hwmon/hwmon4", "rel/dir", "/", "trailing/", ""] {
