@@ -63,6 +63,41 @@ fn is_time(s: &str) -> bool {
 /// Each of bfperf's lines has perf's fields: numbers where perf has numbers, the
 /// same text where perf has text (units, events, percentages, metric units,
 /// `<not counted>`), empty where perf's are empty.
+/// The unit perf gives a count's rate per second of task clock (`convert_unit_double`
+/// in perf's stat-shadow.c): `G/sec`, `M/sec`, `K/sec` above 1e9, 1e6 and 1e3, else
+/// `/sec`.
+fn perf_rate_unit(count: f64, clock_ms: f64) -> &'static str {
+    let rate = if clock_ms > 0.0 {
+        count / clock_ms * 1e3
+    } else {
+        0.0
+    };
+    match rate {
+        r if r > 1e9 => "G/sec",
+        r if r > 1e6 => "M/sec",
+        r if r > 1e3 => "K/sec",
+        _ => "/sec",
+    }
+}
+
+/// A rate's unit on one of bfperf's lines, where it may differ from perf's: perf
+/// scales it by the value, and the two programs' counts (a CPU migration in one run
+/// and none in the other, on a loaded machine) can differ. It must then be the unit
+/// perf would give bfperf's own count over bfperf's own task clock (the line of the
+/// same interval).
+fn rate_unit_is_perf_s(o: &[Vec<String>], line: &[String], skip: usize) -> bool {
+    let clock = o.iter().find(|l| {
+        l.get(2 + skip).map(String::as_str) == Some("task-clock") && (skip == 0 || l[0] == line[0])
+    });
+    let (Some(clock), Ok(count)) = (clock, line[skip].parse::<f64>()) else {
+        return false;
+    };
+    let Ok(ms) = clock[skip].parse::<f64>() else {
+        return false;
+    };
+    line.get(6 + skip).map(String::as_str) == Some(perf_rate_unit(count, ms))
+}
+
 fn same_fields(perf: &str, ours: &str, timed: bool) {
     let (p, o) = (lines(perf), lines(ours));
     assert_eq!(p.len(), o.len(), "perf:\n{perf}\nbfperf:\n{ours}");
@@ -80,6 +115,10 @@ fn same_fields(perf: &str, ours: &str, timed: bool) {
             match is_number(pf) && !pf.contains('%') {
                 // The value, run time and metric value: measured by each.
                 true if i != 4 => assert!(is_number(of), "field {i}: {pl:?}\n{ol:?}"),
+                _ if i == 6 && pf.ends_with("/sec") && pf != of && pl[skip] != ol[skip] => assert!(
+                    rate_unit_is_perf_s(&o, ol, skip),
+                    "field {i} (the counts differ): perf {pl:?}\nbfperf {ol:?}"
+                ),
                 _ => assert_eq!(pf, of, "field {i}: perf {pl:?}\nbfperf {ol:?}"),
             }
         }
