@@ -49,7 +49,7 @@ pub fn every_value(device: &Device) -> Vec<String> {
                 .iter()
                 .filter(|e| e.name != "DISABLE")
                 .take(b.counters.len())
-                .map(|e| e.name.clone())
+                .map(|e| e.name.to_string())
                 .collect()
         };
         specs.push(format!("{}/{}/", b.name, events.join(",")));

@@ -6,6 +6,7 @@ pub(crate) mod tables;
 
 use crate::block::{BlockKind, Generation};
 use serde::Serialize;
+use std::borrow::Cow;
 
 /// A built-in event definition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,8 +89,10 @@ pub struct Event {
     #[serde(rename = "event")]
     pub number: u32,
     /// The name with trailing spaces trimmed.
+    // The built-in table's own text where it has the name (no copy), else a copy of
+    // the device's.
     #[serde(rename = "event_name")]
-    pub name: String,
+    pub name: Cow<'static, str>,
     /// The vendor's description, when known.
     pub description: Option<&'static str>,
     /// The vendor documents this event as reserved for internal use.
@@ -155,7 +158,7 @@ impl Catalog {
                 let (description, reserved) = describe(Some(d));
                 Event {
                     number: d.number,
-                    name: d.name.trim_end().to_string(),
+                    name: Cow::Borrowed(d.name.trim_end()),
                     description,
                     reserved,
                     source: Source::Builtin,
@@ -200,10 +203,14 @@ impl Catalog {
         let mut events: Vec<Event> = listed
             .iter()
             .map(|(n, name)| {
-                let (description, reserved) = describe(find(*n, name));
+                let def = find(*n, name);
+                let (description, reserved) = describe(def);
                 Event {
                     number: *n,
-                    name: name.to_string(),
+                    name: match def.map(|d| d.name.trim_end()) {
+                        Some(same) if same == *name => Cow::Borrowed(same),
+                        _ => Cow::Owned(name.to_string()),
+                    },
                     description,
                     reserved,
                     source: Source::Device,
@@ -225,7 +232,7 @@ impl Catalog {
                     let (description, reserved) = describe(Some(d));
                     events.push(Event {
                         number: d.number,
-                        name: d.name.trim_end().to_string(),
+                        name: Cow::Borrowed(d.name.trim_end()),
                         description,
                         reserved,
                         source: Source::Builtin,
@@ -246,7 +253,10 @@ impl Catalog {
                 let (description, reserved) = describe(def);
                 Event {
                     number: def.map(|d| d.number).unwrap_or(u32::MAX),
-                    name: f.clone(),
+                    name: match def {
+                        Some(d) => Cow::Borrowed(d.name.trim_end()),
+                        None => Cow::Owned(f.clone()),
+                    },
                     description,
                     reserved,
                     source: Source::Device,
@@ -298,7 +308,7 @@ impl Catalog {
                 return Ok(e);
             }
         }
-        Err(suggest(input, self.events.iter().map(|e| e.name.as_str())))
+        Err(suggest(input, self.events.iter().map(|e| &*e.name)))
     }
 
     /// When the table lists this event's name at several numbers, or its number under
@@ -315,7 +325,7 @@ impl Catalog {
             .events
             .iter()
             .filter(|e| e.number == event.number && e.name != event.name)
-            .map(|e| e.name.as_str())
+            .map(|e| &*e.name)
             .collect();
         if numbers.len() < 2 && others.is_empty() {
             return None;
@@ -682,7 +692,7 @@ mod tests {
             let mut v: Vec<_> = Catalog::merge(BlockKind::Llt, Generation::Bf3, list, 1 << 16)
                 .events
                 .into_iter()
-                .map(|e| (e.number, e.name, e.description))
+                .map(|e| (e.number, e.name.into_owned(), e.description))
                 .collect();
             v.sort();
             v

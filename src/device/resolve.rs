@@ -155,7 +155,7 @@ pub(crate) fn resolve_event(
         return match catalog.by_number(number) {
             Some(e) => Ok(Resolved {
                 number,
-                name: Some(e.name.clone()),
+                name: Some(e.name.to_string()),
                 warning: catalog.ambiguity(block.kind, e),
             }),
             None if force => Ok(Resolved {
@@ -174,7 +174,7 @@ pub(crate) fn resolve_event(
     match catalog.resolve(t) {
         Ok(e) => Ok(Resolved {
             number: e.number,
-            name: Some(e.name.clone()),
+            name: Some(e.name.to_string()),
             warning: catalog.ambiguity(block.kind, e),
         }),
         Err(sugg) => Err(Error::UnknownEvent {

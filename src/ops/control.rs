@@ -187,8 +187,8 @@ pub fn plan_stop(
 fn named_register(device: &Device, block: &Block, typed: &str) -> Result<String> {
     let catalog = device.catalog(block)?;
     if let Ok(e) = catalog.resolve(typed) {
-        if block.registers.contains(&e.name) {
-            return Ok(e.name.clone());
+        if block.registers.iter().any(|r| *r == e.name) {
+            return Ok(e.name.to_string());
         }
     }
     Err(Error::BadEvent {

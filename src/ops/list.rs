@@ -312,13 +312,13 @@ pub fn list_blocks(
                 continue;
             }
             events
-                .entry((b.kind, e.name.clone()))
+                .entry((b.kind, e.name.to_string()))
                 .or_insert_with(|| ListedEvent {
                     kind: b.kind,
                     what: if registers { "register" } else { "event" },
                     spec: format!("{}/{}/", b.kind.as_str(), e.name),
                     number: (!registers).then_some(e.number),
-                    name: e.name.clone(),
+                    name: e.name.to_string(),
                     description: description.to_string(),
                     reserved: e.reserved,
                     blocks: Vec::new(),

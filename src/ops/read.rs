@@ -134,7 +134,7 @@ fn configuration(device: &Device, b: &Block) -> Result<BlockReading> {
                 catalog
                     .as_ref()
                     .and_then(|c| c.by_number(*n))
-                    .map(|e| e.name.clone())
+                    .map(|e| e.name.to_string())
             }
             None => None,
         };

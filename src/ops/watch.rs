@@ -81,7 +81,7 @@ fn describe(
             device
                 .catalog(b)
                 .ok()
-                .and_then(|cat| cat.by_number(n).map(|e| e.name.clone()))
+                .and_then(|cat| cat.by_number(n).map(|e| e.name.to_string()))
         })
     });
     let idle = named.as_deref().is_none_or(|n| n == "DISABLE");

@@ -238,7 +238,7 @@ fn glob_names<'c>(catalog: &'c Catalog, glob: &Glob) -> Vec<&'c str> {
         .events
         .iter()
         .filter(|e| e.name != DISABLE && glob.matches(&e.name.to_ascii_uppercase()))
-        .map(|e| e.name.as_str())
+        .map(|e| &*e.name)
         .collect()
 }
 
@@ -265,8 +265,8 @@ fn register_items(
             .collect());
     }
     match catalog.resolve(typed) {
-        Ok(e) if block.registers.contains(&e.name) => Ok(vec![Item::Register {
-            name: e.name.clone(),
+        Ok(e) if block.registers.iter().any(|r| *r == e.name) => Ok(vec![Item::Register {
+            name: e.name.to_string(),
         }]),
         _ => Err(bad(
             spec,
@@ -312,7 +312,7 @@ fn counter_items(
             .filter_map(|n| catalog.by_name(n))
             .map(|e| Item::Event {
                 number: e.number,
-                name: e.name.clone(),
+                name: e.name.to_string(),
             })
             .collect());
     }
@@ -359,7 +359,12 @@ fn bare(device: &Device, spec: &str) -> Result<String> {
             .blocks()
             .iter()
             .filter_map(|b| device.catalog(b).ok())
-            .flat_map(|c| c.events.iter().map(|e| e.name.clone()).collect::<Vec<_>>())
+            .flat_map(|c| {
+                c.events
+                    .iter()
+                    .map(|e| e.name.to_string())
+                    .collect::<Vec<_>>()
+            })
             .collect::<Vec<_>>();
         return Err(bad(
             spec,

@@ -177,7 +177,7 @@ impl Report for EventsReport {
                 Cell::text(if e.source == Source::Builtin {
                     format!("{}*", e.name)
                 } else {
-                    e.name.clone()
+                    e.name.to_string()
                 }),
                 Cell::text(e.description.unwrap_or(crate::catalog::NO_DESCRIPTION)),
             ]);
@@ -210,7 +210,7 @@ impl Report for EventsReport {
                 } else {
                     Cell::Hex(e.number)
                 },
-                Cell::text(&e.name),
+                Cell::text(&*e.name),
                 Cell::opt_text(e.description),
                 Cell::text(e.reserved.to_string()),
                 Cell::text(match e.source {
