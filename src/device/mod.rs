@@ -190,7 +190,10 @@ impl Device {
     /// As [`Device::open`], with only the blocks whose names `only` keeps (when
     /// given). The generation is still told from every entry of the device directory.
     pub fn open_of(fs: Box<dyn Sysfs>, only: Option<Keep<'_>>) -> Result<Device> {
-        let top = fs.list("").map_err(|e| io_error("listing", "", None, e))?;
+        let mut top = fs.list("").map_err(|e| io_error("listing", "", None, e))?;
+        // By name, so that what is skipped is said in that order. A block's own
+        // files are taken in any order (`Block::from_files` sorts what it keeps).
+        top.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         let mut listed: Vec<(String, Vec<String>)> = Vec::new();
         let mut warnings = Vec::new();
         for entry in &top {

@@ -49,7 +49,8 @@ pub trait Sysfs: Send + Sync {
     fn read(&self, rel: &str) -> io::Result<String>;
     /// Writes `data` to a file in one write call (as `echo -n` would). Never creates files.
     fn write(&self, rel: &str, data: &[u8]) -> io::Result<()>;
-    /// Lists a directory, sorted by name.
+    /// Lists a directory, in the order its filesystem gives (the kernel's is not by
+    /// name): a caller that shows the entries sorts them.
     fn list(&self, rel: &str) -> io::Result<Vec<Entry>>;
     /// Reads a symbolic link's target.
     fn read_link(&self, rel: &str) -> io::Result<String>;
@@ -449,7 +450,7 @@ fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::Fi
     Ok(file)
 }
 
-/// A directory's entries, sorted by name, "." and ".." left out; a symlink is
+/// A directory's entries in the kernel's order, "." and ".." left out; a symlink is
 /// reported as one, never followed. The directory itself is opened as `read_dir`
 /// opens it (a link to it followed). Read with `getdents64` into one buffer on the
 /// stack: `read_dir` allocates a 32 KiB buffer for each directory and two copies of
@@ -514,8 +515,6 @@ fn list_dir(path: &Path) -> io::Result<Vec<Entry>> {
             });
         }
     }
-    // Names in a directory are unique.
-    out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
 }
 
@@ -696,7 +695,7 @@ mod tests {
 
     /// A file's path is what `Path::join` and `format!` gave before they were
     /// written out by hand.
-    /// A listing as `read_dir` gave it: every name but "." and "..", sorted, each
+    /// A listing as `read_dir` gave it: every name but "." and "..", each
     /// with its kind, a link reported as one and not followed (a link to a
     /// directory too), a name that is not UTF-8 marked; and the kind asked of the
     /// filesystem for each, as a listing without types has it asked.
@@ -715,7 +714,8 @@ mod tests {
         for n in &many {
             fs::write(d.join(n), "0").unwrap();
         }
-        let got = RealFs::new(d).list("").unwrap();
+        let mut got = RealFs::new(d).list("").unwrap();
+        got.sort_by(|a, b| a.name.cmp(&b.name));
         let mut want: Vec<(String, EntryKind)> = fs::read_dir(d)
             .unwrap()
             .map(|e| {
