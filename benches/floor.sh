@@ -155,6 +155,10 @@ printf '%s\n' "${ratios[@]}" | sort -k3 -n | sed -n 2p | {
 # Processor time from each server's /proc/PID/task/*/schedstat; three rounds, the
 # median ratio. Needs bfperf-exporter beside bfperf.
 exporter="$(dirname "$bin")/bfperf-exporter"
+if [ ! -x "$exporter" ]; then
+  echo "the exporter's scrape: not measured, no bfperf-exporter beside $bin (copy it there)"
+  exit 0
+fi
 cc -O2 -o "$work/scrape-floor" benches/scrape-floor.c
 sched_ms() { awk '{t += $1} END {printf "%.1f", t / 1e6}' /proc/"$1"/task/*/schedstat; }
 port_of() { # LOG -> the port a server said it serves on
