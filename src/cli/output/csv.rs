@@ -14,7 +14,7 @@ pub(super) struct CsvRenderer {
 fn raw(cell: &Cell, escape: bool) -> String {
     match cell {
         Cell::Text(s) if escape => crate::front::escape::escape(s).into_owned(),
-        Cell::Text(s) => s.clone(),
+        Cell::Text(s) => s.to_string(),
         Cell::Int(n) | Cell::Plain(n) => n.to_string(),
         Cell::Hex(n) => n.to_string(),
         Cell::Float(x) => x.to_string(),

@@ -35,7 +35,9 @@ pub(crate) enum Format {
 /// One value of a table. Device strings are `Text` and are escaped for people.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Cell {
-    Text(String),
+    /// Text: borrowed where it lives as long as the program (an event table's names
+    /// and descriptions, hundreds a list), so that a table does not copy it.
+    Text(std::borrow::Cow<'static, str>),
     /// A count: grouped in tables, raw in CSV.
     Int(u64),
     /// A count never grouped (perf's --no-big-num).
@@ -50,11 +52,16 @@ pub(crate) enum Cell {
 
 impl Cell {
     pub(crate) fn text(s: impl Into<String>) -> Cell {
+        Cell::Text(std::borrow::Cow::Owned(s.into()))
+    }
+
+    /// Text that lives as long as the program, or a copy: not copied again.
+    pub(crate) fn lasting(s: impl Into<std::borrow::Cow<'static, str>>) -> Cell {
         Cell::Text(s.into())
     }
 
     pub(crate) fn opt_text(s: Option<impl Into<String>>) -> Cell {
-        s.map(|s| Cell::Text(s.into())).unwrap_or(Cell::None)
+        s.map(Cell::text).unwrap_or(Cell::None)
     }
 
     pub(crate) fn opt_int(n: Option<u64>) -> Cell {

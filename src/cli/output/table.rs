@@ -216,7 +216,7 @@ mod tests {
     /// The direct layout writes what comfy-table writes, byte for byte.
     #[test]
     fn the_plain_layout_is_comfy_tables() {
-        let text = |s: &str| Cell::Text(s.to_string());
+        let text = |s: &str| Cell::text(s);
         let tables = [
             Table {
                 header: vec!["NAME", "NUMBER", "DESCRIPTION"],

@@ -174,12 +174,11 @@ impl Report for EventsReport {
                 } else {
                     Cell::Hex(e.number)
                 },
-                Cell::text(if e.source == Source::Builtin {
-                    format!("{}*", e.name)
-                } else {
-                    e.name.to_string()
-                }),
-                Cell::text(e.description.unwrap_or(crate::catalog::NO_DESCRIPTION)),
+                match e.source {
+                    Source::Builtin => Cell::text(format!("{}*", e.name)),
+                    _ => Cell::lasting(e.name.clone()),
+                },
+                Cell::lasting(e.description.unwrap_or(crate::catalog::NO_DESCRIPTION)),
             ]);
         }
         let mut d = Document::default();
