@@ -693,8 +693,6 @@ pub(crate) const MAX_CONFIG: u64 = 64 * 1024 * 1024;
 mod tests {
     use super::*;
 
-    /// A file's path is what `Path::join` and `format!` gave before they were
-    /// written out by hand.
     /// A listing as `read_dir` gave it: every name but "." and "..", each
     /// with its kind, a link reported as one and not followed (a link to a
     /// directory too), a name that is not UTF-8 marked; and the kind asked of the
@@ -747,6 +745,8 @@ mod tests {
         assert!(RealFs::new(d).list("missing").is_err());
     }
 
+    /// A file's path is what `Path::join` and `format!` gave before they were
+    /// written out by hand.
     #[test]
     fn paths_are_joins() {
         for dir in ["/sys/class/hwmon/hwmon4", "rel/dir", "/", "trailing/", ""] {

@@ -60,9 +60,6 @@ fn is_time(s: &str) -> bool {
         })
 }
 
-/// Each of bfperf's lines has perf's fields: numbers where perf has numbers, the
-/// same text where perf has text (units, events, percentages, metric units,
-/// `<not counted>`), empty where perf's are empty.
 /// The unit perf gives a count's rate per second of task clock (`convert_unit_double`
 /// in perf's stat-shadow.c): `G/sec`, `M/sec`, `K/sec` above 1e9, 1e6 and 1e3, else
 /// `/sec`.
@@ -98,6 +95,9 @@ fn rate_unit_is_perf_s(o: &[Vec<String>], line: &[String], skip: usize) -> bool 
     line.get(6 + skip).map(String::as_str) == Some(perf_rate_unit(count, ms))
 }
 
+/// Each of bfperf's lines has perf's fields: numbers where perf has numbers, the
+/// same text where perf has text (units, events, percentages, metric units,
+/// `<not counted>`), empty where perf's are empty.
 fn same_fields(perf: &str, ours: &str, timed: bool) {
     let (p, o) = (lines(perf), lines(ours));
     assert_eq!(p.len(), o.len(), "perf:\n{perf}\nbfperf:\n{ours}");
