@@ -361,7 +361,8 @@ if [ -f /floor ]; then
   # Both ran their 10 s: 100 intervals (bfperf: a line per block per event).
   fl=$(awk '{ print $1 }' /tmp/floor.out | sort -u | grep -c .) bl=$(grep -c "$e1" /tmp/bfperf.out)
   echo "floor on the driver: stat -I 100 for 10 s of 8 $fk counters and their events ($bl and $fl intervals): bfperf ${b:-?} ms CPU, C floor ${f:-?} ms: $(awk -v b="$b" -v f="$f" 'BEGIN { if (f > 0) printf "%.2f", b / f; else print "?" }')x"
-  echo "floor on the driver: the same apart: 1 s (the start and 10 ticks) bfperf ${b1:-?} ms, C ${f1:-?} ms; a tick (10 s less 1 s, over 90) bfperf $(awk -v a="$b1" -v b="$b" 'BEGIN { printf "%.0f", (b - a) / 90 * 1000 }') us, C $(awk -v a="$f1" -v b="$f" 'BEGIN { printf "%.0f", (b - a) / 90 * 1000 }') us"
+  tick_us() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b - a) / 90 * 1000 }'; } # 1 s ms, 10 s ms
+  echo "floor on the driver: the same apart: 1 s (the start and 10 ticks) bfperf ${b1:-?} ms, C ${f1:-?} ms; a tick (10 s less 1 s, over 90) bfperf $(tick_us "$b1" "$b") us, C $(tick_us "$f1" "$f") us"
   if [ -n "$b" ] && [ -n "$f" ] && [ "$fl" -ge 95 ] && [ "$bl" -ge 95 ]; then ok "the floor on the driver was measured over 10 s on both sides"; else
     cat /tmp/floor.csv /tmp/bfperf.out >>/tmp/out; not_ok "the floor on the driver was measured over 10 s on both sides"; fi
 fi

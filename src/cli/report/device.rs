@@ -209,8 +209,8 @@ impl Report for EventsReport {
                 } else {
                     Cell::Hex(e.number)
                 },
-                Cell::text(&*e.name),
-                Cell::opt_text(e.description),
+                Cell::lasting(e.name.clone()),
+                e.description.map_or(Cell::None, Cell::lasting),
                 Cell::text(e.reserved.to_string()),
                 Cell::text(match e.source {
                     Source::Device => "device",
