@@ -59,31 +59,25 @@ impl Wakeup {
     /// Sleeps `timeout` at most, or until a signal comes or `pidfd` or `also` (a
     /// control descriptor) is readable.
     fn wait(&self, timeout: Duration, pidfd: Option<BorrowedFd<'_>>, also: Option<BorrowedFd<'_>>) {
-        let mut fds = vec![libc::pollfd {
-            fd: self.signals.as_raw_fd(),
+        // On the stack: the signals' descriptor, then those given (a tick
+        // allocates nothing to sleep).
+        let poll = |fd: i32| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
-        }];
+        };
+        let mut fds = [poll(self.signals.as_raw_fd()), poll(-1), poll(-1)];
+        let mut n = 1;
         for fd in [pidfd, also].into_iter().flatten() {
-            fds.push(libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            });
+            fds[n] = poll(fd.as_raw_fd());
+            n += 1;
         }
         let ts = libc::timespec {
             tv_sec: timeout.as_secs() as libc::time_t,
             tv_nsec: timeout.subsec_nanos() as libc::c_long,
         };
         // SAFETY: fds and ts live across the call; no signal mask is changed.
-        unsafe {
-            libc::ppoll(
-                fds.as_mut_ptr(),
-                fds.len() as libc::nfds_t,
-                &ts,
-                std::ptr::null(),
-            )
-        };
+        unsafe { libc::ppoll(fds.as_mut_ptr(), n as libc::nfds_t, &ts, std::ptr::null()) };
         if fds[0].revents & libc::POLLIN != 0 {
             let mut sink = [0u8; 64];
             while matches!((&self.signals).read(&mut sink), Ok(n) if n > 0) {}

@@ -182,7 +182,9 @@ impl ControlFile for PwriteFile {
 /// A sysfs attribute kept open and read with one `pread` at offset 0.
 pub struct PreadFile {
     file: fs::File,
-    buf: Vec<u8>,
+    /// A counter prints at most "0x", 16 hex digits and a newline. Kept beside the
+    /// descriptor: one allocation a file, and one place a read touches.
+    buf: [u8; 64],
 }
 
 impl ValueFile for PreadFile {
@@ -607,8 +609,7 @@ impl Sysfs for RealFs {
     fn open_value(&self, rel: &str) -> io::Result<Box<dyn ValueFile + '_>> {
         Ok(Box::new(PreadFile {
             file: open_attribute(&self.path(rel), false, false)?,
-            // A counter prints at most "0x" and 16 hex digits and a newline.
-            buf: vec![0u8; 64],
+            buf: [0u8; 64],
         }))
     }
 
