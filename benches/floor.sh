@@ -156,7 +156,7 @@ printf '%s\n' "${ratios[@]}" | sort -k3 -n | sed -n 2p | {
 # median ratio. Needs bfperf-exporter beside bfperf.
 exporter="$(dirname "$bin")/bfperf-exporter"
 if [ ! -x "$exporter" ]; then
-  echo "the exporter's scrape: not measured, no bfperf-exporter beside $bin (copy it there)"
+  echo "the exporter's scrape: not measured, no bfperf-exporter beside the bfperf measured (copy it beside BFPERF)"
   exit 0
 fi
 cc -O2 -o "$work/scrape-floor" benches/scrape-floor.c

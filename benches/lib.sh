@@ -2,11 +2,22 @@
 # with $bin naming the bfperf binary.
 
 # A scratch directory in tmpfs, $work, removed on exit with the two `yes` that
-# --busy starts to keep both cores busy.
+# --busy starts to keep both cores busy. $bin (and bfperf-exporter beside it) is
+# measured as installed: copied whole into a scratch directory on the disk, in
+# the repository's target/, and run from there. On a virtual machine, the same
+# binary's `stat` took twice the processor time run from tmpfs, and some 15 %
+# more run from the file the linker wrote, than from a copy on the disk
+# (docs/performance.md).
 bench_start() { # NAME [--busy]
   work=$(mktemp -d "/dev/shm/bfperf-$1.XXXXXX" 2> /dev/null || mktemp -d)
   busy=()
+  bins=
   trap bench_cleanup EXIT
+  mkdir -p target
+  bins=$(mktemp -d target/bench-bin.XXXXXX)
+  cp "$bin" "$bins/bfperf"
+  [ ! -x "$(dirname "$bin")/bfperf-exporter" ] || cp "$(dirname "$bin")/bfperf-exporter" "$bins/"
+  bin=$bins/bfperf
   if [ "${2:-}" = --busy ]; then
     for _ in 1 2; do yes > /dev/null & busy+=($!); done
   fi
@@ -15,6 +26,7 @@ bench_start() { # NAME [--busy]
 bench_cleanup() {
   [ ${#busy[@]} -eq 0 ] || kill "${busy[@]}" 2> /dev/null || true
   rm -rf "$work"
+  [ -z "$bins" ] || rm -rf "$bins"
 }
 
 # floor.sh's `stat` row on the bf2 copy in $work/bf2, the lock and journal in
