@@ -20,6 +20,7 @@
 # time, unlike wall time, does not grow when other programs share the cores. Without
 # perf, wall time per run. 3 is the processor time of each whole run, in three
 # interleaved rounds, with the median ratio.
+# bfperf runs from a copy on the disk, as installed (benches/lib.sh says why).
 # Run from the repository: bash benches/floor.sh [--busy]
 #   --busy  keeps both cores busy (two `yes`) while it measures, as the goals ask
 #   needs cc and rustc; BFPERF=path to another binary, RUNS=runs a round (200)
