@@ -1,5 +1,5 @@
-# Shared by benches/floor.sh and benches/stat-split.sh, sourced from the repository
-# with $bin naming the bfperf binary.
+# Shared by benches/floor.sh, benches/stat-split.sh and benches/tick-pages.py,
+# sourced from the repository with $bin naming the bfperf binary.
 
 # A scratch directory in tmpfs, $work, removed on exit with the two `yes` that
 # --busy starts to keep both cores busy. $bin (and bfperf-exporter beside it) is

@@ -27,21 +27,23 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEV = "class/hwmon/hwmon3"
 
 
-def stat_row(fixture):
-    """floor.sh's `stat` row: bfperf's -e, and the sampler's 28 files."""
-    dev = os.path.join(fixture, DEV)
-    specs = ["-e", "tile/MEMORY_READS,MEMORY_WRITES/", "-e", "pcie/*_BYTE_CNT/"]
-    files = []
-    for t in range(4):
-        files += [f"{dev}/tile{t}/counter0", f"{dev}/tile{t}/counter1"]
-        files += [f"check:{dev}/tile{t}/event0", f"check:{dev}/tile{t}/event1"]
-    for p in range(2):
-        for r in ["IN_P", "IN_NP", "IN_C", "OUT_P", "OUT_NP", "OUT_C"]:
-            files.append(f"{dev}/pcie{p}/{r}_BYTE_CNT")
-    return specs, files
+def stat_row(work, binary):
+    """floor.sh's `stat` row, as benches/lib.sh defines it (which also programs
+    tile0 of $work/bf2 as the row finds it): bfperf's -e, the sampler's 28 files,
+    and the lock and state directory in $work."""
+    show = 'stat_row && printf "%s\\n" "$BFPERF_LOCK_FILE" "$BFPERF_STATE_DIR" "${stat_specs[@]}" "" "${samples[@]}"'
+    out = subprocess.run(
+        ["bash", "-c", f". benches/lib.sh && {show}"],
+        cwd=ROOT,
+        env=dict(os.environ, work=work, bin=binary),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    blank = out.index("")
+    return out[0], out[1], out[2:blank], out[blank + 1 :]
 
 
 def read_maps(pid):
@@ -50,8 +52,8 @@ def read_maps(pid):
         for line in f:
             p = line.split()
             lo, hi = (int(x, 16) for x in p[0].split("-"))
-            name = os.path.basename(p[5]) if len(p) > 5 else "[anon]"
-            maps.append((lo, hi, p[1], name, int(p[2], 16)))
+            path = p[5] if len(p) > 5 else "[anon]"
+            maps.append((lo, hi, p[1], path, int(p[2], 16)))
     return maps
 
 
@@ -72,23 +74,26 @@ def trace(argv, sleep_in, tick, env):
     os.close(w)
     maps = []
 
+    def libc_mapped():
+        return any(os.path.basename(m[3]).startswith("libc.so") for m in maps)
+
     def grab():
         # libc is mapped by the loader, long before the first sleep; the maps are
-        # read again later, when the program's own mappings are all there.
-        for pause in [0.01] * 1000 + [1.0]:
-            time.sleep(pause)
-            try:
-                now = read_maps(proc.pid)
-            except OSError:
-                return
-            maps[:] = now
-            if pause == 0.01 and any(m[3].startswith("libc.so") for m in now):
-                time.sleep(1.0)
-                try:
+        # read again a second later, when the program's own mappings are all there.
+        # Only the tool's: `valgrind` itself, which execs it, has a libc of its own.
+        try:
+            for _ in range(1000):
+                with open(f"/proc/{proc.pid}/comm") as comm:
+                    tool = comm.read().startswith("lackey")
+                if tool:
                     maps[:] = read_maps(proc.pid)
-                except OSError:
-                    pass
-                return
+                    if libc_mapped():
+                        break
+                time.sleep(0.01)
+            time.sleep(1.0)
+            maps[:] = read_maps(proc.pid)
+        except OSError:
+            pass
 
     grabber = threading.Thread(target=grab)
     grabber.start()
@@ -101,14 +106,9 @@ def trace(argv, sleep_in, tick, env):
                 continue
             addr = int(line[2:].split(",", 1)[0], 16)
             if kind == "I":
-                if split is None and any(m[3].startswith("libc.so") for m in maps):
-                    libc = next(m for m in maps if m[3].startswith("libc.so") and m[4] == 0)
-                    path = next(
-                        p
-                        for p in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64")
-                        if os.path.exists(os.path.join(p, libc[3]))
-                    )
-                    split = libc[0] + symbol(os.path.join(path, libc[3]), sleep_in)
+                if split is None and libc_mapped():
+                    libc = next(m for m in maps if os.path.basename(m[3]).startswith("libc.so") and m[4] == 0)
+                    split = libc[0] + symbol(libc[3], sleep_in)
                 if addr == split:
                     windows += 1
                 if windows == tick:
@@ -123,7 +123,8 @@ def trace(argv, sleep_in, tick, env):
 
     def where(page):
         a = page << 12
-        for lo, hi, perm, name, _ in maps:
+        for lo, hi, perm, path, _ in maps:
+            name = os.path.basename(path)
             if lo <= a < hi:
                 # Valgrind gives the program's heap (its brk) as an anonymous
                 # mapping that may be executed.
@@ -147,10 +148,9 @@ def main():
         shutil.copytree(os.path.join(ROOT, "fixtures/bf2"), fixture, symlinks=True)
         floor = os.path.join(work, "floor")
         subprocess.run(["cc", "-O2", "-o", floor, os.path.join(ROOT, "benches/floor.c")], check=True)
-        env = dict(os.environ, BFPERF_LOCK_FILE=f"{work}/lock", BFPERF_STATE_DIR=f"{work}/state")
+        lock, state, specs, files = stat_row(work, binary)
+        env = dict(os.environ, BFPERF_LOCK_FILE=lock, BFPERF_STATE_DIR=state)
         root = ["--sysfs-root", fixture]
-        subprocess.run([binary, *root, "program", "tile0", "0=MEMORY_READS", "1=MEMORY_WRITES"], env=env, check=True, stdout=subprocess.DEVNULL)
-        specs, files = stat_row(fixture)
         runs = [
             ("bfperf", [binary, *root, "stat", *specs, "-I", "100", "--duration", "2s", "-o", "/dev/null"], "ppoll"),
             ("C", [floor, "sample", "100", "2", *files], "clock_nanosleep"),
