@@ -129,12 +129,18 @@ impl<'d> Sampler<'d> {
             // nothing at all: the exporter's series, a short command's count), and
             // marked when its bounds are not known well enough.
             let first = st.accs[s.item].counted_ns == 0;
+            let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
             if uncertain && !first && !foreign.contains(&s.item) {
+                // Left out of the count, its time not counted; the running
+                // estimate (the exporter's series) still takes it, so that a
+                // series never stands a whole sweep behind the time it is read.
+                if let Some(g) = Gain::of_window(v, st.width_mask, turn, counted, span) {
+                    st.accs[s.item].estimate += g.estimate();
+                }
                 continue;
             }
-            let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
             if !foreign.contains(&s.item) {
-                if let Some(g) = Gain::of(0, v, st.width_mask, turn, counted, span) {
+                if let Some(g) = Gain::of_window(v, st.width_mask, turn, counted, span) {
                     accumulate(&mut st.accs[s.item], g);
                 }
                 if uncertain && first {

@@ -174,6 +174,9 @@ struct Gain {
     /// The time the turn stands for: longer than `turn` when other groups had the
     /// turns between, or the block was stopped to be read, ns.
     span: u64,
+    /// A window of a block stopped to be read: its bounds are its own writes, not
+    /// the ticks' times, so its count is always scaled to the span.
+    window: bool,
 }
 
 impl Gain {
@@ -189,23 +192,40 @@ impl Gain {
             turn,
             counted,
             span,
+            window: false,
         })
+    }
+
+    /// An all-at-once block's gain over a window that started at 0.
+    fn of_window(v: u64, width_mask: u64, turn: u64, counted: u64, span: u64) -> Option<Gain> {
+        let g = Gain::of(0, v, width_mask, turn, counted, span)?;
+        Some(Gain { window: true, ..g })
+    }
+
+    /// What the gain adds to the running estimate: the count itself where the
+    /// counter counted the whole span between the ticks (the exported raw counter);
+    /// otherwise the count scaled to the span at the rate it counted at over its
+    /// own bounds.
+    fn estimate(&self) -> u64 {
+        let counted = if self.counted > 0 {
+            self.counted
+        } else {
+            self.turn
+        };
+        if (self.window || self.span != self.turn) && counted > 0 {
+            (self.delta as u128 * self.span as u128 / counted as u128) as u64
+        } else {
+            self.delta
+        }
     }
 }
 
-/// Adds a turn's gain. The running estimate is the count itself where the counter
-/// counted the whole span (the exported raw counter); otherwise the count scaled to
-/// the span at the rate it counted at over its own bounds.
+/// Adds a turn's gain: its count, times and estimate.
 fn accumulate(acc: &mut Acc, g: Gain) {
     acc.active_ns += g.turn;
     acc.counted_ns += g.counted;
     acc.total += g.delta;
-    let counted = if g.counted > 0 { g.counted } else { g.turn };
-    acc.estimate += if g.span != g.turn && counted > 0 {
-        (g.delta as u128 * g.span as u128 / counted as u128) as u64
-    } else {
-        g.delta
-    };
+    acc.estimate += g.estimate();
 }
 
 /// The time `f` ran at, ns: the middle of the clock's readings before and after,
@@ -254,7 +274,9 @@ const TIGHT_NS: u64 = 50_000;
 /// A window is counted when its bounds are known to within this share of its length
 /// (1/200: 0.5 %) or to within [`TIGHT_NS`]; a window whose writes took longer (the
 /// process preempted) is left out, its time not counted, so that no rate rests on a
-/// bound that is not known — unless it is its items' first, which is kept.
+/// bound that is not known — unless it is its items' first, which is kept. The
+/// running estimate keeps every window: a series left a sweep behind would put a
+/// `rate()` off by a whole interval, where the bound is off by its writes' delay.
 const UNCERTAIN_PER: u64 = 200;
 
 /// Whether bounds `unknown` ns off leave a rate over `counted` ns not known well
