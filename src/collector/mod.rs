@@ -380,7 +380,8 @@ impl<'d> Collector<'d> {
 
     /// A check between sweeps (every 100 ms): another program's
     /// write is found within it, and the window it spoiled is left out of the
-    /// counts, so that `rate()` over it stays right.
+    /// counts, its span estimated from the item's next window, so that `rate()`
+    /// over it stays right.
     pub fn probe(&mut self, now: u64) {
         self.sampler.probe(now);
         self.log_detections();

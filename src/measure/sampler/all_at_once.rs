@@ -129,23 +129,25 @@ impl<'d> Sampler<'d> {
             // nothing at all: the exporter's series, a short command's count), and
             // marked when its bounds are not known well enough.
             let first = st.accs[s.item].counted_ns == 0;
+            if foreign.contains(&s.item) {
+                // Nothing of the window is known: its span goes to the item's next
+                // window, whose count the running estimate scales over it.
+                continue;
+            }
             let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
-            if uncertain && !first && !foreign.contains(&s.item) {
+            let Some(g) = Gain::of_window(v, st.width_mask, turn, counted, span) else {
+                continue;
+            };
+            if uncertain && !first {
                 // Left out of the count, its time not counted; the running
                 // estimate (the exporter's series) still takes it, so that a
                 // series never stands a whole sweep behind the time it is read.
-                if let Some(g) = Gain::of_window(v, st.width_mask, turn, counted, span) {
-                    st.accs[s.item].estimate += g.estimate();
-                }
+                st.accs[s.item].estimate += g.estimate();
                 continue;
             }
-            if !foreign.contains(&s.item) {
-                if let Some(g) = Gain::of_window(v, st.width_mask, turn, counted, span) {
-                    accumulate(&mut st.accs[s.item], g);
-                }
-                if uncertain && first {
-                    st.accs[s.item].uncertain_ns += unknown;
-                }
+            accumulate(&mut st.accs[s.item], g);
+            if uncertain && first {
+                st.accs[s.item].uncertain_ns += unknown;
             }
         }
         if p.multiplexed() {

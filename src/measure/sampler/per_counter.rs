@@ -91,13 +91,18 @@ impl<'d> Sampler<'d> {
             let v = v?;
             let last = std::mem::replace(&mut st.last[c], v);
             let counted = at.saturating_sub(std::mem::replace(&mut st.read_ns[c], at));
-            let span = now - std::mem::replace(&mut st.turn_end[s.item], now);
             if foreign.contains(&s.item) {
-                // It counted another program's event: none of it is ours.
+                // It counted another program's event: none of it is ours. Its span
+                // goes to the item's next turn, whose count the running estimate
+                // scales over it.
                 continue;
             }
+            let span = now - st.turn_end[s.item];
             match Gain::of(last, v, st.width_mask, dt, counted, span) {
-                Some(g) => accumulate(&mut st.accs[s.item], g),
+                Some(g) => {
+                    accumulate(&mut st.accs[s.item], g);
+                    st.turn_end[s.item] = now;
+                }
                 None if found.is_none() => {
                     let why = reset_cause(st.events[c].as_mut(), p, s)?;
                     found = Some((vec![s.item], why));
