@@ -751,13 +751,7 @@ fn textfiles_are_atomic_and_sigterm_leaves_no_temporary_file() {
 
 #[test]
 fn running_totals_never_go_backwards_across_wraps_and_window_resets() {
-    let (sim, clock) = Sim::with_manual_clock(Generation::Bf3, Kernel::V6_16);
-    let sim = Arc::new(sim);
-    let device = Device::open(Box::new(sim.clone())).unwrap();
-    let config = Counting {
-        events: vec!["llt0/cycles,GDC_BANK0_RD_REQ/".into()],
-        ..Default::default()
-    };
+    let (sim, clock, device, config) = manual_bf3("llt0/cycles,GDC_BANK0_RD_REQ/");
     let set = MetricSet::load(&[Generation::Bf3], &[]);
     let mut e = Collector::start(&device, &config, set, || 0).unwrap();
     let hz = sim.clock_hz("llt0").unwrap();
@@ -784,13 +778,7 @@ fn running_totals_never_go_backwards_across_wraps_and_window_resets() {
 #[test]
 fn a_sweep_whose_writes_were_delayed_still_moves_the_series() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let (sim, clock) = Sim::with_manual_clock(Generation::Bf3, Kernel::V6_16);
-    let sim = Arc::new(sim);
-    let device = Device::open(Box::new(sim.clone())).unwrap();
-    let config = Counting {
-        events: vec!["mss0/SKYLIB_DDN_TX_FLITS/".into()],
-        ..Default::default()
-    };
+    let (sim, clock, device, config) = manual_bf3("mss0/SKYLIB_DDN_TX_FLITS/");
     let set = MetricSet::load(&[Generation::Bf3], &[]);
     // While `slow`, each reading of the clock finds it 20 ms on: every write the
     // sweep times took 20 ms, which bounds its window to 1 % only.
@@ -828,6 +816,19 @@ fn a_sweep_whose_writes_were_delayed_still_moves_the_series() {
         previous = got;
     }
     e.stop().unwrap();
+}
+
+/// A simulated BlueField-3 on a manual clock, the device on it, and an exporter's
+/// config counting `spec`.
+fn manual_bf3(spec: &str) -> (Arc<Sim>, Arc<bfperf::sim::ManualClock>, Device, Counting) {
+    let (sim, clock) = Sim::with_manual_clock(Generation::Bf3, Kernel::V6_16);
+    let sim = Arc::new(sim);
+    let device = Device::open(Box::new(sim.clone())).unwrap();
+    let config = Counting {
+        events: vec![spec.into()],
+        ..Default::default()
+    };
+    (sim, clock, device, config)
 }
 
 /// The manual clock's time, ns.
