@@ -131,10 +131,12 @@ pub struct Acc {
     #[serde(default)]
     pub counted_ns: u64,
     /// A running estimate that never goes backwards: each turn's count scaled to
-    /// the time since the item's previous turn ended (equal to `total` for a
-    /// counter read while it counts and never multiplexed; an all-at-once block's
-    /// windows scaled over the gaps it was stopped in, those `total` leaves out for
-    /// delayed bounds included). What the exporter exports.
+    /// the time since the item's previous counted turn ended (equal to `total` for
+    /// a counter read while it counts, never multiplexed nor spoiled; an
+    /// all-at-once block's windows scaled over the gaps it was stopped in, those
+    /// `total` leaves out for delayed bounds included; a window another program
+    /// spoiled, or one stalled past a wrap, stood for by the next). What the
+    /// exporter exports.
     pub estimate: u64,
     /// How many times another program touched its counter (0: the count is valid).
     pub foreign: u32,
