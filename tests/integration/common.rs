@@ -528,3 +528,36 @@ pub fn bf3_event_rate(block: &str, event: &str) -> f64 {
     let n = v["events"][0]["event"].as_u64().unwrap() as u32;
     sim.event_rate(block, n).unwrap() as f64
 }
+
+/// A simulated device in process on a manual clock, and the device opened on it.
+pub struct Rig {
+    pub sim: std::sync::Arc<bfperf::sim::Sim>,
+    pub clock: std::sync::Arc<bfperf::sim::ManualClock>,
+    pub device: bfperf::Device,
+}
+
+/// A [`Rig`] of `gen` (kernel 6.16) with the simulator's `options`.
+pub fn rig_with(gen: bfperf::Generation, options: &bfperf::sim::SimOptions) -> Rig {
+    let clock = std::sync::Arc::new(bfperf::sim::ManualClock::new(0));
+    let sim = std::sync::Arc::new(bfperf::sim::Sim::with_options(
+        gen,
+        bfperf::sim::Kernel::V6_16,
+        clock.clone(),
+        options,
+    ));
+    let device = bfperf::Device::open(Box::new(sim.clone())).unwrap();
+    Rig { sim, clock, device }
+}
+
+/// A [`Rig`] of `gen` with the simulator's defaults.
+pub fn rig(gen: bfperf::Generation) -> Rig {
+    rig_with(gen, &bfperf::sim::SimOptions::default())
+}
+
+/// An exporter's config counting `spec`.
+pub fn counting(spec: &str) -> bfperf::collector::Counting {
+    bfperf::collector::Counting {
+        events: vec![spec.into()],
+        ..Default::default()
+    }
+}

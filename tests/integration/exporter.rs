@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use bfperf::collector::{self, Collector, Counting};
+use bfperf::collector::{self, Collector};
 use bfperf::metrics::MetricSet;
-use bfperf::sim::{Kernel, Sim};
-use bfperf::{Device, Generation};
+use bfperf::sim::{Clock, Kernel, Sim};
+use bfperf::Generation;
 use predicates::prelude::*;
 
 /// promtool and prometheus, or None (after saying why) where they are missing and
@@ -751,7 +751,8 @@ fn textfiles_are_atomic_and_sigterm_leaves_no_temporary_file() {
 
 #[test]
 fn running_totals_never_go_backwards_across_wraps_and_window_resets() {
-    let (sim, clock, device, config) = manual_bf3("llt0/cycles,GDC_BANK0_RD_REQ/");
+    let Rig { sim, clock, device } = rig(Generation::Bf3);
+    let config = counting("llt0/cycles,GDC_BANK0_RD_REQ/");
     let set = MetricSet::load(&[Generation::Bf3], &[]);
     let mut e = Collector::start(&device, &config, set, || 0).unwrap();
     let hz = sim.clock_hz("llt0").unwrap();
@@ -778,7 +779,8 @@ fn running_totals_never_go_backwards_across_wraps_and_window_resets() {
 #[test]
 fn a_sweep_whose_writes_were_delayed_still_moves_the_series() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let (sim, clock, device, config) = manual_bf3("mss0/SKYLIB_DDN_TX_FLITS/");
+    let Rig { sim, clock, device } = rig(Generation::Bf3);
+    let config = counting("mss0/SKYLIB_DDN_TX_FLITS/");
     let set = MetricSet::load(&[Generation::Bf3], &[]);
     // While `slow`, each reading of the clock finds it 20 ms on: every write the
     // sweep times took 20 ms, which bounds its window to 1 % only.
@@ -786,7 +788,7 @@ fn a_sweep_whose_writes_were_delayed_still_moves_the_series() {
     let stamp = {
         let (clock, slow) = (clock.clone(), slow.clone());
         move || {
-            let t = sim_now(&clock);
+            let t = clock.now_ns();
             if slow.load(Ordering::SeqCst) {
                 clock.advance_ns(20_000_000);
             }
@@ -799,7 +801,7 @@ fn a_sweep_whose_writes_were_delayed_still_moves_the_series() {
     for s in 1..=6u64 {
         clock.advance_secs(1);
         slow.store(s == 3, Ordering::SeqCst);
-        let now = sim_now(&clock);
+        let now = clock.now_ns();
         e.scrape(now).unwrap();
         let text = e.exposition(true, 0.0, collector::TextFormat::Text004);
         let got = sample(&text, "bfperf_events_total", &[("block", "mss0")]);
@@ -816,25 +818,6 @@ fn a_sweep_whose_writes_were_delayed_still_moves_the_series() {
         previous = got;
     }
     e.stop().unwrap();
-}
-
-/// A simulated BlueField-3 on a manual clock, the device on it, and an exporter's
-/// config counting `spec`.
-fn manual_bf3(spec: &str) -> (Arc<Sim>, Arc<bfperf::sim::ManualClock>, Device, Counting) {
-    let (sim, clock) = Sim::with_manual_clock(Generation::Bf3, Kernel::V6_16);
-    let sim = Arc::new(sim);
-    let device = Device::open(Box::new(sim.clone())).unwrap();
-    let config = Counting {
-        events: vec![spec.into()],
-        ..Default::default()
-    };
-    (sim, clock, device, config)
-}
-
-/// The manual clock's time, ns.
-fn sim_now(clock: &bfperf::sim::ManualClock) -> u64 {
-    use bfperf::sim::Clock;
-    clock.now_ns()
 }
 
 #[test]

@@ -5,20 +5,15 @@
 //! as a diff; `BFPERF_BLESS=1 cargo test golden` writes the files anew.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use bfperf::collector::{self, Collector, Counting};
+use crate::common::{counting, rig, Rig};
+use bfperf::collector::{self, Collector};
 use bfperf::metrics::MetricSet;
-use bfperf::sim::{Kernel, Sim};
-use bfperf::{Device, Generation};
+use bfperf::Generation;
 
 fn exposition(gen: Generation, format: collector::TextFormat) -> String {
-    let (sim, clock) = Sim::with_manual_clock(gen, Kernel::V6_16);
-    let device = Device::open(Box::new(Arc::new(sim))).unwrap();
-    let config = Counting {
-        events: vec!["default".into()],
-        ..Default::default()
-    };
+    let Rig { clock, device, .. } = rig(gen);
+    let config = counting("default");
     let set = MetricSet::load(&[gen], &[]);
     let mut e = Collector::start(&device, &config, set, || 0).unwrap();
     clock.advance_secs(1);

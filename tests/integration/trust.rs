@@ -10,34 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::*;
-use bfperf::collector::{Collector, Counting};
+use bfperf::collector::Collector;
 use bfperf::measure::{self, Count, For, Interval, Pacer, StatRequest, Until};
 use bfperf::metrics::{self, MetricSet};
 use bfperf::sim::{Clock, Kernel, ManualClock, Sim, SimOptions, Workload};
-use bfperf::{BlockKind, Device, Generation, Sysfs};
+use bfperf::{BlockKind, Generation, Sysfs};
 use predicates::prelude::*;
-
-struct Rig {
-    sim: Arc<Sim>,
-    clock: Arc<ManualClock>,
-    device: Device,
-}
-
-fn rig_with(gen: Generation, options: &SimOptions) -> Rig {
-    let clock = Arc::new(ManualClock::new(0));
-    let sim = Arc::new(Sim::with_options(
-        gen,
-        Kernel::V6_16,
-        clock.clone(),
-        options,
-    ));
-    let device = Device::open(Box::new(sim.clone())).unwrap();
-    Rig { sim, clock, device }
-}
-
-fn rig(gen: Generation) -> Rig {
-    rig_with(gen, &SimOptions::default())
-}
 
 fn request(specs: &[String]) -> StatRequest {
     StatRequest::for_specs(specs.to_vec())
@@ -469,10 +447,7 @@ fn truth(r: &Rig, s: &Scenario) -> f64 {
 fn every_foreign_write_is_flagged_and_reasserted_by_the_exporter() {
     for (n, s) in SCENARIOS.iter().enumerate() {
         let r = rig(s.gen);
-        let config = Counting {
-            events: vec![s.spec.to_string()],
-            ..Default::default()
-        };
+        let config = counting(s.spec);
         let set = MetricSet::load(&[s.gen], &[]);
         let step = 100_000_000;
         let mut e = Collector::start(&r.device, &config, set, || r.clock.now_ns()).unwrap();
@@ -539,10 +514,7 @@ fn the_exporter_scales_multiplexed_events_as_stat_does() {
     let r = rig(Generation::Bf2);
     let out = r.measure(&request(&[spec.to_string()]), 20);
     let r2 = rig(Generation::Bf2);
-    let config = Counting {
-        events: vec![spec.to_string()],
-        ..Default::default()
-    };
+    let config = counting(spec);
     let mut e = Collector::start(
         &r2.device,
         &config,
@@ -941,10 +913,7 @@ fn a_window_stalled_past_a_wrap_is_never_exported_as_a_count() {
         event: "GDC_BANK0_RD_REQ",
         says: "",
     };
-    let config = Counting {
-        events: vec![s.spec.to_string()],
-        ..Default::default()
-    };
+    let config = counting(s.spec);
     let set = MetricSet::load(&[Generation::Bf3], &[]);
     let mut e = Collector::start(&r.device, &config, set, || r.clock.now_ns()).unwrap();
     let want = truth(&r, &s);
