@@ -4,6 +4,7 @@
 //! the plan's order among the counts of one spec; counts no spec names (a
 //! metric's) come last.
 
+use super::count::Name;
 use crate::block::BlockKind;
 use crate::measure::Count;
 
@@ -55,11 +56,129 @@ impl SpecOrder {
             .unwrap_or(usize::MAX)
     }
 
-    /// `counts` in this order (stable: the plan's order within a term).
-    pub(crate) fn sort(&self, counts: &mut [Count]) {
+    /// `counts` in this order (stable: the plan's order within a term), each
+    /// count's place taken from `memo` when the count at its position has the same
+    /// names as last time: every interval of a run has the same counts in the same
+    /// order, whose places are found once (by comparing names against every term),
+    /// not at every interval. Counts already in order are left as they are.
+    pub(crate) fn sort_remembering(&self, counts: &mut Vec<Count>, memo: &mut Vec<Placed>) {
         if self.terms.is_empty() {
             return;
         }
-        counts.sort_by_key(|c| self.place(c));
+        memo.truncate(counts.len());
+        let mut sorted = true;
+        let mut last = 0;
+        for (i, c) in counts.iter().enumerate() {
+            let place = match memo.get(i) {
+                Some(m) if m.is(c) => m.place,
+                _ => {
+                    let m = Placed {
+                        block: c.block.clone(),
+                        event: c.event.clone(),
+                        kind: c.kind,
+                        place: self.place(c),
+                    };
+                    let place = m.place;
+                    match memo.get_mut(i) {
+                        Some(old) => *old = m,
+                        None => memo.push(m),
+                    }
+                    place
+                }
+            };
+            sorted &= place >= last;
+            last = place;
+        }
+        if sorted {
+            return;
+        }
+        let mut keyed: Vec<(usize, Count)> =
+            memo.iter().map(|m| m.place).zip(counts.drain(..)).collect();
+        keyed.sort_by_key(|(place, _)| *place);
+        counts.extend(keyed.into_iter().map(|(_, c)| c));
+        // The memo follows the counts' order before sorting; the next interval's
+        // counts come in that order again.
+    }
+}
+
+/// A count's place in a [`SpecOrder`], remembered with the names it was found for.
+#[derive(Debug, Clone)]
+pub(crate) struct Placed {
+    block: Name,
+    event: Name,
+    kind: BlockKind,
+    place: usize,
+}
+
+impl Placed {
+    /// Whether `c` is the count this place was found for: the same names of the
+    /// same kind (shared names compare by address first).
+    fn is(&self, c: &Count) -> bool {
+        self.kind == c.kind && self.block == c.block && self.event == c.event
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(block: &str, kind: BlockKind, event: &str) -> Count {
+        Count {
+            block: block.into(),
+            kind,
+            blocks: 1,
+            counter: None,
+            event: event.into(),
+            event_number: None,
+            value: Some(1),
+            raw: 1,
+            unit: "events",
+            coverage: 1.0,
+            enabled_ns: 1,
+            running_ns: 1,
+            counted: true,
+            valid: true,
+            invalid: None,
+            supported: true,
+        }
+    }
+
+    fn names(counts: &[Count]) -> Vec<String> {
+        counts
+            .iter()
+            .map(|c| format!("{}/{}", c.block, c.event))
+            .collect()
+    }
+
+    /// The remembered places sort every interval as the first, and a count that
+    /// is not the one remembered at its position is placed anew.
+    #[test]
+    fn remembered_places_sort_as_the_first_interval() {
+        let order = SpecOrder::of(&["pcie/IN_P_BYTE_CNT/".into(), "tile/A,B/".into()]);
+        let tile = |e| count("tile", BlockKind::Tile, e);
+        let pcie = |e| count("pcie", BlockKind::Pcie, e);
+        let mut memo = Vec::new();
+        let want = ["pcie/IN_P_BYTE_CNT", "tile/A", "tile/B"];
+        for _ in 0..3 {
+            let mut counts = vec![tile("A"), tile("B"), pcie("IN_P_BYTE_CNT")];
+            order.sort_remembering(&mut counts, &mut memo);
+            assert_eq!(names(&counts), want);
+        }
+        // Other counts at the same positions: placed anew, and the memo follows.
+        let mut counts = vec![pcie("IN_P_BYTE_CNT"), tile("B")];
+        order.sort_remembering(&mut counts, &mut memo);
+        assert_eq!(names(&counts), ["pcie/IN_P_BYTE_CNT", "tile/B"]);
+        assert_eq!(memo.len(), 2);
+        let mut counts = vec![
+            tile("A"),
+            count("other", BlockKind::Tile, "X"),
+            pcie("IN_P_BYTE_CNT"),
+        ];
+        order.sort_remembering(&mut counts, &mut memo);
+        assert_eq!(names(&counts), ["pcie/IN_P_BYTE_CNT", "tile/A", "other/X"]);
+        // No order: left as given.
+        let mut counts = vec![tile("B"), pcie("IN_P_BYTE_CNT")];
+        SpecOrder::default().sort_remembering(&mut counts, &mut memo);
+        assert_eq!(names(&counts), ["tile/B", "pcie/IN_P_BYTE_CNT"]);
     }
 }

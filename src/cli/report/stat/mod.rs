@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::cli::output::two_decimals;
 use crate::front::escape::escape;
-use crate::measure::order::SpecOrder;
+use crate::measure::order::{Placed, SpecOrder};
 use crate::measure::repeat::{mean_counts, mean_metrics};
 use crate::measure::{aggregate, Count, Interval, Run};
 use crate::metrics::MetricValue;
@@ -20,7 +20,8 @@ mod table;
 
 use perf_csv::PerfCsv;
 use table::{
-    interval_line, note_text, push_interval_line, shown, value_text, SummaryTable, INTERVAL_HEADER,
+    interval_line, note_text, push_interval_line_named, shown, value_text, NameColumns,
+    SummaryTable, INTERVAL_HEADER,
 };
 
 /// How `stat` prints.
@@ -87,6 +88,11 @@ pub(crate) struct StatWriter<'w> {
     /// An interval table's lines, made together and written at once (kept for the
     /// next interval's).
     lines: String,
+    /// Where each count of an interval goes in `order`, found at the first interval.
+    places: Vec<Placed>,
+    /// The block and event columns of each line of an interval table, laid out at
+    /// the first interval: every interval shows the same counts.
+    names: NameColumns,
 }
 
 #[derive(Serialize)]
@@ -137,6 +143,8 @@ impl<'w> StatWriter<'w> {
             intervals_done: false,
             started: std::time::SystemTime::now(),
             lines: String::new(),
+            places: Vec::new(),
+            names: NameColumns::default(),
         }
     }
 
@@ -186,7 +194,7 @@ impl<'w> StatWriter<'w> {
     }
 
     /// The counts shown: summed per kind unless -A, in `-e` order.
-    fn shown(&self, counts: &[Count]) -> Vec<Count> {
+    fn shown(&mut self, counts: &[Count]) -> Vec<Count> {
         if self.metric_only {
             return Vec::new();
         }
@@ -194,7 +202,7 @@ impl<'w> StatWriter<'w> {
             true => aggregate(counts),
             false => counts.to_vec(),
         };
-        self.order.sort(&mut shown);
+        self.order.sort_remembering(&mut shown, &mut self.places);
         shown
     }
 
@@ -332,13 +340,11 @@ impl<'w> StatWriter<'w> {
                 }
                 let time = crate::cli::output::three_decimals(i.time_s);
                 self.lines.clear();
-                for c in counts.iter() {
+                for (n, c) in counts.iter().enumerate() {
                     let (value, note, unit) =
                         (value_text(c, self.big_num), note_text(c), shown(c).1);
-                    push_interval_line(
-                        &mut self.lines,
-                        [&time, &c.block, &c.event, &value, unit, &note],
-                    );
+                    let names = self.names.of(n, c);
+                    push_interval_line_named(&mut self.lines, [&time, names, &value, unit, &note]);
                 }
                 self.w.write_all(self.lines.as_bytes())?;
             }
@@ -364,7 +370,10 @@ impl<'w> StatWriter<'w> {
             self.metric_columns(None, &mean_metrics(metrics))?;
             return self.w.flush();
         }
-        let per_run: Vec<Vec<Count>> = runs.iter().map(|r| self.shown(&r.counts)).collect();
+        let mut per_run: Vec<Vec<Count>> = Vec::with_capacity(runs.len());
+        for r in runs {
+            per_run.push(self.shown(&r.counts));
+        }
         let mean = mean_counts(&per_run);
         // perf's run_time: the time counted (enabled), not the time elapsed.
         let enabled_s = runs.iter().map(|r| r.enabled_s).sum::<f64>() / runs.len().max(1) as f64;

@@ -6,7 +6,7 @@ use super::Ending;
 use crate::cli::output::{group, pad_into, Cell, Document, Report, Table};
 use crate::front::escape::escape;
 use crate::measure::repeat::spread_of;
-use crate::measure::Count;
+use crate::measure::{Count, Name};
 use crate::metrics::MetricValue;
 
 /// A count's coverage; nothing for one the kernel refused (perf's `<not supported>`
@@ -60,15 +60,32 @@ pub(super) fn push_interval_line(
     line: &mut String,
     [time, block, name, value, unit, note]: [&str; 6],
 ) {
-    // Padded in runs: the formatter's padding writes one character at a time, on
-    // every line of every interval.
-    let line_start = line.len();
-    pad_into(line, time, 10, true);
+    let mut names = String::with_capacity(64);
+    push_names(&mut names, block, name);
+    push_interval_line_named(line, [time, &names, value, unit, note]);
+}
+
+/// The block and event columns of a line, with the spaces that part them from the
+/// columns either side: the middle of [`push_interval_line`].
+fn push_names(line: &mut String, block: &str, name: &str) {
     line.push_str("  ");
     pad_into(line, &escape(block), 14, false);
     line.push(' ');
     pad_into(line, &escape(name), 34, false);
     line.push(' ');
+}
+
+/// [`push_interval_line`] with the block and event columns laid out already
+/// ([`NameColumns`]).
+pub(super) fn push_interval_line_named(
+    line: &mut String,
+    [time, names, value, unit, note]: [&str; 5],
+) {
+    // Padded in runs: the formatter's padding writes one character at a time, on
+    // every line of every interval.
+    let line_start = line.len();
+    pad_into(line, time, 10, true);
+    line.push_str(names);
     pad_into(line, value, 18, true);
     line.push(' ');
     pad_into(line, unit, 8, false);
@@ -77,6 +94,42 @@ pub(super) fn push_interval_line(
     let end = line_start + line[line_start..].trim_end().len();
     line.truncate(end);
     line.push('\n');
+}
+
+/// The block and event columns of each line of an interval table, escaped and
+/// padded once: the counts of every interval are the same, in the same order, so
+/// only their values are laid out anew.
+#[derive(Debug, Default)]
+pub(super) struct NameColumns {
+    lines: Vec<(Name, Name, String)>,
+}
+
+impl NameColumns {
+    /// Line `n`'s columns for count `c`, laid out again when `c` is not the count
+    /// that line had.
+    pub(super) fn of(&mut self, n: usize, c: &Count) -> &str {
+        let fresh = match self.lines.get(n) {
+            Some((block, event, _)) => *block != c.block || *event != c.event,
+            None => true,
+        };
+        if fresh {
+            let mut text = String::with_capacity(64);
+            push_names(&mut text, &c.block, &c.event);
+            let line = (c.block.clone(), c.event.clone(), text);
+            match self.lines.get_mut(n) {
+                Some(old) => *old = line,
+                None => {
+                    // Lines before `n` that were never laid out stay empty, named
+                    // for no count (a block is never named "").
+                    let none: Name = "".into();
+                    self.lines
+                        .resize_with(n, || (none.clone(), none.clone(), String::new()));
+                    self.lines.push(line);
+                }
+            }
+        }
+        &self.lines[n].2
+    }
 }
 
 /// What a table shows for a count's value: perf's `<not counted>` when it never
@@ -290,5 +343,53 @@ mod tests {
                 format!("{}\n", want.trim_end())
             );
         }
+    }
+
+    /// An interval's lines laid out with the names kept from the interval before
+    /// are the lines laid out whole, and a line whose count changed is laid out
+    /// anew.
+    #[test]
+    fn kept_name_columns_lay_out_the_same_lines() {
+        let count = |block: &str, event: &str| crate::measure::Count {
+            block: block.into(),
+            kind: crate::block::BlockKind::Tile,
+            blocks: 1,
+            counter: None,
+            event: event.into(),
+            event_number: None,
+            value: Some(1),
+            raw: 1,
+            unit: "events",
+            coverage: 1.0,
+            enabled_ns: 1,
+            running_ns: 1,
+            counted: true,
+            valid: true,
+            invalid: None,
+            supported: true,
+        };
+        let mut names = super::NameColumns::default();
+        let first = [count("tile", "MEMORY_READS"), count("tile\u{1b}", "A")];
+        let second = [
+            count("tile", "MEMORY_READS"),
+            count("tile2", "MEMORY_WRITES"),
+        ];
+        for counts in [&first, &first, &second, &first] {
+            for (n, c) in counts.iter().enumerate() {
+                let mut kept = String::new();
+                let columns = names.of(n, c).to_string();
+                super::push_interval_line_named(&mut kept, ["1.000", &columns, "7", "events", ""]);
+                let mut whole = String::new();
+                super::push_interval_line(
+                    &mut whole,
+                    ["1.000", &c.block, &c.event, "7", "events", ""],
+                );
+                assert_eq!(kept, whole);
+            }
+        }
+        assert!(names.of(1, &first[1]).contains("tile\\x1b"));
+        // A line not laid out before the one asked for is no panic.
+        let mut fresh = super::NameColumns::default();
+        assert!(fresh.of(3, &first[0]).contains("MEMORY_READS"));
     }
 }
