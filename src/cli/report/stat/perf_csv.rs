@@ -34,11 +34,11 @@ pub(super) fn time_text(t: f64) -> String {
 /// perf's percentage of a count's time it ran: 100 unless it ran less than it
 /// was enabled.
 fn percent_running(c: &Count) -> String {
-    let share = match c.running_ns != c.enabled_ns && c.enabled_ns > 0 {
-        true => 100.0 * c.running_ns as f64 / c.enabled_ns as f64,
-        false => 100.0,
-    };
-    format!("{share:.2}")
+    match c.running_ns != c.enabled_ns && c.enabled_ns > 0 {
+        true => format!("{:.2}", 100.0 * c.running_ns as f64 / c.enabled_ns as f64),
+        // Most lines, every interval: without formatting a float.
+        false => "100.00".into(),
+    }
 }
 
 impl PerfCsv {
@@ -46,6 +46,15 @@ impl PerfCsv {
         match self.escape {
             true => escape(s).into_owned(),
             false => s.to_string(),
+        }
+    }
+
+    /// [`PerfCsv::text`] of a string made for the line, kept as it is when nothing
+    /// needs escaping.
+    fn owned_text(&self, s: String) -> String {
+        match self.escape {
+            true => escape(&s).into_owned(),
+            false => s,
         }
     }
 
@@ -79,9 +88,11 @@ impl PerfCsv {
             })
         };
         let leaders: Vec<Option<usize>> = metrics.iter().map(|v| leader(v)).collect();
-        let mut rows: Vec<Vec<String>> = Vec::new();
+        let mut rows: Vec<Vec<String>> = Vec::with_capacity(counts.len() + metrics.len());
+        // Every line of an interval has its time.
+        let time = time.map(time_text);
         for (i, c) in counts.iter().enumerate() {
-            let mut r = self.count(time, c, variance.and_then(|v| v.get(i).copied().flatten()));
+            let mut r = self.count(&time, c, variance.and_then(|v| v.get(i).copied().flatten()));
             let mut mine = metrics
                 .iter()
                 .zip(&leaders)
@@ -100,17 +111,19 @@ impl PerfCsv {
                 (_, None) => r.extend([String::new(), String::new()]),
             }
             rows.push(r);
-            rows.extend(mine.map(|v| self.metric_line(time, v)));
+            rows.extend(mine.map(|v| self.metric_line(&time, v)));
         }
         for (v, _) in metrics.iter().zip(&leaders).filter(|(_, l)| l.is_none()) {
-            rows.push(self.metric_line(time, v));
+            rows.push(self.metric_line(&time, v));
         }
         rows
     }
 
     /// A count's fields, up to the metric's.
-    fn count(&self, time: Option<f64>, c: &Count, variance: Option<f64>) -> Vec<String> {
-        let mut r: Vec<String> = time.map(time_text).into_iter().collect();
+    fn count(&self, time: &Option<String>, c: &Count, variance: Option<f64>) -> Vec<String> {
+        // Every field of a line, the metric's two included.
+        let mut r: Vec<String> = Vec::with_capacity(11);
+        r.extend(time.iter().cloned());
         // -A: where it was counted, as perf's `CPU0`.
         if !self.aggregate {
             r.push(self.text(&c.block));
@@ -133,10 +146,10 @@ impl PerfCsv {
             }
             .to_string(),
         );
-        r.push(self.text(&match c.kind {
-            BlockKind::Perf => c.event.to_string(),
-            _ => format!("{}/{}/", c.block, c.event),
-        }));
+        r.push(match c.kind {
+            BlockKind::Perf => self.text(&c.event),
+            _ => self.owned_text(format!("{}/{}/", c.block, c.event)),
+        });
         if self.repeated {
             r.push(variance.map_or_else(String::new, |sd| format!("{sd:.2}%")));
         }
@@ -150,14 +163,14 @@ impl PerfCsv {
     fn metric_fields(&self, v: &MetricValue) -> [String; 2] {
         [
             v.value.map(|x| format!("{x:.6}")).unwrap_or_default(),
-            self.text(&format!("{} {} {}", v.unit, v.metric, v.block)),
+            self.owned_text(format!("{} {} {}", v.unit, v.metric, v.block)),
         ]
     }
 
     /// A metric on a line of its own: the count fields empty (value, unit, event,
     /// run time and percentage, with -A the location and with -r the variance).
-    fn metric_line(&self, time: Option<f64>, v: &MetricValue) -> Vec<String> {
-        let mut r: Vec<String> = time.map(time_text).into_iter().collect();
+    fn metric_line(&self, time: &Option<String>, v: &MetricValue) -> Vec<String> {
+        let mut r: Vec<String> = time.iter().cloned().collect();
         let fields = 5 + usize::from(!self.aggregate) + usize::from(self.repeated);
         r.extend(std::iter::repeat_n(String::new(), fields));
         r.extend(self.metric_fields(v));
@@ -181,7 +194,7 @@ impl PerfCsv {
             let mut head: Vec<String> = time.map(|_| " time".to_string()).into_iter().collect();
             head.extend(values.iter().map(|v| match v.unit.is_empty() {
                 true => self.text(&name(v)),
-                false => self.text(&format!("{}  {}", v.unit, name(v))),
+                false => self.owned_text(format!("{}  {}", v.unit, name(v))),
             }));
             head.push(String::new());
             rows.push(head);
@@ -198,21 +211,33 @@ impl PerfCsv {
     }
 
     pub(super) fn write(&self, w: &mut dyn Write, rows: &[Vec<String>]) -> io::Result<()> {
-        let mut text = Vec::new();
-        for r in rows {
-            // A line of one empty field is an empty line, as perf's (not `""`).
-            if r.iter().all(String::is_empty) && r.len() == 1 {
-                text.push(b'\n');
-                continue;
+        // A line of one empty field is an empty line, as perf's (not `""`).
+        let empty = |r: &Vec<String>| r.len() == 1 && r[0].is_empty();
+        let mut text = Vec::with_capacity(128 * rows.len());
+        // One writer for each run of lines between empty ones, its buffer as small
+        // as a few lines: a writer's buffer is zeroed when made (8 KiB by
+        // default), which cost more than an interval's lines written through it.
+        for run in rows.split_inclusive(empty) {
+            let (lines, blank) = match run.split_last() {
+                Some((last, lines)) if empty(last) => (lines, true),
+                _ => (run, false),
+            };
+            if !lines.is_empty() {
+                let mut out = ::csv::WriterBuilder::new()
+                    .delimiter(self.sep)
+                    .has_headers(false)
+                    .flexible(true)
+                    .buffer_capacity(1024)
+                    .from_writer(&mut text);
+                for r in lines {
+                    out.write_record(r)
+                        .map_err(|e| io::Error::other(e.to_string()))?;
+                }
+                out.flush()?;
             }
-            let mut out = ::csv::WriterBuilder::new()
-                .delimiter(self.sep)
-                .has_headers(false)
-                .flexible(true)
-                .from_writer(&mut text);
-            out.write_record(r)
-                .and_then(|_| out.flush().map_err(Into::into))
-                .map_err(|e| io::Error::other(e.to_string()))?;
+            if blank {
+                text.push(b'\n');
+            }
         }
         w.write_all(&text)
     }
@@ -226,5 +251,37 @@ mod tests {
     fn times_as_perf_prints_them() {
         assert_eq!(time_text(0.500308965), "     0.500308965");
         assert_eq!(time_text(1234567.25), "1234567.250000000");
+    }
+
+    /// Lines are written as the csv crate quotes them, a line of one empty field
+    /// as an empty line, whatever comes before or after it.
+    #[test]
+    fn lines_and_empty_lines_are_written_as_perf_writes_them() {
+        let csv = PerfCsv {
+            sep: b',',
+            aggregate: true,
+            repeated: false,
+            escape: false,
+        };
+        let row = |fields: &[&str]| fields.iter().map(|f| f.to_string()).collect::<Vec<_>>();
+        let cases: [(Vec<Vec<String>>, &str); 4] = [
+            (vec![row(&["a", "b"]), row(&["c,d", ""])], "a,b\n\"c,d\",\n"),
+            (vec![row(&[""]), row(&["a"])], "\na\n"),
+            (
+                vec![row(&["a"]), row(&[""]), row(&[""]), row(&["b", "c"])],
+                "a\n\n\nb,c\n",
+            ),
+            (vec![row(&["a"]), row(&[""])], "a\n\n"),
+        ];
+        for (rows, want) in cases {
+            let mut out = Vec::new();
+            csv.write(&mut out, &rows).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), want);
+        }
+        let mut out = Vec::new();
+        PerfCsv { sep: b';', ..csv }
+            .write(&mut out, &[row(&["a;b", "c"])])
+            .unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "\"a;b\";c\n");
     }
 }
