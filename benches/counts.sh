@@ -2,8 +2,10 @@
 # What bfperf's jobs cost in the measures that do not move with the machine's load:
 # user-space instructions (valgrind's callgrind) and page faults (perf), per job of
 # benches/floor.sh, and for `stat -I 100` its start and each tick (the difference
-# between a 4 s and a 1 s run, over the 30 ticks between). Beside each, the same for
-# the floor's programs. Run from the repository: bash benches/counts.sh
+# between a 4 s and a 1 s run, over the 30 ticks between), in a table and as
+# perf's CSV (`-x,`, four tiles' two events: the row the real-driver stage's guest
+# measures). Beside each, the same for the floor's programs. Run from the
+# repository: bash benches/counts.sh
 #   needs valgrind, perf, cc and rustc; BFPERF=path to another binary
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,10 +43,16 @@ stat_run() { # SECONDS -> millions of instructions
   instructions "$bin" --sysfs-root "$work/bf2" stat -e 'tile/MEMORY_READS,MEMORY_WRITES/' \
     -e 'pcie/*_BYTE_CNT/' -I 100 --duration "$1s" -o /dev/null
 }
-one=$(stat_run 1)
-four=$(stat_run 4)
-awk -v a="$one" -v b="$four" 'BEGIN {
-  tick = (b - a) / 30; printf "stat -I 100, 20 values: %.2f M instructions to start, %.1f k a tick\n", a - 10 * tick, tick * 1000 }'
+csv_run() { # SECONDS -> millions of instructions
+  instructions "$bin" --sysfs-root "$work/bf2" stat -x, -e 'tile[0-3]/MEMORY_READS,MEMORY_WRITES/' \
+    -I 100 --duration "$1s" -o /dev/null
+}
+split() { # LABEL 1s 4s
+  awk -v l="$1" -v a="$2" -v b="$3" 'BEGIN {
+    tick = (b - a) / 30; printf "%s: %.2f M instructions to start, %.1f k a tick\n", l, a - 10 * tick, tick * 1000 }'
+}
+split "stat -I 100, 20 values" "$(stat_run 1)" "$(stat_run 4)"
+split "stat -x, -I 100, 4 tiles' 2 events" "$(csv_run 1)" "$(csv_run 4)"
 dev="$work/bf2/class/hwmon/hwmon3"
 samples=()
 for t in 0 1 2 3; do
