@@ -103,6 +103,32 @@ impl Count {
     }
 }
 
+#[cfg(test)]
+impl Count {
+    /// A valid count of `value` events of `event` in `block`, counted over all of
+    /// its span (1 ns), for tests.
+    pub(crate) fn example(block: &str, kind: BlockKind, event: &str, value: u64) -> Count {
+        Count {
+            block: block.into(),
+            kind,
+            blocks: 1,
+            counter: None,
+            event: event.into(),
+            event_number: None,
+            value: Some(value),
+            raw: value,
+            unit: "events",
+            coverage: 1.0,
+            enabled_ns: 1,
+            running_ns: 1,
+            counted: true,
+            valid: true,
+            invalid: None,
+            supported: true,
+        }
+    }
+}
+
 pub(crate) fn unit(item: &Item) -> &'static str {
     match item {
         Item::Cycles => "cycles",

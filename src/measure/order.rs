@@ -123,24 +123,7 @@ mod tests {
     use super::*;
 
     fn count(block: &str, kind: BlockKind, event: &str) -> Count {
-        Count {
-            block: block.into(),
-            kind,
-            blocks: 1,
-            counter: None,
-            event: event.into(),
-            event_number: None,
-            value: Some(1),
-            raw: 1,
-            unit: "events",
-            coverage: 1.0,
-            enabled_ns: 1,
-            running_ns: 1,
-            counted: true,
-            valid: true,
-            invalid: None,
-            supported: true,
-        }
+        Count::example(block, kind, event, 1)
     }
 
     fn names(counts: &[Count]) -> Vec<String> {

@@ -181,24 +181,7 @@ mod tests {
     use super::*;
 
     fn perf(event: &str, value: u64) -> Count {
-        Count {
-            block: "software".into(),
-            kind: BlockKind::Perf,
-            blocks: 1,
-            counter: None,
-            event: event.into(),
-            event_number: None,
-            value: Some(value),
-            raw: value,
-            unit: "events",
-            coverage: 1.0,
-            enabled_ns: 1,
-            running_ns: 1,
-            counted: true,
-            valid: true,
-            invalid: None,
-            supported: true,
-        }
+        Count::example("software", BlockKind::Perf, event, value)
     }
 
     /// `perf stat -x, -e task-clock,page-faults -- sleep 0.3` on perf 6.1:

@@ -350,23 +350,8 @@ mod tests {
     /// anew.
     #[test]
     fn kept_name_columns_lay_out_the_same_lines() {
-        let count = |block: &str, event: &str| crate::measure::Count {
-            block: block.into(),
-            kind: crate::block::BlockKind::Tile,
-            blocks: 1,
-            counter: None,
-            event: event.into(),
-            event_number: None,
-            value: Some(1),
-            raw: 1,
-            unit: "events",
-            coverage: 1.0,
-            enabled_ns: 1,
-            running_ns: 1,
-            counted: true,
-            valid: true,
-            invalid: None,
-            supported: true,
+        let count = |block: &str, event: &str| {
+            crate::measure::Count::example(block, crate::block::BlockKind::Tile, event, 1)
         };
         let mut names = super::NameColumns::default();
         let first = [count("tile", "MEMORY_READS"), count("tile\u{1b}", "A")];
