@@ -228,7 +228,9 @@ impl<'w> StatWriter<'w> {
     ) -> io::Result<()> {
         let csv = self.perf_csv(sep);
         let wall_ns = (wall_s * 1e9).round() as u64;
-        let rows = csv.rows(time, wall_ns, counts, variance, metrics);
+        // Every line of an interval has its time.
+        let time = time.map(perf_csv::time_text);
+        let rows = csv.rows(time.as_deref(), wall_ns, counts, variance, metrics);
         csv.write(self.w, &rows)
     }
 

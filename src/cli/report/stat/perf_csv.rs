@@ -6,12 +6,16 @@
 //! beside each of its events; `--metric-only` as a header of metric names and a
 //! line of values.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use crate::block::BlockKind;
 use crate::front::escape::escape;
 use crate::measure::{shadow, Count};
 use crate::metrics::MetricValue;
+
+/// A field of a line: borrowed from the counts where it is their text as it is.
+pub(super) type Field<'a> = Cow<'a, str>;
 
 /// How the lines are written.
 pub(super) struct PerfCsv {
@@ -33,28 +37,30 @@ pub(super) fn time_text(t: f64) -> String {
 
 /// perf's percentage of a count's time it ran: 100 unless it ran less than it
 /// was enabled.
-fn percent_running(c: &Count) -> String {
+fn percent_running(c: &Count) -> Field<'static> {
     match c.running_ns != c.enabled_ns && c.enabled_ns > 0 {
-        true => format!("{:.2}", 100.0 * c.running_ns as f64 / c.enabled_ns as f64),
+        true => format!("{:.2}", 100.0 * c.running_ns as f64 / c.enabled_ns as f64).into(),
         // Most lines, every interval: without formatting a float.
         false => "100.00".into(),
     }
 }
 
 impl PerfCsv {
-    fn text(&self, s: &str) -> String {
+    /// `s` as a field: escaped when the output is a terminal, borrowed when
+    /// nothing needs escaping.
+    fn text<'a>(&self, s: &'a str) -> Field<'a> {
         match self.escape {
-            true => escape(s).into_owned(),
-            false => s.to_string(),
+            true => escape(s),
+            false => Cow::Borrowed(s),
         }
     }
 
     /// [`PerfCsv::text`] of a string made for the line, kept as it is when nothing
     /// needs escaping.
-    fn owned_text(&self, s: String) -> String {
+    fn owned_text(&self, s: String) -> Field<'static> {
         match self.escape {
-            true => escape(&s).into_owned(),
-            false => s,
+            true => escape(&s).into_owned().into(),
+            false => s.into(),
         }
     }
 
@@ -64,14 +70,15 @@ impl PerfCsv {
     /// names (on a line of its own after a perf event's, or when a count already
     /// has one, or none of its counts is shown), as perf puts a metric on its
     /// leader's line.
-    pub(super) fn rows(
+    /// `time` is the interval's end as [`time_text`] writes it.
+    pub(super) fn rows<'a>(
         &self,
-        time: Option<f64>,
+        time: Option<&'a str>,
         wall_ns: u64,
-        counts: &[Count],
+        counts: &'a [Count],
         variance: Option<&[Option<f64>]>,
-        metrics: &[MetricValue],
-    ) -> Vec<Vec<String>> {
+        metrics: &'a [MetricValue],
+    ) -> Vec<Vec<Field<'a>>> {
         let metrics: Vec<&MetricValue> = metrics
             .iter()
             .filter(|v| !(v.kind == BlockKind::Perf && shadow::SHOWN_BESIDE.contains(&&*v.metric)))
@@ -88,11 +95,9 @@ impl PerfCsv {
             })
         };
         let leaders: Vec<Option<usize>> = metrics.iter().map(|v| leader(v)).collect();
-        let mut rows: Vec<Vec<String>> = Vec::with_capacity(counts.len() + metrics.len());
-        // Every line of an interval has its time.
-        let time = time.map(time_text);
+        let mut rows: Vec<Vec<Field>> = Vec::with_capacity(counts.len() + metrics.len());
         for (i, c) in counts.iter().enumerate() {
-            let mut r = self.count(&time, c, variance.and_then(|v| v.get(i).copied().flatten()));
+            let mut r = self.count(time, c, variance.and_then(|v| v.get(i).copied().flatten()));
             let mut mine = metrics
                 .iter()
                 .zip(&leaders)
@@ -101,29 +106,34 @@ impl PerfCsv {
                 .peekable();
             match (c.kind, mine.peek()) {
                 (BlockKind::Perf, _) => r.extend(match shadow::of(c, counts, wall_ns) {
-                    Some(s) => [s.value_text(), s.unit],
-                    None => [String::new(), String::new()],
+                    Some(s) => [s.value_text().into(), s.unit.into()],
+                    None => [Field::Borrowed(""), Field::Borrowed("")],
                 }),
                 (_, Some(v)) => {
                     r.extend(self.metric_fields(v));
                     mine.next();
                 }
-                (_, None) => r.extend([String::new(), String::new()]),
+                (_, None) => r.extend([Field::Borrowed(""), Field::Borrowed("")]),
             }
             rows.push(r);
-            rows.extend(mine.map(|v| self.metric_line(&time, v)));
+            rows.extend(mine.map(|v| self.metric_line(time, v)));
         }
         for (v, _) in metrics.iter().zip(&leaders).filter(|(_, l)| l.is_none()) {
-            rows.push(self.metric_line(&time, v));
+            rows.push(self.metric_line(time, v));
         }
         rows
     }
 
     /// A count's fields, up to the metric's.
-    fn count(&self, time: &Option<String>, c: &Count, variance: Option<f64>) -> Vec<String> {
+    fn count<'a>(
+        &self,
+        time: Option<&'a str>,
+        c: &'a Count,
+        variance: Option<f64>,
+    ) -> Vec<Field<'a>> {
         // Every field of a line, the metric's two included.
-        let mut r: Vec<String> = Vec::with_capacity(11);
-        r.extend(time.iter().cloned());
+        let mut r: Vec<Field> = Vec::with_capacity(11);
+        r.extend(time.map(Field::Borrowed));
         // -A: where it was counted, as perf's `CPU0`.
         if !self.aggregate {
             r.push(self.text(&c.block));
@@ -133,46 +143,46 @@ impl PerfCsv {
             // perf's CSV has no place for a reason: a count another program (or
             // the owner) invalidated is not given as a number.
             (true, None) => "<not counted>".into(),
-            (true, Some(v)) if c.unit == "ns" => format!("{:.2}", v as f64 / 1e6),
-            (true, Some(v)) => v.to_string(),
+            (true, Some(v)) if c.unit == "ns" => format!("{:.2}", v as f64 / 1e6).into(),
+            (true, Some(v)) => v.to_string().into(),
         });
         // perf names a unit only where there is one: `msec` for its clocks (the
         // device's blocks say what else they count, `bytes`, `cycles`).
-        r.push(
-            match (c.kind, c.unit) {
-                (_, "ns") => "msec",
-                (BlockKind::Perf, _) | (_, "events" | "count") => "",
-                (_, other) => other,
-            }
-            .to_string(),
-        );
+        r.push(Field::Borrowed(match (c.kind, c.unit) {
+            (_, "ns") => "msec",
+            (BlockKind::Perf, _) | (_, "events" | "count") => "",
+            (_, other) => other,
+        }));
         r.push(match c.kind {
             BlockKind::Perf => self.text(&c.event),
             _ => self.owned_text(format!("{}/{}/", c.block, c.event)),
         });
         if self.repeated {
-            r.push(variance.map_or_else(String::new, |sd| format!("{sd:.2}%")));
+            r.push(variance.map_or(Field::Borrowed(""), |sd| format!("{sd:.2}%").into()));
         }
-        r.push(c.running_ns.to_string());
+        r.push(c.running_ns.to_string().into());
         r.push(percent_running(c));
         r
     }
 
     /// A metric's two fields: its value (empty when it has none) and `unit name
     /// block`.
-    fn metric_fields(&self, v: &MetricValue) -> [String; 2] {
+    fn metric_fields(&self, v: &MetricValue) -> [Field<'static>; 2] {
         [
-            v.value.map(|x| format!("{x:.6}")).unwrap_or_default(),
+            v.value
+                .map(|x| format!("{x:.6}"))
+                .unwrap_or_default()
+                .into(),
             self.owned_text(format!("{} {} {}", v.unit, v.metric, v.block)),
         ]
     }
 
     /// A metric on a line of its own: the count fields empty (value, unit, event,
     /// run time and percentage, with -A the location and with -r the variance).
-    fn metric_line(&self, time: &Option<String>, v: &MetricValue) -> Vec<String> {
-        let mut r: Vec<String> = time.iter().cloned().collect();
+    fn metric_line<'a>(&self, time: Option<&'a str>, v: &MetricValue) -> Vec<Field<'a>> {
+        let mut r: Vec<Field> = time.map(Field::Borrowed).into_iter().collect();
         let fields = 5 + usize::from(!self.aggregate) + usize::from(self.repeated);
-        r.extend(std::iter::repeat_n(String::new(), fields));
+        r.extend(std::iter::repeat_n(Field::Borrowed(""), fields));
         r.extend(self.metric_fields(v));
         r
     }
@@ -184,35 +194,36 @@ impl PerfCsv {
         header: bool,
         time: Option<f64>,
         values: &[MetricValue],
-    ) -> Vec<Vec<String>> {
+    ) -> Vec<Vec<Field<'static>>> {
         let name = |v: &MetricValue| match v.of_kind {
             true => v.metric.clone(),
             false => format!("{}:{}", v.block, v.metric),
         };
         let mut rows = Vec::new();
         if header {
-            let mut head: Vec<String> = time.map(|_| " time".to_string()).into_iter().collect();
+            let mut head: Vec<Field> = time.map(|_| " time".into()).into_iter().collect();
             head.extend(values.iter().map(|v| match v.unit.is_empty() {
-                true => self.text(&name(v)),
+                true => self.owned_text(name(v)),
                 false => self.owned_text(format!("{}  {}", v.unit, name(v))),
             }));
-            head.push(String::new());
+            head.push("".into());
             rows.push(head);
         }
-        let mut row: Vec<String> = time.map(time_text).into_iter().collect();
-        row.extend(
-            values
-                .iter()
-                .map(|v| v.value.map(|x| format!("{x:.6}")).unwrap_or_default()),
-        );
-        row.push(String::new());
+        let mut row: Vec<Field> = time.map(|t| time_text(t).into()).into_iter().collect();
+        row.extend(values.iter().map(|v| {
+            v.value
+                .map(|x| format!("{x:.6}"))
+                .unwrap_or_default()
+                .into()
+        }));
+        row.push("".into());
         rows.push(row);
         rows
     }
 
-    pub(super) fn write(&self, w: &mut dyn Write, rows: &[Vec<String>]) -> io::Result<()> {
+    pub(super) fn write(&self, w: &mut dyn Write, rows: &[Vec<Field>]) -> io::Result<()> {
         // A line of one empty field is an empty line, as perf's (not `""`).
-        let empty = |r: &Vec<String>| r.len() == 1 && r[0].is_empty();
+        let empty = |r: &Vec<Field>| r.len() == 1 && r[0].is_empty();
         let mut text = Vec::with_capacity(128 * rows.len());
         // One writer for each run of lines between empty ones, its buffer as small
         // as a few lines: a writer's buffer is zeroed when made (8 KiB by
@@ -230,7 +241,7 @@ impl PerfCsv {
                     .buffer_capacity(1024)
                     .from_writer(&mut text);
                 for r in lines {
-                    out.write_record(r)
+                    out.write_record(r.iter().map(|f| f.as_bytes()))
                         .map_err(|e| io::Error::other(e.to_string()))?;
                 }
                 out.flush()?;
@@ -263,8 +274,13 @@ mod tests {
             repeated: false,
             escape: false,
         };
-        let row = |fields: &[&str]| fields.iter().map(|f| f.to_string()).collect::<Vec<_>>();
-        let cases: [(Vec<Vec<String>>, &str); 4] = [
+        let row = |fields: &[&'static str]| {
+            fields
+                .iter()
+                .map(|&f| Field::Borrowed(f))
+                .collect::<Vec<_>>()
+        };
+        let cases: [(Vec<Vec<Field>>, &str); 4] = [
             (vec![row(&["a", "b"]), row(&["c,d", ""])], "a,b\n\"c,d\",\n"),
             (vec![row(&[""]), row(&["a"])], "\na\n"),
             (
