@@ -88,31 +88,36 @@ fn plain(t: &Table, rows: &[Vec<Cow<str>>], out: &mut dyn Write) -> Option<io::R
             *w = (*w).max(c.len());
         }
     }
-    let header: Vec<&str> = t.header.to_vec();
-    let lines =
-        std::iter::once(header).chain(rows.iter().map(|r| r.iter().map(|c| &**c).collect()));
     let right: Vec<bool> = (0..columns)
         .map(|i| i < t.header.len() && numeric(t, i))
         .collect();
     let mut text = String::new();
-    let written = (|| {
-        for line in lines {
-            text.clear();
-            for (i, &width) in widths.iter().enumerate() {
-                text.push(' ');
-                let cell = line.get(i).copied().unwrap_or("");
-                // The last column left-aligned is not padded: the padding would be
-                // trimmed off again (a description's, for every event listed).
-                if i + 1 == columns && !right[i] {
-                    text.push_str(cell);
-                    break;
-                }
-                pad_into(&mut text, cell, width, right[i]);
-                text.push(' ');
+    let mut line = |cells: &[&str]| -> io::Result<()> {
+        text.clear();
+        for (i, &width) in widths.iter().enumerate() {
+            text.push(' ');
+            let cell = cells.get(i).copied().unwrap_or("");
+            // The last column left-aligned is not padded: the padding would be
+            // trimmed off again (a description's, for every event listed).
+            if i + 1 == columns && !right[i] {
+                text.push_str(cell);
+                break;
             }
-            let l = text.trim_end();
-            out.write_all(l.strip_prefix(' ').unwrap_or(l).as_bytes())?;
-            out.write_all(b"\n")?;
+            pad_into(&mut text, cell, width, right[i]);
+            text.push(' ');
+        }
+        let l = text.trim_end();
+        out.write_all(l.strip_prefix(' ').unwrap_or(l).as_bytes())?;
+        out.write_all(b"\n")
+    };
+    let written = (|| {
+        line(&t.header)?;
+        // One vector for every row's cells, not one a row.
+        let mut cells: Vec<&str> = Vec::with_capacity(columns);
+        for row in rows {
+            cells.clear();
+            cells.extend(row.iter().map(|c| &**c));
+            line(&cells)?;
         }
         Ok(())
     })();
