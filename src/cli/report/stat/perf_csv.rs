@@ -70,6 +70,7 @@ impl PerfCsv {
     /// names (on a line of its own after a perf event's, or when a count already
     /// has one, or none of its counts is shown), as perf puts a metric on its
     /// leader's line.
+    ///
     /// `time` is the interval's end as [`time_text`] writes it.
     pub(super) fn rows<'a>(
         &self,

@@ -60,19 +60,10 @@ pub(super) fn push_interval_line(
     line: &mut String,
     [time, block, name, value, unit, note]: [&str; 6],
 ) {
-    let mut names = String::with_capacity(64);
-    push_names(&mut names, block, name);
-    push_interval_line_named(line, [time, &names, value, unit, note]);
-}
-
-/// The block and event columns of a line, with the spaces that part them from the
-/// columns either side: the middle of [`push_interval_line`].
-fn push_names(line: &mut String, block: &str, name: &str) {
-    line.push_str("  ");
-    pad_into(line, &escape(block), 14, false);
-    line.push(' ');
-    pad_into(line, &escape(name), 34, false);
-    line.push(' ');
+    let line_start = line.len();
+    pad_into(line, time, 10, true);
+    push_names(line, block, name);
+    push_after_names(line, line_start, [value, unit, note]);
 }
 
 /// [`push_interval_line`] with the block and event columns laid out already
@@ -81,11 +72,26 @@ pub(super) fn push_interval_line_named(
     line: &mut String,
     [time, names, value, unit, note]: [&str; 5],
 ) {
-    // Padded in runs: the formatter's padding writes one character at a time, on
-    // every line of every interval.
     let line_start = line.len();
     pad_into(line, time, 10, true);
     line.push_str(names);
+    push_after_names(line, line_start, [value, unit, note]);
+}
+
+/// The block and event columns of a line, with the spaces that part them from the
+/// columns either side.
+fn push_names(line: &mut String, block: &str, name: &str) {
+    line.push_str("  ");
+    pad_into(line, &escape(block), 14, false);
+    line.push(' ');
+    pad_into(line, &escape(name), 34, false);
+    line.push(' ');
+}
+
+/// The value, unit and note of the line begun at `line_start`, its end trimmed.
+/// Padded in runs: the formatter's padding writes one character at a time, on
+/// every line of every interval.
+fn push_after_names(line: &mut String, line_start: usize, [value, unit, note]: [&str; 3]) {
     pad_into(line, value, 18, true);
     line.push(' ');
     pad_into(line, unit, 8, false);
