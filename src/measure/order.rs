@@ -61,7 +61,7 @@ impl SpecOrder {
     /// names as last time: every interval of a run has the same counts in the same
     /// order, whose places are found once (by comparing names against every term),
     /// not at every interval. Counts already in order are left as they are.
-    pub(crate) fn sort_remembering(&self, counts: &mut Vec<Count>, memo: &mut Vec<Placed>) {
+    pub(crate) fn sort_remembering(&self, counts: &mut Vec<Count>, memo: &mut PerCount<usize>) {
         if self.terms.is_empty() {
             return;
         }
@@ -69,52 +69,65 @@ impl SpecOrder {
         let mut sorted = true;
         let mut last = 0;
         for (i, c) in counts.iter().enumerate() {
-            let place = match memo.get(i) {
-                Some(m) if m.is(c) => m.place,
-                _ => {
-                    let m = Placed {
-                        block: c.block.clone(),
-                        event: c.event.clone(),
-                        kind: c.kind,
-                        place: self.place(c),
-                    };
-                    let place = m.place;
-                    match memo.get_mut(i) {
-                        Some(old) => *old = m,
-                        None => memo.push(m),
-                    }
-                    place
-                }
-            };
+            let place = *memo.of(i, c, |c| self.place(c));
             sorted &= place >= last;
             last = place;
         }
         if sorted {
             return;
         }
-        let mut keyed: Vec<(usize, Count)> =
-            memo.iter().map(|m| m.place).zip(counts.drain(..)).collect();
-        keyed.sort_by_key(|(place, _)| *place);
-        counts.extend(keyed.into_iter().map(|(_, c)| c));
         // The memo follows the counts' order before sorting; the next interval's
         // counts come in that order again.
+        let mut keyed: Vec<(usize, Count)> = (0..counts.len())
+            .map(|i| memo.kept(i).copied().unwrap_or(usize::MAX))
+            .zip(counts.drain(..))
+            .collect();
+        keyed.sort_by_key(|(place, _)| *place);
+        counts.extend(keyed.into_iter().map(|(_, c)| c));
     }
 }
 
-/// A count's place in a [`SpecOrder`], remembered with the names it was found for.
-#[derive(Debug, Clone)]
-pub(crate) struct Placed {
-    block: Name,
-    event: Name,
-    kind: BlockKind,
-    place: usize,
+/// What is made of each count of an interval, kept by the count's position with
+/// the names it was made for: every interval of a run has the same counts in the
+/// same order, so it is made once, and anew where another count takes a position.
+#[derive(Debug)]
+pub(crate) struct PerCount<T> {
+    kept: Vec<Option<(BlockKind, Name, Name, T)>>,
 }
 
-impl Placed {
-    /// Whether `c` is the count this place was found for: the same names of the
-    /// same kind (shared names compare by address first).
-    fn is(&self, c: &Count) -> bool {
-        self.kind == c.kind && self.block == c.block && self.event == c.event
+impl<T> Default for PerCount<T> {
+    fn default() -> Self {
+        PerCount { kept: Vec::new() }
+    }
+}
+
+impl<T> PerCount<T> {
+    /// Forgets what was kept past the first `n` positions.
+    pub(crate) fn truncate(&mut self, n: usize) {
+        self.kept.truncate(n);
+    }
+
+    /// What was kept at position `n`.
+    pub(crate) fn kept(&self, n: usize) -> Option<&T> {
+        self.kept.get(n)?.as_ref().map(|(_, _, _, t)| t)
+    }
+
+    /// What is kept for count `c` at position `n`, made of it when that position
+    /// held another count (the same names of the same kind; shared names compare
+    /// by address first) or nothing.
+    pub(crate) fn of(&mut self, n: usize, c: &Count, make: impl FnOnce(&Count) -> T) -> &T {
+        if self.kept.len() <= n {
+            self.kept.resize_with(n + 1, || None);
+        }
+        let slot = &mut self.kept[n];
+        let same = matches!(slot, Some((kind, block, event, _))
+            if *kind == c.kind && *block == c.block && *event == c.event);
+        if !same {
+            *slot = None;
+        }
+        &slot
+            .get_or_insert_with(|| (c.kind, c.block.clone(), c.event.clone(), make(c)))
+            .3
     }
 }
 
@@ -140,7 +153,7 @@ mod tests {
         let order = SpecOrder::of(&["pcie/IN_P_BYTE_CNT/".into(), "tile/A,B/".into()]);
         let tile = |e| count("tile", BlockKind::Tile, e);
         let pcie = |e| count("pcie", BlockKind::Pcie, e);
-        let mut memo = Vec::new();
+        let mut memo = PerCount::default();
         let want = ["pcie/IN_P_BYTE_CNT", "tile/A", "tile/B"];
         for _ in 0..3 {
             let mut counts = vec![tile("A"), tile("B"), pcie("IN_P_BYTE_CNT")];
@@ -151,7 +164,7 @@ mod tests {
         let mut counts = vec![pcie("IN_P_BYTE_CNT"), tile("B")];
         order.sort_remembering(&mut counts, &mut memo);
         assert_eq!(names(&counts), ["pcie/IN_P_BYTE_CNT", "tile/B"]);
-        assert_eq!(memo.len(), 2);
+        assert!(memo.kept(1).is_some() && memo.kept(2).is_none());
         let mut counts = vec![
             tile("A"),
             count("other", BlockKind::Tile, "X"),

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::cli::output::two_decimals;
 use crate::front::escape::escape;
-use crate::measure::order::{Placed, SpecOrder};
+use crate::measure::order::{PerCount, SpecOrder};
 use crate::measure::repeat::{mean_counts, mean_metrics};
 use crate::measure::{aggregate, Count, Interval, Run};
 use crate::metrics::MetricValue;
@@ -20,7 +20,7 @@ mod table;
 
 use perf_csv::PerfCsv;
 use table::{
-    interval_line, note_text, push_interval_line_named, shown, value_text, NameColumns,
+    interval_line, name_columns, note_text, push_interval_line_named, shown, value_text,
     SummaryTable, INTERVAL_HEADER,
 };
 
@@ -89,10 +89,10 @@ pub(crate) struct StatWriter<'w> {
     /// next interval's).
     lines: String,
     /// Where each count of an interval goes in `order`, found at the first interval.
-    places: Vec<Placed>,
+    places: PerCount<usize>,
     /// The block and event columns of each line of an interval table, laid out at
     /// the first interval: every interval shows the same counts.
-    names: NameColumns,
+    names: PerCount<String>,
 }
 
 #[derive(Serialize)]
@@ -143,8 +143,8 @@ impl<'w> StatWriter<'w> {
             intervals_done: false,
             started: std::time::SystemTime::now(),
             lines: String::new(),
-            places: Vec::new(),
-            names: NameColumns::default(),
+            places: PerCount::default(),
+            names: PerCount::default(),
         }
     }
 
@@ -345,7 +345,7 @@ impl<'w> StatWriter<'w> {
                 for (n, c) in counts.iter().enumerate() {
                     let (value, note, unit) =
                         (value_text(c, self.big_num), note_text(c), shown(c).1);
-                    let names = self.names.of(n, c);
+                    let names = name_columns(&mut self.names, n, c);
                     push_interval_line_named(&mut self.lines, [&time, names, &value, unit, &note]);
                 }
                 self.w.write_all(self.lines.as_bytes())?;

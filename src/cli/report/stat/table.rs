@@ -5,8 +5,9 @@ use std::io::{self, Write};
 use super::Ending;
 use crate::cli::output::{group, pad_into, Cell, Document, Report, Table};
 use crate::front::escape::escape;
+use crate::measure::order::PerCount;
 use crate::measure::repeat::spread_of;
-use crate::measure::{Count, Name};
+use crate::measure::Count;
 use crate::metrics::MetricValue;
 
 /// A count's coverage; nothing for one the kernel refused (perf's `<not supported>`
@@ -67,7 +68,7 @@ pub(super) fn push_interval_line(
 }
 
 /// [`push_interval_line`] with the block and event columns laid out already
-/// ([`NameColumns`]).
+/// ([`name_columns`]).
 pub(super) fn push_interval_line_named(
     line: &mut String,
     [time, names, value, unit, note]: [&str; 5],
@@ -102,40 +103,15 @@ fn push_after_names(line: &mut String, line_start: usize, [value, unit, note]: [
     line.push('\n');
 }
 
-/// The block and event columns of each line of an interval table, escaped and
-/// padded once: the counts of every interval are the same, in the same order, so
-/// only their values are laid out anew.
-#[derive(Debug, Default)]
-pub(super) struct NameColumns {
-    lines: Vec<(Name, Name, String)>,
-}
-
-impl NameColumns {
-    /// Line `n`'s columns for count `c`, laid out again when `c` is not the count
-    /// that line had.
-    pub(super) fn of(&mut self, n: usize, c: &Count) -> &str {
-        let fresh = match self.lines.get(n) {
-            Some((block, event, _)) => *block != c.block || *event != c.event,
-            None => true,
-        };
-        if fresh {
-            let mut text = String::with_capacity(64);
-            push_names(&mut text, &c.block, &c.event);
-            let line = (c.block.clone(), c.event.clone(), text);
-            match self.lines.get_mut(n) {
-                Some(old) => *old = line,
-                None => {
-                    // Lines before `n` that were never laid out stay empty, named
-                    // for no count (a block is never named "").
-                    let none: Name = "".into();
-                    self.lines
-                        .resize_with(n, || (none.clone(), none.clone(), String::new()));
-                    self.lines.push(line);
-                }
-            }
-        }
-        &self.lines[n].2
-    }
+/// The block and event columns of line `n` of an interval table for count `c`,
+/// escaped and padded once: the counts of every interval are the same, in the
+/// same order, so only their values are laid out anew.
+pub(super) fn name_columns<'k>(kept: &'k mut PerCount<String>, n: usize, c: &Count) -> &'k str {
+    kept.of(n, c, |c| {
+        let mut text = String::with_capacity(64);
+        push_names(&mut text, &c.block, &c.event);
+        text
+    })
 }
 
 /// What a table shows for a count's value: perf's `<not counted>` when it never
@@ -359,7 +335,7 @@ mod tests {
         let count = |block: &str, event: &str| {
             crate::measure::Count::example(block, crate::block::BlockKind::Tile, event, 1)
         };
-        let mut names = super::NameColumns::default();
+        let mut names = crate::measure::order::PerCount::default();
         let first = [count("tile", "MEMORY_READS"), count("tile\u{1b}", "A")];
         let second = [
             count("tile", "MEMORY_READS"),
@@ -368,7 +344,7 @@ mod tests {
         for counts in [&first, &first, &second, &first] {
             for (n, c) in counts.iter().enumerate() {
                 let mut kept = String::new();
-                let columns = names.of(n, c).to_string();
+                let columns = super::name_columns(&mut names, n, c).to_string();
                 super::push_interval_line_named(&mut kept, ["1.000", &columns, "7", "events", ""]);
                 let mut whole = String::new();
                 super::push_interval_line(
@@ -378,9 +354,9 @@ mod tests {
                 assert_eq!(kept, whole);
             }
         }
-        assert!(names.of(1, &first[1]).contains("tile\\x1b"));
+        assert!(super::name_columns(&mut names, 1, &first[1]).contains("tile\\x1b"));
         // A line not laid out before the one asked for is no panic.
-        let mut fresh = super::NameColumns::default();
-        assert!(fresh.of(3, &first[0]).contains("MEMORY_READS"));
+        let mut fresh = crate::measure::order::PerCount::default();
+        assert!(super::name_columns(&mut fresh, 3, &first[0]).contains("MEMORY_READS"));
     }
 }
