@@ -49,6 +49,20 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// Copies program `from` to `to` for a test to run it there. The copy is made by
+/// `cp`, a process of its own: a copy this multi-threaded process wrote would leave
+/// its open descriptor to every child another test forks meanwhile (until that
+/// child's exec), and running the copy then fails with ETXTBSY.
+pub fn copy_program(from: &Path, to: &Path) {
+    let status = std::process::Command::new("cp")
+        .arg("--")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cp {} {}", from.display(), to.display());
+}
+
 /// A writable copy of a fixture in a temp dir.
 pub struct Copy {
     pub dir: tempfile::TempDir,

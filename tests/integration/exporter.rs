@@ -2848,11 +2848,10 @@ fn bfperf_exporter_runs_the_exporters_own_program_with_the_same_words() {
     let dir = tempfile::tempdir().unwrap();
     let alone = dir.path().join("alone");
     std::fs::create_dir(&alone).unwrap();
-    std::fs::copy(
+    crate::common::copy_program(
         assert_cmd::cargo::cargo_bin!("bfperf"),
-        alone.join("bfperf"),
-    )
-    .unwrap();
+        &alone.join("bfperf"),
+    );
     let o = Process::new(alone.join("bfperf"))
         .args(["--sim", "bf3", "exporter", "--version"])
         .env("PATH", dir.path())
@@ -2864,7 +2863,7 @@ fn bfperf_exporter_runs_the_exporters_own_program_with_the_same_words() {
     // Found on PATH, when not beside it.
     let both = dir.path().join("both");
     std::fs::create_dir(&both).unwrap();
-    installed(&both);
+    let both_bfperf = installed(&both);
     let o = Process::new(alone.join("bfperf"))
         .args(["exporter", "--version"])
         .env("PATH", &both)
@@ -2878,7 +2877,7 @@ fn bfperf_exporter_runs_the_exporters_own_program_with_the_same_words() {
     let textfile = dir.path().join("m.prom");
     let cfg = config(dir.path(), "events = [\"default\"]\n");
     let mut e = Running(
-        Process::new(installed(&both))
+        Process::new(both_bfperf)
             .arg("--sysfs-root")
             .arg(c.root())
             .arg("--lock-file")
@@ -2892,9 +2891,19 @@ fn bfperf_exporter_runs_the_exporters_own_program_with_the_same_words() {
             .spawn()
             .unwrap(),
     );
+    // It says it writes the textfile before it writes it the first time.
+    announced(&mut e, "the exporter", |line| {
+        line.contains("writing").then(String::new)
+    })
+    .unwrap_or_else(|why| panic!("{why}"));
     let deadline = Instant::now() + Duration::from_secs(60);
     while !textfile.exists() {
         assert!(Instant::now() < deadline, "no textfile: {}", said(&e));
+        assert!(
+            e.0.try_wait().unwrap().is_none(),
+            "the exporter ended: {}",
+            said_to_end(&e)
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let text = std::fs::read_to_string(&textfile).unwrap();
@@ -3015,22 +3024,45 @@ fn a_reload_never_sends_a_counter_backwards() {
 /// bfperf and bfperf-exporter copied into `dir`, side by side as the package
 /// installs them (where another user can run them); the path of bfperf.
 fn installed(dir: &Path) -> PathBuf {
-    std::fs::copy(
-        assert_cmd::cargo::cargo_bin!("bfperf-exporter"),
-        dir.join("bfperf-exporter"),
-    )
-    .unwrap();
+    let exporter = assert_cmd::cargo::cargo_bin!("bfperf-exporter");
+    crate::common::copy_program(exporter, &dir.join("bfperf-exporter"));
     let bin = dir.join("bfperf");
-    std::fs::copy(assert_cmd::cargo::cargo_bin!("bfperf"), &bin).unwrap();
+    crate::common::copy_program(assert_cmd::cargo::cargo_bin!("bfperf"), &bin);
     bin
 }
 
-/// Writes `text` as the config of exporter `e`, served from `dir` ([`config`]), and
-/// tells it to reload (SIGHUP).
+/// Writes `text` as the config of exporter `e`, served from `dir` ([`config`]),
+/// tells it to reload (SIGHUP) and waits until it says how the reload went. The
+/// file is replaced whole (written beside it, then renamed), as configuration
+/// management does: a reload never reads it half written. Waiting is what keeps
+/// the next change from racing this reload: a scrape cannot tell a reload that
+/// changed nothing from one not yet made.
 fn reload_with(e: &Running, dir: &Path, text: &str) {
-    config(dir, text);
+    let outcomes = |e: &Running| {
+        said(e)
+            .lines()
+            .filter(|l| {
+                ["configuration reloaded", "reload refused", "reload failed"]
+                    .iter()
+                    .any(|o| l.contains(o))
+            })
+            .count()
+    };
+    let before = outcomes(e);
+    let next = dir.join(".exporter.toml.next");
+    std::fs::write(&next, text).unwrap();
+    std::fs::rename(&next, dir.join("exporter.toml")).unwrap();
     // SAFETY: signals our own child.
     unsafe { libc::kill(e.0.id() as i32, libc::SIGHUP) };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while outcomes(e) == before {
+        assert!(
+            Instant::now() < deadline,
+            "the exporter never said how the reload to {text:?} went: {}",
+            said(e)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A scrape of `/metrics`, and when its values were read: no earlier than the

@@ -537,7 +537,7 @@ fn hostile_formulas_are_refused_at_once_and_the_rest_of_their_file_stays() {
     };
     open(dir.path(), 0o777);
     let bin = dir.path().join("bfperf");
-    std::fs::copy(assert_cmd::cargo::cargo_bin!("bfperf"), &bin).unwrap();
+    crate::common::copy_program(assert_cmd::cargo::cargo_bin!("bfperf"), &bin);
     let flits = "SKYLIB_DDN_TX_FLITS";
     let metric = |name: &str, expr: String| {
         serde_json::json!({"MetricName": name, "MetricExpr": expr, "Unit": "mss",
