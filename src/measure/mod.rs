@@ -402,22 +402,16 @@ impl<'d> Measurement<'d> {
         }
     }
 
-    /// Counters that another program re-programmed: (block index, item index).
-    pub fn foreign(&self) -> Result<Vec<(usize, usize)>> {
-        let mut out = Vec::new();
-        // The owner of a shared device checks its counters; its counts say so.
-        let Source::Own(sampler) = &self.source else {
-            return Ok(out);
-        };
-        for (bi, (p, g)) in self.plans().iter().zip(sampler.groups()).enumerate() {
-            if p.groups.is_empty() {
-                continue;
-            }
-            for item in session::foreign_changes(sampler.device(), p, g)? {
-                out.push((bi, item));
-            }
+    /// Counters that another program re-programmed: (block index, item index),
+    /// read back through the files the sampler holds open (the device's files
+    /// where it was opened: a device gone since fails the read, and whatever took
+    /// its place is never read).
+    pub fn foreign(&mut self) -> Result<Vec<(usize, usize)>> {
+        match &mut self.source {
+            Source::Own(sampler) => sampler.reprogrammed(),
+            // The owner of a shared device checks its counters; its counts say so.
+            Source::Shared(_) => Ok(Vec::new()),
         }
-        Ok(out)
     }
 
     /// Marks the counts of re-programmed counters invalid.

@@ -143,21 +143,6 @@ fn group_plan(plan: &BlockPlan, g: usize, saved_mask: u32) -> Plan {
     writes
 }
 
-/// Counters of the current group that no longer count what the measurement
-/// programmed: someone else wrote them.
-pub(crate) fn foreign_changes(device: &Device, plan: &BlockPlan, g: usize) -> Result<Vec<usize>> {
-    let mut changed = Vec::new();
-    for s in &plan.groups[g] {
-        if let Item::Event { number, .. } = plan.items[s.item] {
-            let now = read_event(device.fs(), &plan.block.name, s.counter)?.map(|(n, _)| n);
-            if now != Some(number) {
-                changed.push(s.item);
-            }
-        }
-    }
-    Ok(changed)
-}
-
 /// Puts every block back as it was: events, count_clock, then enable (which, on an
 /// all-at-once block, restarts its counters from 0). Tries every write, through one
 /// [`Plan`]; fails with all the refusals at once.

@@ -225,6 +225,41 @@ fn a_foreign_write_is_detected_and_marked() {
     );
 }
 
+/// A write after the last sample, as the measurement ends, is found too (read back
+/// through the files the measurement holds open) and marks the total of the
+/// counter it went to, and that counter's only.
+#[test]
+fn a_foreign_write_after_the_last_sample_is_marked() {
+    let r = rig(Generation::Bf2);
+    let pacer = Manual(r.clock.clone());
+    let stop = AtomicBool::new(false);
+    let mut req = request(&["tile1,tile2/HNF_REQUESTS/"]);
+    req.timing.interval = Some(Duration::from_millis(500));
+    let mut until =
+        |_| -> bfperf::Result<Box<dyn Until>> { Ok(Box::new(For(Duration::from_secs(2)))) };
+    let sim = r.sim.clone();
+    let mut last = Vec::new();
+    let out = measure::measure(&r.device, &req, &pacer, &stop, &mut until, &mut |i| {
+        // The last interval's line is out: its sample was the last.
+        if i.time_s >= 2.0 {
+            last = i.counts.iter().map(|c| c.valid).collect();
+            sim.write("tile1/event0", b"0x46").unwrap();
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(last, [true, true], "the write came after the last sample");
+    assert!(out.foreign);
+    let counts = &out.runs[0].counts;
+    let tile1 = find(counts, "tile1", "HNF_REQUESTS");
+    assert!(!tile1.valid, "{tile1:?}");
+    assert_eq!(
+        tile1.invalid.as_deref(),
+        Some("another program programmed its counter")
+    );
+    assert!(find(counts, "tile2", "HNF_REQUESTS").valid);
+}
+
 #[test]
 fn intervals_add_up_to_the_total() {
     let r = rig(Generation::Bf2);

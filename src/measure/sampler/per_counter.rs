@@ -71,6 +71,22 @@ impl<'d> Sampler<'d> {
         Ok(why.map(|w| (changed, w)))
     }
 
+    /// Every block's counters of its current group that another program
+    /// re-programmed, as their `event<N>` reads now: (block index, item index).
+    pub fn reprogrammed(&mut self) -> Result<Vec<(usize, usize)>> {
+        let mut out = Vec::new();
+        for i in 0..self.plans.len() {
+            // A register block counts no events.
+            if self.plans[i].groups.is_empty() {
+                continue;
+            }
+            if let Some((items, _)) = self.changed_events(i)? {
+                out.extend(items.into_iter().map(|item| (i, item)));
+            }
+        }
+        Ok(out)
+    }
+
     pub(super) fn tick_per_counter(
         &mut self,
         i: usize,
