@@ -178,7 +178,15 @@ pub(crate) struct WriterLock {
 /// This process's command line on one line (a control character in an argument,
 /// a newline above all, becomes a space), capped so the record stays readable whole.
 pub(crate) fn this_command() -> String {
-    one_line(&std::env::args().collect::<Vec<_>>().join(" "))
+    // The lock, the journal and a request to the owner each record it: made once.
+    static LINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINE.get_or_init(|| {
+        let words: Vec<String> = std::env::args_os()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        one_line(&words.join(" "))
+    })
+    .clone()
 }
 
 /// A command line as a record keeps it: controls as spaces, at most 1000 characters.

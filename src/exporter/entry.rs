@@ -41,7 +41,11 @@ pub fn entry() -> i32 {
 /// or not one it knows): what its usage error is written in.
 fn log_format_asked() -> LogFormat {
     use clap::ValueEnum;
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Lossily: a word that is not UTF-8 is a usage error to report, not a panic.
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let value = args
         .iter()
         .enumerate()

@@ -287,6 +287,38 @@ fn intervals_add_up_to_the_total() {
 
 // ---- the command line ----
 
+/// A word of the command line that is not UTF-8 (a file name in another encoding)
+/// is taken as the bytes it is: stat writes its output there and records the
+/// command line, in its lock and journal, with the byte replaced; the exporter's
+/// usage error says what is wrong. Neither panics.
+#[test]
+fn a_word_that_is_not_utf8_is_taken_as_it_is() {
+    use std::os::unix::ffi::OsStrExt;
+    let c = Copy::of("bf2");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"counts-\xff.txt"));
+    c.cmd()
+        .args(["stat", "-e", "tile0/MEMORY_READS/", "-o"])
+        .arg(&out)
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("panicked").not());
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert!(written.contains("MEMORY_READS"), "{written}");
+    assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("bfperf-exporter"))
+        .arg("--no-such-flag")
+        .arg(std::ffi::OsStr::from_bytes(b"\xff"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "unexpected argument '--no-such-flag'",
+        ))
+        .stderr(predicate::str::contains("panicked").not());
+}
+
 #[test]
 fn bad_specs_are_refused_naming_the_part_with_nothing_written() {
     let c = Copy::of("bf2");
