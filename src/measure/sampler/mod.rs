@@ -695,19 +695,9 @@ impl<'d> Sampler<'d> {
         }
     }
 
-    /// The group each block is on now.
-    pub fn groups(&self) -> Vec<usize> {
-        self.states.iter().map(|s| s.group).collect()
-    }
-
     /// The clock its reads and writes are timed with.
     pub(crate) fn stamp(&self) -> Stamp<'d> {
         self.stamp.clone()
-    }
-
-    /// The device measured.
-    pub fn device(&self) -> &'d Device {
-        self.device
     }
 }
 
