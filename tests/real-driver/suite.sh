@@ -363,6 +363,14 @@ if [ -f /floor ]; then
   echo "floor on the driver: stat -I 100 for 10 s of 8 $fk counters and their events ($bl and $fl intervals): bfperf ${b:-?} ms CPU, C floor ${f:-?} ms: $(awk -v b="$b" -v f="$f" 'BEGIN { if (f > 0) printf "%.2f", b / f; else print "?" }')x"
   tick_us() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b - a) / 90 * 1000 }'; } # 1 s ms, 10 s ms
   echo "floor on the driver: the same apart: 1 s (the start and 10 ticks) bfperf ${b1:-?} ms, C ${f1:-?} ms; a tick (10 s less 1 s, over 90) bfperf $(tick_us "$b1" "$b") us, C $(tick_us "$f1" "$f") us"
+  # A start alone, against its floors: `bfperf --version`, a minimal Rust program
+  # linked as bfperf is, a minimal C one linked as the C loop is (the mean of 5 runs).
+  for p in "bfperf --version" minimal-rust minimal-c; do
+    # shellcheck disable=SC2086
+    bfperf stat -r 5 --per-process -x, -e task-clock -o /tmp/start.csv -- $p >/dev/null 2>&1
+    awk -F, '/task-clock/ { printf "%.2f\n", $1; exit }' /tmp/start.csv
+  done >/tmp/starts
+  echo "floor on the driver: a start: bfperf --version $(sed -n 1p /tmp/starts) ms, a minimal Rust program $(sed -n 2p /tmp/starts) ms, a minimal C program $(sed -n 3p /tmp/starts) ms (static, as the C loop)"
   if [ -n "$b" ] && [ -n "$f" ] && [ "$fl" -ge 95 ] && [ "$bl" -ge 95 ]; then ok "the floor on the driver was measured over 10 s on both sides"; else
     cat /tmp/floor.csv /tmp/bfperf.out >>/tmp/out; not_ok "the floor on the driver was measured over 10 s on both sides"; fi
 fi
