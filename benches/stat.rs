@@ -210,7 +210,7 @@ fn perf_reads(c: &mut Criterion) {
     use std::os::fd::AsRawFd;
     let names = ["cpu-clock", "task-clock", "context-switches", "page-faults"];
     let specs: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-    let (events, _) = perf::split(&[], &specs).unwrap();
+    let (events, _) = perf::split(&perf::Pmus::default(), &specs).unwrap();
     let cpus = perf::online_cpus(std::path::Path::new("/sys"));
     let mut counters = Counters::open(&events, &cpus);
     if !counters.refusals().is_empty() {

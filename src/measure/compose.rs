@@ -8,7 +8,7 @@
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::metrics::{self, Metric, MetricSet};
-use crate::perf::{PerfEvent, Pmu};
+use crate::perf::{PerfEvent, Pmus};
 
 use super::StatRequest;
 
@@ -31,7 +31,7 @@ pub(crate) struct Work {
 impl Work {
     /// Splits `-e` specs into perf events (perf's generic names, `PMU/.../` of a PMU
     /// the kernel lists) and the blocks' specs.
-    fn from_events(pmus: &[Pmu], events: &[String]) -> Result<Work> {
+    fn from_events(pmus: &Pmus, events: &[String]) -> Result<Work> {
         let (perf, specs) = crate::perf::split(pmus, events)?;
         Ok(Work { specs, perf })
     }
@@ -48,7 +48,7 @@ impl Work {
 
     /// Adds what `metrics` need: their block events as specs, and their perf events
     /// (one the kernel cannot count is the metric's error, naming its file).
-    fn add_metrics(&mut self, pmus: &[Pmu], metrics: &[&Metric]) -> Result<()> {
+    fn add_metrics(&mut self, pmus: &Pmus, metrics: &[&Metric]) -> Result<()> {
         self.specs.extend(metrics::specs_for(metrics));
         for m in metrics {
             for e in metrics::perf_events_for(&[m]) {
@@ -88,7 +88,7 @@ impl Work {
 
 /// perf's shadow metrics that `events` bring beside `metrics` (see
 /// [`Work::shadow_metrics`]).
-pub(crate) fn shadows(pmus: &[Pmu], events: &[String], metrics: &[String]) -> Result<Vec<String>> {
+pub(crate) fn shadows(pmus: &Pmus, events: &[String], metrics: &[String]) -> Result<Vec<String>> {
     Ok(Work::from_events(pmus, events)?.shadow_metrics(metrics))
 }
 
@@ -107,7 +107,7 @@ pub(crate) fn default_set(device: &Device) -> (Vec<String>, Vec<String>) {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Perf<'a> {
     /// Count it beside the blocks, on these PMUs (stat, top).
-    Count(&'a [Pmu]),
+    Count(&'a Pmus),
     /// Refuse it: the named program counts the device only (the exporter).
     Refuse(&'static str),
 }
@@ -213,7 +213,7 @@ fn checked(device: &Device, work: Work, rules: Rules) -> Result<Work> {
 /// is refused, naming `who`.
 fn refuse_perf(events: &[String], who: &str) -> Result<Work> {
     // `cycles` is the Arm cores' perf event in stat's grammar, never a block's.
-    if let Ok((perf, _)) = crate::perf::split(&[], events) {
+    if let Ok((perf, _)) = crate::perf::split(&Pmus::default(), events) {
         if let Some(p) = perf.first() {
             let problem = format!(
                 "{} is a perf event of the Arm cores, which {who} does not count (stat and top do); a block's count_clock counter is KIND/cycles/",
@@ -285,8 +285,9 @@ mod tests {
             skip: true,
             whole: true,
         };
+        let none = Pmus::default();
         let count = Rules {
-            perf: Perf::Count(&[]),
+            perf: Perf::Count(&none),
             skip: false,
             whole: true,
         };
@@ -320,8 +321,9 @@ mod tests {
         };
         assert!(compose(&device, &set, (&events, &[]), strict).is_err());
         // Counted, cycles is a perf event beside the blocks; the tiles are refused.
+        let none = Pmus::default();
         let count = Rules {
-            perf: Perf::Count(&[]),
+            perf: Perf::Count(&none),
             skip: false,
             whole: true,
         };

@@ -10,7 +10,7 @@ mod process;
 use crate::error::{Error, Result};
 pub use counter::{online_cpus, Counters, Reading, Target};
 pub(crate) use pmu::parse_cpu_list;
-pub use pmu::{discover, Configs, Pmu};
+pub use pmu::{discover, Configs, Pmu, Pmus};
 pub use process::spawn_counted;
 
 pub use crate::spec::perf_terms::Levels;
@@ -81,7 +81,7 @@ fn raw(name: &str) -> Option<PerfEvent> {
 /// perf event when it is one of perf's generic names, or `PMU/.../` with a PMU the
 /// kernel lists. Every perf event is resolved here, so that a bad one is refused
 /// before anything is written to the device.
-pub fn split(pmus: &[Pmu], specs: &[String]) -> Result<(Vec<PerfEvent>, Vec<String>)> {
+pub fn split(pmus: &Pmus, specs: &[String]) -> Result<(Vec<PerfEvent>, Vec<String>)> {
     let mut perf = Vec::new();
     let mut rest = Vec::new();
     for text in specs {
@@ -105,12 +105,12 @@ pub fn split(pmus: &[Pmu], specs: &[String]) -> Result<(Vec<PerfEvent>, Vec<Stri
 
 /// A perf event a metric names (`instructions`, `PMU/EVENT/`), which must resolve:
 /// a PMU this machine lacks is named, with the PMUs it has.
-pub(crate) fn required(pmus: &[Pmu], spec: &str) -> Result<PerfEvent> {
+pub(crate) fn required(pmus: &Pmus, spec: &str) -> Result<PerfEvent> {
     if let Some(e) = resolve(pmus, spec)? {
         return Ok(e);
     }
     let pmu = spec.split('/').next().unwrap_or(spec);
-    let names = pmus.iter().map(|p| p.name.as_str());
+    let names = pmus.all().map(|p| p.name.as_str());
     Err(Error::BadSpec {
         spec: spec.to_string(),
         problem: format!(
@@ -121,7 +121,7 @@ pub(crate) fn required(pmus: &[Pmu], spec: &str) -> Result<PerfEvent> {
 }
 
 /// A perf event, None when the spec is not one.
-fn resolve(pmus: &[Pmu], spec: &str) -> Result<Option<PerfEvent>> {
+fn resolve(pmus: &Pmus, spec: &str) -> Result<Option<PerfEvent>> {
     let (body, levels) = modifiers(spec);
     if let Some((name, mods)) = body.rsplit_once(':') {
         if generic(name).or_else(|| raw(name)).is_some() {
@@ -147,12 +147,12 @@ fn resolve(pmus: &[Pmu], spec: &str) -> Result<Option<PerfEvent>> {
 }
 
 /// `PMU/EVENT/` or `PMU/TERM=VALUE,.../` of a PMU the kernel lists.
-fn pmu_event(pmus: &[Pmu], spec: &str, body: &str) -> Result<Option<PerfEvent>> {
+fn pmu_event(pmus: &Pmus, spec: &str, body: &str) -> Result<Option<PerfEvent>> {
     let body = body.trim_end_matches('/');
     let Some((pmu_name, event)) = body.split_once('/') else {
         return Ok(None);
     };
-    let Some(pmu) = pmus.iter().find(|p| p.name == pmu_name) else {
+    let Some(pmu) = pmus.get(pmu_name) else {
         return Ok(None);
     };
     let bad = |problem: String| Error::BadSpec {
@@ -212,7 +212,7 @@ mod tests {
             "cycles:u,task-clock:k,r80C0".into(),
             "armv8_pmuv3_0/l2d_cache_refill/u,tile/MEMORY_READS/".into(),
         ];
-        let (perf, rest) = split(&[pmu()], &specs).unwrap();
+        let (perf, rest) = split(&Pmus::from(vec![pmu()]), &specs).unwrap();
         let got: Vec<(&str, u32, u64, Levels)> = perf
             .iter()
             .map(|e| (e.name.as_str(), e.type_, e.configs.0[0], e.levels))
@@ -227,7 +227,7 @@ mod tests {
             ]
         );
         assert_eq!(rest, vec!["tile/MEMORY_READS/".to_string()]);
-        assert!(split(&[], &["cycles:x".into()]).is_err());
+        assert!(split(&Pmus::default(), &["cycles:x".into()]).is_err());
         assert_eq!(Levels::parse("uk"), Some(Levels::default()));
     }
 }

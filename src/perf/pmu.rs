@@ -3,8 +3,9 @@
 //! `event=0x11,umask=0x2`, `format/FIELD` bit ranges such as `config:0-7,32-35`), and
 //! the encoding of an event's terms into `perf_event_attr` configs as perf does it.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -223,16 +224,59 @@ fn files(dir: &Path) -> Vec<(String, String)> {
 
 /// Every PMU under the sysfs root, sorted by name.
 pub fn discover(sysfs_root: &Path) -> Vec<Pmu> {
-    let dir = crate::sysfs::event_source_devices(sysfs_root);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<Pmu> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| Pmu::read(&e.path()))
-        .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+    Pmus::at(sysfs_root).all().cloned().collect()
+}
+
+/// The PMUs under the sysfs root, each read when a spec first names it. Reading them
+/// all costs a file a named event (an Arm core's PMU has dozens, an x86 server's
+/// uncore PMUs hundreds), which a run that names none must not pay.
+#[derive(Debug, Default)]
+pub struct Pmus {
+    /// Name, directory, and the PMU once read (None: no readable `type`).
+    entries: Vec<(String, PathBuf, OnceCell<Option<Pmu>>)>,
+}
+
+impl Pmus {
+    /// The PMUs under the sysfs root, by name, sorted; nothing in them read yet.
+    pub fn at(sysfs_root: &Path) -> Pmus {
+        let dir = crate::sysfs::event_source_devices(sysfs_root);
+        let Ok(listed) = std::fs::read_dir(&dir) else {
+            return Pmus::default();
+        };
+        let mut entries: Vec<_> = listed
+            .filter_map(|e| e.ok())
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, e.path(), OnceCell::new())
+            })
+            .collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Pmus { entries }
+    }
+
+    /// The PMU of that name, read on first use; None if there is none, or it has no
+    /// readable `type`.
+    pub fn get(&self, name: &str) -> Option<&Pmu> {
+        let (_, dir, pmu) = self.entries.iter().find(|(n, ..)| n == name)?;
+        pmu.get_or_init(|| Pmu::read(dir)).as_ref()
+    }
+
+    /// Every PMU with a readable `type`, each read now, sorted by name.
+    pub fn all(&self) -> impl Iterator<Item = &Pmu> {
+        self.entries.iter().filter_map(|(n, ..)| self.get(n))
+    }
+}
+
+impl From<Vec<Pmu>> for Pmus {
+    /// PMUs already read (tests, and a caller that has them).
+    fn from(pmus: Vec<Pmu>) -> Pmus {
+        let mut entries: Vec<_> = pmus
+            .into_iter()
+            .map(|p| (p.name.clone(), PathBuf::new(), OnceCell::from(Some(p))))
+            .collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Pmus { entries }
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! `<not supported>` without failing the run.
 
 use crate::common::*;
+use std::process::Command;
 
 /// The `total` record of `event` in a run's NDJSON records.
 fn total_of(records: &[serde_json::Value], event: &str) -> serde_json::Value {
@@ -53,6 +54,88 @@ fn cpu_clock_and_a_tile_count_share_one_window() {
             "{cycles}"
         ),
     }
+}
+
+/// A PMU tree under ROOT/bus/event_source/devices/NAME: its type, two formats and
+/// one event, `l2_refill`.
+fn fake_pmu(root: &std::path::Path, name: &str, type_: u32) {
+    let pmu = root.join("bus/event_source/devices").join(name);
+    std::fs::create_dir_all(pmu.join("format")).unwrap();
+    std::fs::create_dir_all(pmu.join("events")).unwrap();
+    std::fs::write(pmu.join("type"), format!("{type_}\n")).unwrap();
+    std::fs::write(pmu.join("format/event"), "config:0-7,32-35\n").unwrap();
+    std::fs::write(pmu.join("format/umask"), "config:8-15\n").unwrap();
+    std::fs::write(pmu.join("events/l2_refill"), "event=0x1ab,umask=0x3\n").unwrap();
+}
+
+/// stat and top read a PMU's files only when an event names that PMU: a block's
+/// events and perf's generic names open nothing in any PMU's directory (an Arm
+/// core's PMU has a file per event, an x86 server's uncore PMUs hundreds), and
+/// `fakepmu/l2_refill/` opens fakepmu's alone. strace sees every open.
+#[test]
+fn stat_reads_only_the_pmus_its_events_name() {
+    let strace = Command::new("strace").arg("-V").output();
+    let found = strace
+        .is_ok_and(|o| o.status.success())
+        .then_some(())
+        .ok_or_else(|| "strace is not installed".to_string());
+    if !required("strace", "the PMU-reading test", found) {
+        return;
+    }
+    let copy = Copy::of("bf2");
+    fake_pmu(copy.root(), "fakepmu", 4000);
+    fake_pmu(copy.root(), "otherpmu", 4001);
+    let trace_dir = tempfile::tempdir().unwrap();
+    let opened = |args: &[&str]| -> Vec<String> {
+        let trace = trace_dir.path().join("trace");
+        let bfperf = copy.cmd();
+        let out = Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=open,openat,openat2", "-o"])
+            .arg(&trace)
+            .arg(bfperf.get_program())
+            .args(bfperf.get_args())
+            .args(args)
+            .envs(bfperf.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .env_remove("BFPERF_SYSFS_ROOT")
+            .env_remove("BFPERF_SIM")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("/bus/event_source/devices/"))
+            .map(str::to_string)
+            .collect()
+    };
+    let stat = ["stat", "-o", "/dev/null", "--duration", "100ms"];
+    let blocks = opened(
+        &[
+            &stat[..],
+            &["-e", "tile0/MEMORY_READS/", "-e", "task-clock"],
+        ]
+        .concat(),
+    );
+    assert!(blocks.is_empty(), "{blocks:#?}");
+    let named = opened(
+        &[
+            &stat[..],
+            &["-e", "tile0/MEMORY_READS/", "-e", "fakepmu/l2_refill/"],
+        ]
+        .concat(),
+    );
+    assert!(
+        named.iter().any(|l| l.contains("/devices/fakepmu/type")),
+        "{named:#?}"
+    );
+    assert!(
+        !named.iter().any(|l| l.contains("/devices/otherpmu/")),
+        "{named:#?}"
+    );
 }
 
 #[test]

@@ -58,7 +58,7 @@ pub(super) fn run(global: &Global, args: TopOptions) -> Result<()> {
     // perf events (-e cycles, and those metrics name) are counted beside the blocks;
     // metrics that need them are evaluated here, the others as the exporter does.
     // What this device cannot count is left out, as the exporter leaves it.
-    let pmus = crate::perf::discover(&global.sysfs_root);
+    let pmus = crate::perf::Pmus::at(&global.sysfs_root);
     let rules = Rules {
         perf: Perf::Count(&pmus),
         skip: true,

@@ -158,7 +158,7 @@ pub(super) fn plan(
     }
     // perf_event events (cycles, task-clock, PMU/EVENT/) are counted beside the
     // blocks; each is resolved here, before anything is written.
-    let pmus = crate::perf::discover(&global.sysfs_root);
+    let pmus = crate::perf::Pmus::at(&global.sysfs_root);
     // As perf stat shows "insn per cycle" and "CPUs utilized" beside their events.
     let shadows = compose::shadows(&pmus, &a.events, &a.metric)?;
     a.metric.extend(shadows);
