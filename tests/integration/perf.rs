@@ -4,7 +4,7 @@
 //! `<not supported>` without failing the run.
 
 use crate::common::*;
-use std::process::Command;
+use assert_cmd::Command;
 
 /// The `total` record of `event` in a run's NDJSON records.
 fn total_of(records: &[serde_json::Value], event: &str) -> serde_json::Value {
@@ -89,21 +89,16 @@ fn stat_reads_only_the_pmus_its_events_name() {
     let opened = |args: &[&str]| -> Vec<String> {
         let trace = trace_dir.path().join("trace");
         let bfperf = copy.cmd();
-        let out = Command::new("strace")
-            .args(["-f", "-qq", "-e", "trace=open,openat,openat2", "-o"])
-            .arg(&trace)
-            .arg(bfperf.get_program())
-            .args(bfperf.get_args())
-            .args(args)
-            .envs(bfperf.get_envs().filter_map(|(k, v)| Some((k, v?))))
-            .env_remove("BFPERF_SYSFS_ROOT")
-            .env_remove("BFPERF_SIM")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        stdout_of(
+            Command::new("strace")
+                .args(["-f", "-qq", "-e", "trace=open,openat,openat2", "-o"])
+                .arg(&trace)
+                .arg(bfperf.get_program())
+                .args(bfperf.get_args())
+                .args(args)
+                .envs(bfperf.get_envs().filter_map(|(k, v)| Some((k, v?))))
+                .env_remove("BFPERF_SYSFS_ROOT")
+                .env_remove("BFPERF_SIM"),
         );
         std::fs::read_to_string(&trace)
             .unwrap()
