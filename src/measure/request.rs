@@ -203,6 +203,8 @@ pub fn measure_gated<'d>(
             warnings.push(r.describe());
         }
     }
+    // Dropped last, once the device is put back.
+    let _held = session::Held::open(device, &plans);
     let saved = session::save(device, &plans)?;
     let journal = match journal && req.restore {
         true => Some(crate::measure::owner::journal::write(device, &saved)?),

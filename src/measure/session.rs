@@ -52,6 +52,57 @@ pub(crate) fn clock_masks(saved: &[Saved]) -> HashMap<String, u32> {
         .collect()
 }
 
+/// The files a measurement saves, programs, reads back and restores (each counter's
+/// `event<N>`, and a block's `enable` and `count_clock`), kept open from before it
+/// saves them until it has put them back ([`Sysfs::hold`]): one open each, not one
+/// for each of those steps.
+///
+/// [`Sysfs::hold`]: crate::sysfs::Sysfs::hold
+pub(crate) struct Held<'d> {
+    device: &'d Device,
+    files: Vec<String>,
+}
+
+impl<'d> Held<'d> {
+    /// Holds the files `plans` change.
+    pub(crate) fn open(device: &'d Device, plans: &[BlockPlan]) -> Self {
+        let mut files = Vec::new();
+        for p in plans
+            .iter()
+            .filter(|p| p.block.mechanism != Mechanism::Registers)
+        {
+            let b = p.block;
+            files.extend(
+                counters_of(p)
+                    .into_iter()
+                    .map(|c| layout::event(&b.name, c)),
+            );
+            if b.has_enable {
+                files.push(layout::enable(&b.name));
+            }
+            if b.has_count_clock {
+                files.push(layout::count_clock(&b.name));
+            }
+        }
+        device.fs().hold(&files);
+        Held { device, files }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.device.fs().release(&self.files);
+    }
+}
+
+/// The counters a block's plan uses, each once, in order.
+fn counters_of(p: &BlockPlan) -> Vec<u32> {
+    let mut counters: Vec<u32> = p.groups.iter().flatten().map(|s| s.counter).collect();
+    counters.sort_unstable();
+    counters.dedup();
+    counters
+}
+
 /// Records everything the measurement will change.
 pub(crate) fn save(device: &Device, plans: &[BlockPlan]) -> Result<Vec<Saved>> {
     let fs = device.fs();
@@ -61,11 +112,8 @@ pub(crate) fn save(device: &Device, plans: &[BlockPlan]) -> Result<Vec<Saved>> {
         .filter(|p| p.block.mechanism != Mechanism::Registers)
     {
         let b = p.block;
-        let mut counters: Vec<u32> = p.groups.iter().flatten().map(|s| s.counter).collect();
-        counters.sort_unstable();
-        counters.dedup();
         let mut events = Vec::new();
-        for c in counters {
+        for c in counters_of(p) {
             events.push((c, read_event(fs, &b.name, c)?.map(|(n, _)| n)));
         }
         out.push(Saved {

@@ -4,9 +4,9 @@
 use super::*;
 
 /// The magic numbers `statfs` gives for the kernel's sysfs and for FUSE.
-const SYSFS_MAGIC: i64 = 0x6265_6572;
+pub(super) const SYSFS_MAGIC: i64 = 0x6265_6572;
 
-const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
+pub(super) const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
 
 /// What the device in the hwmon directory `dir` is, however it is reached, its
 /// `device` link reading `platform` (the link's text: no path is resolved):

@@ -98,6 +98,20 @@ pub trait Sysfs: Send + Sync {
         kernel_page_size()
     }
 
+    /// Keeps these files open, one descriptor each, read and written in place
+    /// until [`Sysfs::release`]: a measurement saves, programs, reads back and
+    /// restores the same `event<N>` files, and each open walks the path again.
+    /// Best effort: a file that cannot be opened for reading and writing (not
+    /// there, not writable) is left to its path. Holds of one file nest.
+    fn hold(&self, rels: &[String]) {
+        let _ = rels;
+    }
+
+    /// Lets go of files [`Sysfs::hold`] kept open.
+    fn release(&self, rels: &[String]) {
+        let _ = rels;
+    }
+
     /// Opens a file for repeated reads (sampling). The real filesystem opens it once
     /// and reads it with one `pread` at offset 0 each time, which makes sysfs
     /// generate the value afresh; the default reads the whole file each time.
@@ -247,6 +261,12 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     fn page_size(&self) -> usize {
         (**self).page_size()
     }
+    fn hold(&self, rels: &[String]) {
+        (**self).hold(rels)
+    }
+    fn release(&self, rels: &[String]) {
+        (**self).release(rels)
+    }
 }
 
 /// The smallest page size a kernel has (and the simulator's default).
@@ -345,6 +365,19 @@ pub struct RealFs {
     /// The directory's device and inode numbers when it was opened: nothing is
     /// written once they change (a driver loaded again, another tree put there).
     opened: Option<(u64, u64)>,
+    /// Files kept open ([`Sysfs::hold`]), by their path relative to the device.
+    held: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, Held>>>,
+}
+
+/// A file kept open for reads and writes in place.
+#[derive(Debug)]
+struct Held {
+    file: fs::File,
+    /// A write leaves the file as long as what was written (a copy of a tree in
+    /// plain files); sysfs and the simulator take each write whole, as `store` does.
+    truncate: bool,
+    /// How many holds keep it.
+    holds: u32,
 }
 
 impl RealFs {
@@ -354,6 +387,7 @@ impl RealFs {
             dir: dir.into(),
             page_size: None,
             opened: None,
+            held: Default::default(),
         };
         fs.opened = fs.directory();
         fs
@@ -398,6 +432,62 @@ impl RealFs {
     }
 }
 
+impl RealFs {
+    /// A held file's descriptor (a duplicate, for a handle of its own) and whether
+    /// a write must truncate it; None when `rel` is not held.
+    fn held(&self, rel: &str) -> Option<io::Result<(fs::File, bool)>> {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let h = held.get(rel)?;
+        Some(h.file.try_clone().map(|f| (f, h.truncate)))
+    }
+
+    /// Reads a held file in place: one `pread` at offset 0. None when `rel` is not
+    /// held or holds more than a line (read by its path then).
+    fn read_held(&self, rel: &str) -> Option<io::Result<String>> {
+        use std::os::unix::fs::FileExt;
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let h = held.get(rel)?;
+        let mut line = [0u8; 64];
+        match h.file.read_at(&mut line, 0) {
+            Ok(n) if n < line.len() => Some(Ok(text_of(line[..n].to_vec()))),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// Writes a held file in place: one `pwrite` at offset 0, and the file cut to
+    /// what was written where it is a plain file. None when `rel` is not held.
+    fn write_held(&self, rel: &str, data: &[u8]) -> Option<io::Result<()>> {
+        use std::os::unix::fs::FileExt;
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let h = held.get(rel)?;
+        Some((|| {
+            let n = h.file.write_at(data, 0)?;
+            if n != data.len() {
+                return Err(io::Error::new(io::ErrorKind::WriteZero, "short write"));
+            }
+            if h.truncate {
+                h.file.set_len(data.len() as u64)?;
+            }
+            Ok(())
+        })())
+    }
+}
+
+/// Whether writes to `file` must cut it to their length: anywhere but sysfs and
+/// FUSE (the simulator), which take each write whole as the driver's `store` does.
+fn write_truncates(file: &fs::File) -> bool {
+    // SAFETY: fstatfs fills the struct we own; the descriptor is open.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(file);
+    if unsafe { libc::fstatfs(fd, &mut st) } != 0 {
+        return true;
+    }
+    #[allow(clippy::unnecessary_cast)]
+    let magic = st.f_type as i64;
+    !matches!(magic, identity::SYSFS_MAGIC | identity::FUSE_SUPER_MAGIC)
+}
+
 /// The most bfperf reads of one attribute: sysfs serves at most a page, so anything
 /// longer is not a driver file.
 pub(crate) const MAX_ATTRIBUTE: usize = 64 * 1024;
@@ -432,8 +522,12 @@ fn not_regular(kind: fs::FileType) -> io::Error {
 /// Opens an attribute without following a symlink and without blocking on a FIFO, and
 /// refuses anything but a regular file.
 fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::File> {
+    open_attribute_as(path, !write, write, truncate)
+}
+
+fn open_attribute_as(path: &Path, read: bool, write: bool, truncate: bool) -> io::Result<fs::File> {
     let file = fs::OpenOptions::new()
-        .read(!write)
+        .read(read)
         .write(write)
         .truncate(write && truncate)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -594,7 +688,43 @@ fn read_retrying(file: &mut fs::File, buf: &mut [u8]) -> io::Result<usize> {
 
 impl Sysfs for RealFs {
     fn read(&self, rel: &str) -> io::Result<String> {
-        read_attribute(&self.path(rel))
+        match self.read_held(rel) {
+            Some(r) => r,
+            None => read_attribute(&self.path(rel)),
+        }
+    }
+
+    fn hold(&self, rels: &[String]) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        for rel in rels {
+            if let Some(h) = held.get_mut(rel.as_str()) {
+                h.holds += 1;
+                continue;
+            }
+            if let Ok(file) = open_attribute_as(&self.path(rel), true, true, false) {
+                let truncate = write_truncates(&file);
+                held.insert(
+                    rel.clone(),
+                    Held {
+                        file,
+                        truncate,
+                        holds: 1,
+                    },
+                );
+            }
+        }
+    }
+
+    fn release(&self, rels: &[String]) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        for rel in rels {
+            if let Some(h) = held.get_mut(rel.as_str()) {
+                h.holds -= 1;
+                if h.holds == 0 {
+                    held.remove(rel.as_str());
+                }
+            }
+        }
     }
 
     fn writable(&self, rel: &str) -> bool {
@@ -607,23 +737,32 @@ impl Sysfs for RealFs {
     }
 
     fn open_value(&self, rel: &str) -> io::Result<Box<dyn ValueFile + '_>> {
+        let file = match self.held(rel) {
+            Some(held) => held?.0,
+            None => open_attribute(&self.path(rel), false, false)?,
+        };
         Ok(Box::new(PreadFile {
-            file: open_attribute(&self.path(rel), false, false)?,
+            file,
             buf: [0u8; 64],
         }))
     }
 
     fn open_control(&self, rel: &str) -> io::Result<Box<dyn ControlFile + '_>> {
         self.still_here()?;
-        Ok(Box::new(PwriteFile {
-            file: open_attribute(&self.path(rel), true, false)?,
-        }))
+        let file = match self.held(rel) {
+            Some(held) => held?.0,
+            None => open_attribute(&self.path(rel), true, false)?,
+        };
+        Ok(Box::new(PwriteFile { file }))
     }
 
     fn write(&self, rel: &str, data: &[u8]) -> io::Result<()> {
         // Truncate (O_TRUNC) so that plain-file copies of the tree hold exactly what was written;
         // sysfs ignores the truncation. Never create a file that is not there.
         self.still_here()?;
+        if let Some(r) = self.write_held(rel, data) {
+            return r;
+        }
         let mut file = open_attribute(&self.path(rel), true, true)?;
         let n = file.write(data)?;
         if n != data.len() {

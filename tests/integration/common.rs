@@ -208,6 +208,41 @@ pub fn stdout_of(cmd: &mut Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The files bfperf, run on `tree` with `args`, opened (strace's `openat` lines,
+/// each with its flags and result); None (having said why) when strace is missing
+/// and the run may skip (see [`required`]).
+pub fn opens_of(tree: &dyn Tree, args: &[&str], tests: &str) -> Option<Vec<String>> {
+    let strace = std::process::Command::new("strace").arg("-V").output();
+    let found = strace
+        .is_ok_and(|o| o.status.success())
+        .then_some(())
+        .ok_or_else(|| "strace is not installed".to_string());
+    if !required("strace", tests, found) {
+        return None;
+    }
+    let trace_dir = tempfile::tempdir().unwrap();
+    let trace = trace_dir.path().join("trace");
+    let bfperf = tree.cmd();
+    stdout_of(
+        Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=open,openat,openat2", "-o"])
+            .arg(&trace)
+            .arg(bfperf.get_program())
+            .args(bfperf.get_args())
+            .args(args)
+            .envs(bfperf.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .env_remove("BFPERF_SYSFS_ROOT")
+            .env_remove("BFPERF_SIM"),
+    );
+    Some(
+        fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
 /// Rows of a table output, each split on runs of spaces.
 pub fn rows(text: &str) -> Vec<Vec<String>> {
     text.lines()

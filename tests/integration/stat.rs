@@ -2,6 +2,7 @@
 //! hardware's rules (windows on all-at-once blocks, wraps, multiplexing), restore,
 //! and the command line on fixture copies and the FUSE simulator.
 
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -377,6 +378,39 @@ fn bad_specs_are_refused_naming_the_part_with_nothing_written() {
             "cannot run 'no-such-program-here'",
         ));
     assert_eq!(before, c.contents());
+}
+
+/// Each file a measurement saves, programs, reads back and puts back is opened
+/// once, read and written in place: the llt's events, its `enable` and its
+/// `count_clock`. On a copy in plain files a shorter write must still leave only
+/// what it wrote: `0x57` goes over `0x0: HNF0_CYCLES`, and `0x0` back over it.
+#[test]
+fn stat_opens_each_file_it_changes_once_and_puts_back_its_bytes() {
+    let c = Copy::of("bf3");
+    let mut before = c.contents();
+    let spec = "llt0/GDC_BANK0_HIT,HNF0_REQS_RECEIVED,cycles/";
+    let args = ["stat", "-o", "/dev/null", "--duration", "300ms", "-e", spec];
+    let Some(opens) = opens_of(&c, &args, "the test of files opened once") else {
+        return;
+    };
+    let mut after = c.contents();
+    for (file, put_back) in [
+        ("event0", "0x0"),
+        ("event1", "0x57"),
+        ("event2", "0x58"),
+        ("enable", "1"),
+        ("count_clock", "0x0"),
+    ] {
+        let at = format!("/llt0/{file}\"");
+        let of_it: Vec<&String> = opens.iter().filter(|l| l.contains(&at)).collect();
+        assert_eq!(of_it.len(), 1, "{file}: {of_it:#?}");
+        assert!(of_it[0].contains("O_RDWR"), "{of_it:?}");
+        let rel = PathBuf::from(format!("class/hwmon/hwmon3/llt0/{file}"));
+        before.remove(&rel).unwrap();
+        let text = String::from_utf8(after.remove(&rel).unwrap()).unwrap();
+        assert_eq!(text, put_back, "{file}");
+    }
+    assert!(before == after, "stat changed files it does not program");
 }
 
 fn json_lines(text: &str) -> Vec<serde_json::Value> {
