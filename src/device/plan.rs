@@ -91,7 +91,17 @@ impl Plan {
     }
 
     /// Makes the writes in order. Returns, per write, the bytes that were accepted.
+    /// The device is asked once, before the first, whether it is still the one
+    /// opened ([`Sysfs::still_here`]); nothing is written if not.
     pub fn apply(&self, fs: &dyn Sysfs) -> Result<Vec<String>> {
+        if let (Some(w), Err(e)) = (self.writes.first(), fs.still_here()) {
+            return Err(self.failure(w, &w.data, e, 0));
+        }
+        self.apply_here(fs)
+    }
+
+    /// [`Plan::apply`], the device already asked.
+    fn apply_here(&self, fs: &dyn Sysfs) -> Result<Vec<String>> {
         let mut done = Vec::new();
         for w in &self.writes {
             match write_one(fs, &w.path, &w.data) {
@@ -115,12 +125,19 @@ impl Plan {
     /// Makes every write, whatever the others do (a restore puts back all it can);
     /// returns the failures, each explained as [`Plan::apply`] explains one.
     pub fn apply_all(&self, fs: &dyn Sysfs) -> Vec<Error> {
+        let gone = fs.still_here().err();
         let mut failures = Vec::new();
         for w in &self.writes {
             let one = Plan {
                 writes: vec![w.clone()],
             };
-            if let Err(e) = one.apply(fs) {
+            let done = match &gone {
+                Some(e) => {
+                    Err(one.failure(w, &w.data, std::io::Error::new(e.kind(), e.to_string()), 0))
+                }
+                None => one.apply_here(fs),
+            };
+            if let Err(e) = done {
                 failures.push(e);
             }
         }
@@ -180,6 +197,7 @@ impl<'d> Switch<'d> {
     }
 }
 
+/// One write of a plan whose device was asked ([`Plan::apply`]).
 fn write_one(fs: &dyn Sysfs, path: &str, data: &str) -> std::io::Result<()> {
-    fs.write(path, data.as_bytes())
+    fs.write_here(path, data.as_bytes())
 }

@@ -94,14 +94,16 @@ fn open_device_of(global: &Global, only: Option<crate::device::Keep<'_>>) -> Res
             Device::open_of(Box::new(Arc::new(sim)), only)
         }
         (None, dir) => {
-            let dir = match dir {
-                Some(dir) => dir.clone(),
-                None => crate::device::discover(&global.sysfs_root)?,
-            };
-            Device::open_tree_of(
-                crate::sysfs::RealFs::new(dir).with_page_size(global.page_size),
-                only,
-            )
+            let fs = |dir| crate::sysfs::RealFs::new(dir).with_page_size(global.page_size);
+            match dir {
+                // A directory named by the user: its name file is checked.
+                Some(dir) => Device::open_tree_of(fs(dir.clone()), only),
+                // Found by its name file, which is not read again.
+                None => Device::open_of(
+                    Box::new(fs(crate::device::discover(&global.sysfs_root)?)),
+                    only,
+                ),
+            }
         }
     }
 }

@@ -34,7 +34,7 @@ impl Sysfs for Sim {
         }
     }
 
-    fn write(&self, rel: &str, data: &[u8]) -> io::Result<()> {
+    fn write_here(&self, rel: &str, data: &[u8]) -> io::Result<()> {
         self.faults.on_write(rel)?;
         match split(rel) {
             ("name", None) | ("uevent", None) => Err(eacces()),

@@ -27,7 +27,7 @@ pub(crate) fn tree_identity(dir: &Path, platform: Option<&str>) -> String {
     let place = match filesystem_magic(dir) {
         Some(SYSFS_MAGIC) => "sysfs".to_string(),
         Some(FUSE_SUPER_MAGIC) => {
-            let real = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+            let real = real_path(dir).unwrap_or_else(|_| dir.to_path_buf());
             let root = tree_root(&real);
             format!("fuse {}", escape_key(&root.display().to_string()))
         }

@@ -47,8 +47,19 @@ pub struct Entry {
 pub trait Sysfs: Send + Sync {
     /// Reads a whole file.
     fn read(&self, rel: &str) -> io::Result<String>;
-    /// Writes `data` to a file in one write call (as `echo -n` would). Never creates files.
-    fn write(&self, rel: &str, data: &[u8]) -> io::Result<()>;
+    /// Writes `data` to a file in one write call (as `echo -n` would). Never creates
+    /// files. Refused when the device is no longer the one opened ([`Sysfs::still_here`]).
+    fn write(&self, rel: &str, data: &[u8]) -> io::Result<()> {
+        self.still_here()?;
+        self.write_here(rel, data)
+    }
+
+    /// [`Sysfs::write`] without asking [`Sysfs::still_here`] first: for a caller that
+    /// has just asked it before a series of writes (a [`Plan`]), rather than before
+    /// each, which is a walk of the directory's path every time.
+    ///
+    /// [`Plan`]: crate::device::plan::Plan
+    fn write_here(&self, rel: &str, data: &[u8]) -> io::Result<()>;
     /// Lists a directory, in the order its filesystem gives (the kernel's is not by
     /// name): a caller that shows the entries sorts them.
     fn list(&self, rel: &str) -> io::Result<Vec<Entry>>;
@@ -233,6 +244,9 @@ impl<T: Sysfs + ?Sized> Sysfs for std::sync::Arc<T> {
     }
     fn write(&self, rel: &str, data: &[u8]) -> io::Result<()> {
         (**self).write(rel, data)
+    }
+    fn write_here(&self, rel: &str, data: &[u8]) -> io::Result<()> {
+        (**self).write_here(rel, data)
     }
     fn list(&self, rel: &str) -> io::Result<Vec<Entry>> {
         (**self).list(rel)
@@ -488,6 +502,29 @@ fn write_truncates(file: &fs::File) -> bool {
     !matches!(magic, identity::SYSFS_MAGIC | identity::FUSE_SUPER_MAGIC)
 }
 
+/// A directory's path with every link resolved, as `fs::canonicalize` gives it, asked
+/// of the kernel in one walk: the directory opened (`O_PATH`) and the path its
+/// descriptor names read back from `/proc/self/fd`. `realpath` reads each prefix of
+/// the path as a link, each a walk from the root: nine in sysfs for
+/// `/sys/class/hwmon/hwmon0`. Without `/proc`, or for a directory no longer there,
+/// as `fs::canonicalize` finds it.
+pub(crate) fn real_path(dir: &Path) -> io::Result<PathBuf> {
+    let named = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)
+        .and_then(|d| {
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&d);
+            fs::read_link(format!("/proc/self/fd/{fd}"))
+        });
+    match named {
+        Ok(p) if p.is_absolute() && !p.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") => {
+            Ok(p)
+        }
+        _ => fs::canonicalize(dir),
+    }
+}
+
 /// The most bfperf reads of one attribute: sysfs serves at most a page, so anything
 /// longer is not a driver file.
 pub(crate) const MAX_ATTRIBUTE: usize = 64 * 1024;
@@ -696,13 +733,15 @@ impl Sysfs for RealFs {
 
     fn hold(&self, rels: &[String]) {
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        // The device's files are on one filesystem: asked of the first opened.
+        let mut truncates = None;
         for rel in rels {
             if let Some(h) = held.get_mut(rel.as_str()) {
                 h.holds += 1;
                 continue;
             }
             if let Ok(file) = open_attribute_as(&self.path(rel), true, true, false) {
-                let truncate = write_truncates(&file);
+                let truncate = *truncates.get_or_insert_with(|| write_truncates(&file));
                 held.insert(
                     rel.clone(),
                     Held {
@@ -756,10 +795,9 @@ impl Sysfs for RealFs {
         Ok(Box::new(PwriteFile { file }))
     }
 
-    fn write(&self, rel: &str, data: &[u8]) -> io::Result<()> {
+    fn write_here(&self, rel: &str, data: &[u8]) -> io::Result<()> {
         // Truncate (O_TRUNC) so that plain-file copies of the tree hold exactly what was written;
         // sysfs ignores the truncation. Never create a file that is not there.
-        self.still_here()?;
         if let Some(r) = self.write_held(rel, data) {
             return r;
         }
@@ -790,14 +828,14 @@ impl Sysfs for RealFs {
     }
 
     fn lasting_location(&self) -> String {
-        match fs::canonicalize(self.path(layout::DEVICE_LINK)) {
+        match real_path(&self.path(layout::DEVICE_LINK)) {
             Ok(device) if device.is_dir() => device.display().to_string(),
             _ => self.canonical_location(),
         }
     }
 
     fn canonical_location(&self) -> String {
-        fs::canonicalize(&self.dir)
+        real_path(&self.dir)
             .unwrap_or_else(|_| self.dir.clone())
             .display()
             .to_string()
@@ -883,6 +921,43 @@ mod tests {
         assert!(kind_at(&dirf, b"missing").is_err());
         assert!(RealFs::new(d).list("name").is_err());
         assert!(RealFs::new(d).list("missing").is_err());
+    }
+
+    /// A directory's real path is what `fs::canonicalize` gives: through links,
+    /// links to links, `..`, a relative path, and a file's (found as it does); a
+    /// missing one fails.
+    #[test]
+    fn a_real_path_is_what_canonicalize_gives() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        fs::create_dir_all(r.join("devices/platform/MLNXBFD2:00/hwmon/hwmon4")).unwrap();
+        fs::create_dir_all(r.join("class/hwmon")).unwrap();
+        std::os::unix::fs::symlink(
+            "../../devices/platform/MLNXBFD2:00/hwmon/hwmon4",
+            r.join("class/hwmon/hwmon4"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("class", r.join("again")).unwrap();
+        fs::write(r.join("file"), "").unwrap();
+        for p in [
+            r.join("class/hwmon/hwmon4"),
+            r.join("again/hwmon/hwmon4"),
+            r.join("class/hwmon/hwmon4/../hwmon4"),
+            r.join("devices"),
+            r.to_path_buf(),
+            r.join("again/../file"),
+        ] {
+            assert_eq!(
+                real_path(&p).unwrap(),
+                fs::canonicalize(&p).unwrap(),
+                "{p:?}"
+            );
+        }
+        assert!(real_path(&r.join("missing")).is_err());
+        assert_eq!(
+            real_path(Path::new(".")).unwrap(),
+            fs::canonicalize(".").unwrap()
+        );
     }
 
     /// A file's path is what `Path::join` and `format!` gave before they were

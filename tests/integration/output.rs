@@ -253,8 +253,8 @@ fn an_unlistable_block_is_skipped_and_the_rest_works() {
         fn read(&self, rel: &str) -> std::io::Result<String> {
             self.0.read(rel)
         }
-        fn write(&self, rel: &str, data: &[u8]) -> std::io::Result<()> {
-            self.0.write(rel, data)
+        fn write_here(&self, rel: &str, data: &[u8]) -> std::io::Result<()> {
+            self.0.write_here(rel, data)
         }
         fn list(&self, rel: &str) -> std::io::Result<Vec<Entry>> {
             if rel == "tile1" {
@@ -412,8 +412,8 @@ fn a_failed_read_back_says_the_write_was_made() {
             }
             self.0.read(rel)
         }
-        fn write(&self, rel: &str, data: &[u8]) -> std::io::Result<()> {
-            self.0.write(rel, data)
+        fn write_here(&self, rel: &str, data: &[u8]) -> std::io::Result<()> {
+            self.0.write_here(rel, data)
         }
         fn list(&self, rel: &str) -> std::io::Result<Vec<Entry>> {
             self.0.list(rel)
