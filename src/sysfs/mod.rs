@@ -55,10 +55,8 @@ pub trait Sysfs: Send + Sync {
     }
 
     /// [`Sysfs::write`] without asking [`Sysfs::still_here`] first: for a caller that
-    /// has just asked it before a series of writes (a [`Plan`]), rather than before
-    /// each, which is a walk of the directory's path every time.
-    ///
-    /// [`Plan`]: crate::device::plan::Plan
+    /// has just asked it before a series of writes (a plan of writes, asked once),
+    /// rather than before each, which is a walk of the directory's path every time.
     fn write_here(&self, rel: &str, data: &[u8]) -> io::Result<()>;
     /// Lists a directory, in the order its filesystem gives (the kernel's is not by
     /// name): a caller that shows the entries sorts them.
