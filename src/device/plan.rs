@@ -125,17 +125,16 @@ impl Plan {
     /// Makes every write, whatever the others do (a restore puts back all it can);
     /// returns the failures, each explained as [`Plan::apply`] explains one.
     pub fn apply_all(&self, fs: &dyn Sysfs) -> Vec<Error> {
-        let gone = fs.still_here().err();
+        // Asked once; when the device is gone, each write asks again to say so.
+        let here = fs.still_here().is_ok();
         let mut failures = Vec::new();
         for w in &self.writes {
             let one = Plan {
                 writes: vec![w.clone()],
             };
-            let done = match &gone {
-                Some(e) => {
-                    Err(one.failure(w, &w.data, std::io::Error::new(e.kind(), e.to_string()), 0))
-                }
-                None => one.apply_here(fs),
+            let done = match here {
+                true => one.apply_here(fs),
+                false => one.apply(fs),
             };
             if let Err(e) = done {
                 failures.push(e);

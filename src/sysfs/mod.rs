@@ -445,35 +445,38 @@ impl RealFs {
 }
 
 impl RealFs {
-    /// A held file's descriptor (a duplicate, for a handle of its own) and whether
-    /// a write must truncate it; None when `rel` is not held.
-    fn held(&self, rel: &str) -> Option<io::Result<(fs::File, bool)>> {
+    /// `f` of the held file `rel`; None when `rel` is not held.
+    fn with_held<T>(&self, rel: &str, f: impl FnOnce(&Held) -> T) -> Option<T> {
         let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        let h = held.get(rel)?;
-        Some(h.file.try_clone().map(|f| (f, h.truncate)))
+        held.get(rel).map(f)
+    }
+
+    /// A held file's descriptor, duplicated for a handle of its own; None when
+    /// `rel` is not held.
+    fn held(&self, rel: &str) -> Option<io::Result<fs::File>> {
+        self.with_held(rel, |h| h.file.try_clone())
     }
 
     /// Reads a held file in place: one `pread` at offset 0. None when `rel` is not
     /// held or holds more than a line (read by its path then).
     fn read_held(&self, rel: &str) -> Option<io::Result<String>> {
         use std::os::unix::fs::FileExt;
-        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        let h = held.get(rel)?;
-        let mut line = [0u8; 64];
-        match h.file.read_at(&mut line, 0) {
-            Ok(n) if n < line.len() => Some(Ok(text_of(line[..n].to_vec()))),
-            Ok(_) => None,
-            Err(e) => Some(Err(e)),
-        }
+        self.with_held(rel, |h| {
+            let mut line = [0u8; 64];
+            match h.file.read_at(&mut line, 0) {
+                Ok(n) if n < line.len() => Some(Ok(text_of(line[..n].to_vec()))),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            }
+        })
+        .flatten()
     }
 
     /// Writes a held file in place: one `pwrite` at offset 0, and the file cut to
     /// what was written where it is a plain file. None when `rel` is not held.
     fn write_held(&self, rel: &str, data: &[u8]) -> Option<io::Result<()>> {
         use std::os::unix::fs::FileExt;
-        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        let h = held.get(rel)?;
-        Some((|| {
+        self.with_held(rel, |h| {
             let n = h.file.write_at(data, 0)?;
             if n != data.len() {
                 return Err(io::Error::new(io::ErrorKind::WriteZero, "short write"));
@@ -482,7 +485,7 @@ impl RealFs {
                 h.file.set_len(data.len() as u64)?;
             }
             Ok(())
-        })())
+        })
     }
 }
 
@@ -775,7 +778,7 @@ impl Sysfs for RealFs {
 
     fn open_value(&self, rel: &str) -> io::Result<Box<dyn ValueFile + '_>> {
         let file = match self.held(rel) {
-            Some(held) => held?.0,
+            Some(held) => held?,
             None => open_attribute(&self.path(rel), false, false)?,
         };
         Ok(Box::new(PreadFile {
@@ -787,7 +790,7 @@ impl Sysfs for RealFs {
     fn open_control(&self, rel: &str) -> io::Result<Box<dyn ControlFile + '_>> {
         self.still_here()?;
         let file = match self.held(rel) {
-            Some(held) => held?.0,
+            Some(held) => held?,
             None => open_attribute(&self.path(rel), true, false)?,
         };
         Ok(Box::new(PwriteFile { file }))
