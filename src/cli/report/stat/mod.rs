@@ -88,6 +88,8 @@ pub(crate) struct StatWriter<'w> {
     /// An interval table's lines, made together and written at once (kept for the
     /// next interval's).
     lines: String,
+    /// `-x`'s lines, kept from interval to interval.
+    perf_lines: Option<perf_csv::Lines>,
     /// Where each count of an interval goes in `order`, found at the first interval.
     places: PerCount<usize>,
     /// The block and event columns of each line of an interval table, laid out at
@@ -143,6 +145,7 @@ impl<'w> StatWriter<'w> {
             intervals_done: false,
             started: std::time::SystemTime::now(),
             lines: String::new(),
+            perf_lines: None,
             places: PerCount::default(),
             names: PerCount::default(),
         }
@@ -207,9 +210,8 @@ impl<'w> StatWriter<'w> {
     }
 
     /// perf's `-x` writer of this output.
-    fn perf_csv(&self, sep: u8) -> PerfCsv {
+    fn perf_csv(&self) -> PerfCsv {
         PerfCsv {
-            sep,
             aggregate: self.aggregate,
             repeated: self.repeated,
             escape: self.escape,
@@ -226,12 +228,13 @@ impl<'w> StatWriter<'w> {
         variance: Option<&[Option<f64>]>,
         metrics: &[MetricValue],
     ) -> io::Result<()> {
-        let csv = self.perf_csv(sep);
+        let csv = self.perf_csv();
         let wall_ns = (wall_s * 1e9).round() as u64;
-        // Every line of an interval has its time.
-        let time = time.map(perf_csv::time_text);
-        let rows = csv.rows(time.as_deref(), wall_ns, counts, variance, metrics);
-        csv.write(self.w, &rows)
+        let lines = self
+            .perf_lines
+            .get_or_insert_with(|| perf_csv::Lines::new(sep));
+        csv.lines(lines, time, wall_ns, counts, variance, metrics)?;
+        lines.out(self.w)
     }
 
     /// Metric values computed over `of`: `interval` or `total`.
@@ -427,10 +430,14 @@ impl<'w> StatWriter<'w> {
         let mut row: Vec<String> = time_text.into_iter().collect();
         match self.format {
             StatFormat::PerfCsv(sep) => {
-                let csv = self.perf_csv(sep);
+                let csv = self.perf_csv();
                 let rows = csv.metric_columns(!self.header_done, time, values);
                 self.header_done = true;
-                csv.write(self.w, &rows)
+                let lines = self
+                    .perf_lines
+                    .get_or_insert_with(|| perf_csv::Lines::new(sep));
+                lines.rows(&rows)?;
+                lines.out(self.w)
             }
             _ => {
                 for v in values {

@@ -7,6 +7,7 @@
 //! line of values.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::block::BlockKind;
@@ -19,7 +20,6 @@ pub(super) type Field<'a> = Cow<'a, str>;
 
 /// How the lines are written.
 pub(super) struct PerfCsv {
-    pub sep: u8,
     /// Counts summed per kind (no location field), as perf aggregates.
     pub aggregate: bool,
     /// `-r`: every count line has a variance field.
@@ -31,30 +31,152 @@ pub(super) struct PerfCsv {
 /// A time as perf prints an interval's: seconds right-aligned in six places, then
 /// nanoseconds.
 pub(super) fn time_text(t: f64) -> String {
+    let mut out = String::with_capacity(20);
+    time_into(&mut out, t);
+    out
+}
+
+/// [`time_text`] appended to `out`, without `core::fmt` (every line of every
+/// interval has one).
+fn time_into(out: &mut String, t: f64) {
     let ns = (t.max(0.0) * 1e9).round() as u64;
-    format!("{:6}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+    let mut digits = itoa::Buffer::new();
+    let secs = digits.format(ns / 1_000_000_000);
+    out.extend(std::iter::repeat_n(' ', 6usize.saturating_sub(secs.len())));
+    out.push_str(secs);
+    out.push('.');
+    let frac = digits.format(ns % 1_000_000_000);
+    out.extend(std::iter::repeat_n('0', 9 - frac.len()));
+    out.push_str(frac);
 }
 
 /// perf's percentage of a count's time it ran: 100 unless it ran less than it
 /// was enabled.
-fn percent_running(c: &Count) -> Field<'static> {
-    match c.running_ns != c.enabled_ns && c.enabled_ns > 0 {
-        true => format!("{:.2}", 100.0 * c.running_ns as f64 / c.enabled_ns as f64).into(),
-        // Most lines, every interval: without formatting a float.
-        false => "100.00".into(),
+fn percent_running(c: &Count) -> Option<f64> {
+    (c.running_ns != c.enabled_ns && c.enabled_ns > 0)
+        .then(|| 100.0 * c.running_ns as f64 / c.enabled_ns as f64)
+}
+
+/// Lines as they are written: one csv writer kept from line to line, its buffer
+/// made once (a writer's buffer is zeroed when made, which cost more than an
+/// interval's lines), fields written to it one by one and numbers formatted
+/// without `core::fmt`, so that an interval's lines allocate nothing.
+pub(super) struct Lines {
+    csv: ::csv::Writer<Made>,
+    /// Fields of the line so far.
+    fields: usize,
+    /// The line's first field is empty and not written yet: a line of one empty
+    /// field is an empty line, as perf's (not `""`, as the csv crate's).
+    empty_first: bool,
+    /// Room for a field made for the line (a number with decimals, `block/event/`).
+    scratch: String,
+    /// Room for the interval's time, which every line has.
+    time: String,
+}
+
+/// What the csv writer made, taken out between intervals (the writer lends only
+/// a shared reference to what it writes to).
+#[derive(Default)]
+struct Made(std::cell::RefCell<Vec<u8>>);
+
+impl Write for Made {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.get_mut().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn csv_error(e: ::csv::Error) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+impl Lines {
+    pub(super) fn new(sep: u8) -> Lines {
+        Lines {
+            csv: ::csv::WriterBuilder::new()
+                .delimiter(sep)
+                .has_headers(false)
+                .flexible(true)
+                .buffer_capacity(1024)
+                .from_writer(Made::default()),
+            fields: 0,
+            empty_first: false,
+            scratch: String::new(),
+            time: String::new(),
+        }
+    }
+
+    fn field(&mut self, f: &[u8]) -> io::Result<()> {
+        if self.fields == 0 && f.is_empty() {
+            (self.fields, self.empty_first) = (1, true);
+            return Ok(());
+        }
+        if std::mem::take(&mut self.empty_first) {
+            self.csv.write_field(b"").map_err(csv_error)?;
+        }
+        self.fields += 1;
+        self.csv.write_field(f).map_err(csv_error)
+    }
+
+    /// A field of text: escaped when the output is a terminal.
+    fn text(&mut self, s: &str, escaping: bool) -> io::Result<()> {
+        match escaping {
+            true => self.field(escape(s).as_bytes()),
+            false => self.field(s.as_bytes()),
+        }
+    }
+
+    fn number(&mut self, n: u64) -> io::Result<()> {
+        self.field(itoa::Buffer::new().format(n).as_bytes())
+    }
+
+    /// A field formatted into the scratch room (escaped when asked).
+    fn made(&mut self, escaping: bool, make: impl FnOnce(&mut String)) -> io::Result<()> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        make(&mut scratch);
+        let written = self.text(&scratch, escaping);
+        self.scratch = scratch;
+        written
+    }
+
+    fn end(&mut self) -> io::Result<()> {
+        if self.empty_first && self.fields == 1 {
+            self.csv.flush()?;
+            self.csv.get_ref().0.borrow_mut().push(b'\n');
+        } else {
+            self.csv.write_record(None::<&[u8]>).map_err(csv_error)?;
+        }
+        (self.fields, self.empty_first) = (0, false);
+        Ok(())
+    }
+
+    /// Lines made of `rows`' fields.
+    pub(super) fn rows(&mut self, rows: &[Vec<Field>]) -> io::Result<()> {
+        for r in rows {
+            for f in r {
+                self.field(f.as_bytes())?;
+            }
+            self.end()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the lines made so far to `w` in one write, and empties them.
+    pub(super) fn out(&mut self, w: &mut dyn Write) -> io::Result<()> {
+        self.csv.flush()?;
+        let mut text = self.csv.get_ref().0.borrow_mut();
+        let written = w.write_all(&text);
+        text.clear();
+        written
     }
 }
 
 impl PerfCsv {
-    /// `s` as a field: escaped when the output is a terminal, borrowed when
-    /// nothing needs escaping.
-    fn text<'a>(&self, s: &'a str) -> Field<'a> {
-        match self.escape {
-            true => escape(s),
-            false => Cow::Borrowed(s),
-        }
-    }
-
     /// [`PerfCsv::text`] of a string made for the line, kept as it is when nothing
     /// needs escaping.
     fn owned_text(&self, s: String) -> Field<'static> {
@@ -65,21 +187,41 @@ impl PerfCsv {
     }
 
     /// The lines of a span (`time`: an interval's end; None for the total) over
-    /// `wall_ns`. A perf event's line carries perf's metric for it; a metric of
-    /// bfperf's goes on the line of the first of its block's counts its formula
-    /// names (on a line of its own after a perf event's, or when a count already
-    /// has one, or none of its counts is shown), as perf puts a metric on its
-    /// leader's line.
-    ///
-    /// `time` is the interval's end as [`time_text`] writes it.
-    pub(super) fn rows<'a>(
+    /// `wall_ns`, added to `out`. A perf event's line carries perf's metric for
+    /// it; a metric of bfperf's goes on the line of the first of its block's
+    /// counts its formula names (on a line of its own after a perf event's, or
+    /// when a count already has one, or none of its counts is shown), as perf puts
+    /// a metric on its leader's line.
+    pub(super) fn lines(
         &self,
-        time: Option<&'a str>,
+        out: &mut Lines,
+        time: Option<f64>,
         wall_ns: u64,
-        counts: &'a [Count],
+        counts: &[Count],
         variance: Option<&[Option<f64>]>,
-        metrics: &'a [MetricValue],
-    ) -> Vec<Vec<Field<'a>>> {
+        metrics: &[MetricValue],
+    ) -> io::Result<()> {
+        // Every line of an interval has its time, made once into room kept.
+        let mut time_room = std::mem::take(&mut out.time);
+        time_room.clear();
+        let time = time.map(|t| {
+            time_into(&mut time_room, t);
+            &*time_room
+        });
+        let written = self.lines_at(out, time, wall_ns, counts, variance, metrics);
+        out.time = time_room;
+        written
+    }
+
+    fn lines_at(
+        &self,
+        out: &mut Lines,
+        time: Option<&str>,
+        wall_ns: u64,
+        counts: &[Count],
+        variance: Option<&[Option<f64>]>,
+        metrics: &[MetricValue],
+    ) -> io::Result<()> {
         let metrics: Vec<&MetricValue> = metrics
             .iter()
             .filter(|v| !(v.kind == BlockKind::Perf && shadow::SHOWN_BESIDE.contains(&&*v.metric)))
@@ -96,9 +238,13 @@ impl PerfCsv {
             })
         };
         let leaders: Vec<Option<usize>> = metrics.iter().map(|v| leader(v)).collect();
-        let mut rows: Vec<Vec<Field>> = Vec::with_capacity(counts.len() + metrics.len());
         for (i, c) in counts.iter().enumerate() {
-            let mut r = self.count(time, c, variance.and_then(|v| v.get(i).copied().flatten()));
+            self.count(
+                out,
+                time,
+                c,
+                variance.and_then(|v| v.get(i).copied().flatten()),
+            )?;
             let mut mine = metrics
                 .iter()
                 .zip(&leaders)
@@ -106,86 +252,115 @@ impl PerfCsv {
                 .map(|(v, _)| *v)
                 .peekable();
             match (c.kind, mine.peek()) {
-                (BlockKind::Perf, _) => r.extend(match shadow::of(c, counts, wall_ns) {
-                    Some(s) => [s.value_text().into(), s.unit.into()],
-                    None => [Field::Borrowed(""), Field::Borrowed("")],
-                }),
+                (BlockKind::Perf, _) => match shadow::of(c, counts, wall_ns) {
+                    Some(s) => {
+                        out.field(s.value_text().as_bytes())?;
+                        out.field(s.unit.as_bytes())?;
+                    }
+                    None => {
+                        out.field(b"")?;
+                        out.field(b"")?;
+                    }
+                },
                 (_, Some(v)) => {
-                    r.extend(self.metric_fields(v));
+                    self.metric_fields(out, v)?;
                     mine.next();
                 }
-                (_, None) => r.extend([Field::Borrowed(""), Field::Borrowed("")]),
+                (_, None) => {
+                    out.field(b"")?;
+                    out.field(b"")?;
+                }
             }
-            rows.push(r);
-            rows.extend(mine.map(|v| self.metric_line(time, v)));
+            out.end()?;
+            for v in mine {
+                self.metric_line(out, time, v)?;
+            }
         }
         for (v, _) in metrics.iter().zip(&leaders).filter(|(_, l)| l.is_none()) {
-            rows.push(self.metric_line(time, v));
+            self.metric_line(out, time, v)?;
         }
-        rows
+        Ok(())
     }
 
     /// A count's fields, up to the metric's.
-    fn count<'a>(
+    fn count(
         &self,
-        time: Option<&'a str>,
-        c: &'a Count,
+        out: &mut Lines,
+        time: Option<&str>,
+        c: &Count,
         variance: Option<f64>,
-    ) -> Vec<Field<'a>> {
-        // Every field of a line, the metric's two included.
-        let mut r: Vec<Field> = Vec::with_capacity(11);
-        r.extend(time.map(Field::Borrowed));
+    ) -> io::Result<()> {
+        if let Some(t) = time {
+            out.field(t.as_bytes())?;
+        }
         // -A: where it was counted, as perf's `CPU0`.
         if !self.aggregate {
-            r.push(self.text(&c.block));
+            out.text(&c.block, self.escape)?;
         }
-        r.push(match (c.supported, c.value.filter(|_| c.valid)) {
-            (false, _) => "<not supported>".into(),
+        match (c.supported, c.value.filter(|_| c.valid)) {
+            (false, _) => out.field(b"<not supported>")?,
             // perf's CSV has no place for a reason: a count another program (or
             // the owner) invalidated is not given as a number.
-            (true, None) => "<not counted>".into(),
-            (true, Some(v)) if c.unit == "ns" => format!("{:.2}", v as f64 / 1e6).into(),
-            (true, Some(v)) => v.to_string().into(),
-        });
+            (true, None) => out.field(b"<not counted>")?,
+            (true, Some(v)) if c.unit == "ns" => {
+                out.made(false, |s| write!(s, "{:.2}", v as f64 / 1e6).unwrap_or(()))?
+            }
+            (true, Some(v)) => out.number(v)?,
+        }
         // perf names a unit only where there is one: `msec` for its clocks (the
         // device's blocks say what else they count, `bytes`, `cycles`).
-        r.push(Field::Borrowed(match (c.kind, c.unit) {
-            (_, "ns") => "msec",
-            (BlockKind::Perf, _) | (_, "events" | "count") => "",
-            (_, other) => other,
-        }));
-        r.push(match c.kind {
-            BlockKind::Perf => self.text(&c.event),
-            _ => self.owned_text(format!("{}/{}/", c.block, c.event)),
-        });
-        if self.repeated {
-            r.push(variance.map_or(Field::Borrowed(""), |sd| format!("{sd:.2}%").into()));
+        out.field(match (c.kind, c.unit) {
+            (_, "ns") => b"msec",
+            (BlockKind::Perf, _) | (_, "events" | "count") => b"",
+            (_, other) => other.as_bytes(),
+        })?;
+        match c.kind {
+            BlockKind::Perf => out.text(&c.event, self.escape)?,
+            _ => out.made(self.escape, |s| {
+                s.push_str(&c.block);
+                s.push('/');
+                s.push_str(&c.event);
+                s.push('/');
+            })?,
         }
-        r.push(c.running_ns.to_string().into());
-        r.push(percent_running(c));
-        r
+        if self.repeated {
+            match variance {
+                Some(sd) => out.made(false, |s| write!(s, "{sd:.2}%").unwrap_or(()))?,
+                None => out.field(b"")?,
+            }
+        }
+        out.number(c.running_ns)?;
+        match percent_running(c) {
+            Some(p) => out.made(false, |s| write!(s, "{p:.2}").unwrap_or(())),
+            // Most lines, every interval: without formatting a float.
+            None => out.field(b"100.00"),
+        }
     }
 
     /// A metric's two fields: its value (empty when it has none) and `unit name
     /// block`.
-    fn metric_fields(&self, v: &MetricValue) -> [Field<'static>; 2] {
-        [
-            v.value
-                .map(|x| format!("{x:.6}"))
-                .unwrap_or_default()
-                .into(),
-            self.owned_text(format!("{} {} {}", v.unit, v.metric, v.block)),
-        ]
+    fn metric_fields(&self, out: &mut Lines, v: &MetricValue) -> io::Result<()> {
+        match v.value {
+            Some(x) => out.made(false, |s| write!(s, "{x:.6}").unwrap_or(()))?,
+            None => out.field(b"")?,
+        }
+        out.made(self.escape, |s| {
+            write!(s, "{} {} {}", v.unit, v.metric, v.block).unwrap_or(())
+        })
     }
 
     /// A metric on a line of its own: the count fields empty (value, unit, event,
     /// run time and percentage, with -A the location and with -r the variance).
-    fn metric_line<'a>(&self, time: Option<&'a str>, v: &MetricValue) -> Vec<Field<'a>> {
-        let mut r: Vec<Field> = time.map(Field::Borrowed).into_iter().collect();
+    fn metric_line(&self, out: &mut Lines, time: Option<&str>, v: &MetricValue) -> io::Result<()> {
+        if let Some(t) = time {
+            out.field(t.as_bytes())?;
+        }
         let fields = 5 + usize::from(!self.aggregate) + usize::from(self.repeated);
-        r.extend(std::iter::repeat_n(Field::Borrowed(""), fields));
-        r.extend(self.metric_fields(v));
-        r
+        for _ in 0..fields {
+            out.field(b"")?;
+        }
+        self.metric_fields(out, v)?;
+        out.end()
     }
 
     /// `--metric-only`: perf's header (` time` with -I, then each metric's unit
@@ -221,38 +396,6 @@ impl PerfCsv {
         rows.push(row);
         rows
     }
-
-    pub(super) fn write(&self, w: &mut dyn Write, rows: &[Vec<Field>]) -> io::Result<()> {
-        // A line of one empty field is an empty line, as perf's (not `""`).
-        let empty = |r: &Vec<Field>| r.len() == 1 && r[0].is_empty();
-        let mut text = Vec::with_capacity(128 * rows.len());
-        // One writer for each run of lines between empty ones, its buffer as small
-        // as a few lines: a writer's buffer is zeroed when made (8 KiB by
-        // default), which cost more than an interval's lines written through it.
-        for run in rows.split_inclusive(empty) {
-            let (lines, blank) = match run.split_last() {
-                Some((last, lines)) if empty(last) => (lines, true),
-                _ => (run, false),
-            };
-            if !lines.is_empty() {
-                let mut out = ::csv::WriterBuilder::new()
-                    .delimiter(self.sep)
-                    .has_headers(false)
-                    .flexible(true)
-                    .buffer_capacity(1024)
-                    .from_writer(&mut text);
-                for r in lines {
-                    out.write_record(r.iter().map(|f| f.as_bytes()))
-                        .map_err(|e| io::Error::other(e.to_string()))?;
-                }
-                out.flush()?;
-            }
-            if blank {
-                text.push(b'\n');
-            }
-        }
-        w.write_all(&text)
-    }
 }
 
 #[cfg(test)]
@@ -269,12 +412,6 @@ mod tests {
     /// as an empty line, whatever comes before or after it.
     #[test]
     fn lines_and_empty_lines_are_written_as_perf_writes_them() {
-        let csv = PerfCsv {
-            sep: b',',
-            aggregate: true,
-            repeated: false,
-            escape: false,
-        };
         let row = |fields: &[&'static str]| {
             fields
                 .iter()
@@ -290,15 +427,17 @@ mod tests {
             ),
             (vec![row(&["a"]), row(&[""])], "a\n\n"),
         ];
+        let mut lines = Lines::new(b',');
         for (rows, want) in cases {
             let mut out = Vec::new();
-            csv.write(&mut out, &rows).unwrap();
+            lines.rows(&rows).unwrap();
+            lines.out(&mut out).unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), want);
         }
         let mut out = Vec::new();
-        PerfCsv { sep: b';', ..csv }
-            .write(&mut out, &[row(&["a;b", "c"])])
-            .unwrap();
+        let mut lines = Lines::new(b';');
+        lines.rows(&[row(&["a;b", "c"])]).unwrap();
+        lines.out(&mut out).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "\"a;b\";c\n");
     }
 }
