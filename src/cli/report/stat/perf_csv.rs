@@ -57,17 +57,15 @@ fn percent_running(c: &Count) -> Option<f64> {
         .then(|| 100.0 * c.running_ns as f64 / c.enabled_ns as f64)
 }
 
-/// Lines as they are written: one csv writer kept from line to line, its buffer
-/// made once (a writer's buffer is zeroed when made, which cost more than an
-/// interval's lines), fields written to it one by one and numbers formatted
-/// without `core::fmt`, so that an interval's lines allocate nothing.
+/// Lines as they are written: each line's fields gathered in one record kept from
+/// line to line and handed to a csv writer kept for the run (its buffer made once:
+/// a writer's buffer is zeroed when made, which cost more than an interval's
+/// lines), which writes a whole record at once; numbers formatted without
+/// `core::fmt`. An interval's lines allocate nothing.
 pub(super) struct Lines {
     csv: ::csv::Writer<Made>,
-    /// Fields of the line so far.
-    fields: usize,
-    /// The line's first field is empty and not written yet: a line of one empty
-    /// field is an empty line, as perf's (not `""`, as the csv crate's).
-    empty_first: bool,
+    /// The line's fields so far.
+    record: ::csv::ByteRecord,
     /// Room for a field made for the line (a number with decimals, `block/event/`).
     scratch: String,
     /// Room for the interval's time, which every line has.
@@ -90,10 +88,6 @@ impl Write for Made {
     }
 }
 
-fn csv_error(e: ::csv::Error) -> io::Error {
-    io::Error::other(e.to_string())
-}
-
 impl Lines {
     pub(super) fn new(sep: u8) -> Lines {
         Lines {
@@ -103,63 +97,59 @@ impl Lines {
                 .flexible(true)
                 .buffer_capacity(1024)
                 .from_writer(Made::default()),
-            fields: 0,
-            empty_first: false,
+            record: ::csv::ByteRecord::new(),
             scratch: String::new(),
             time: String::new(),
         }
     }
 
-    fn field(&mut self, f: &[u8]) -> io::Result<()> {
-        if self.fields == 0 && f.is_empty() {
-            (self.fields, self.empty_first) = (1, true);
-            return Ok(());
-        }
-        if std::mem::take(&mut self.empty_first) {
-            self.csv.write_field(b"").map_err(csv_error)?;
-        }
-        self.fields += 1;
-        self.csv.write_field(f).map_err(csv_error)
+    fn field(&mut self, f: &[u8]) {
+        self.record.push_field(f);
     }
 
     /// A field of text: escaped when the output is a terminal.
-    fn text(&mut self, s: &str, escaping: bool) -> io::Result<()> {
+    fn text(&mut self, s: &str, escaping: bool) {
         match escaping {
             true => self.field(escape(s).as_bytes()),
             false => self.field(s.as_bytes()),
         }
     }
 
-    fn number(&mut self, n: u64) -> io::Result<()> {
-        self.field(itoa::Buffer::new().format(n).as_bytes())
+    fn number(&mut self, n: u64) {
+        self.field(itoa::Buffer::new().format(n).as_bytes());
     }
 
     /// A field formatted into the scratch room (escaped when asked).
-    fn made(&mut self, escaping: bool, make: impl FnOnce(&mut String)) -> io::Result<()> {
+    fn made(&mut self, escaping: bool, make: impl FnOnce(&mut String)) {
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         make(&mut scratch);
-        let written = self.text(&scratch, escaping);
+        self.text(&scratch, escaping);
         self.scratch = scratch;
-        written
     }
 
+    /// Ends the line. A line of one empty field is an empty line, as perf's (the
+    /// csv crate writes it `""`).
     fn end(&mut self) -> io::Result<()> {
-        if self.empty_first && self.fields == 1 {
-            self.csv.flush()?;
-            self.csv.get_ref().0.borrow_mut().push(b'\n');
-        } else {
-            self.csv.write_record(None::<&[u8]>).map_err(csv_error)?;
-        }
-        (self.fields, self.empty_first) = (0, false);
-        Ok(())
+        let written = match self.record.len() == 1 && self.record[0].is_empty() {
+            true => self
+                .csv
+                .flush()
+                .map(|()| self.csv.get_ref().0.borrow_mut().push(b'\n')),
+            false => self
+                .csv
+                .write_byte_record(&self.record)
+                .map_err(|e| io::Error::other(e.to_string())),
+        };
+        self.record.clear();
+        written
     }
 
     /// Lines made of `rows`' fields.
     pub(super) fn rows(&mut self, rows: &[Vec<Field>]) -> io::Result<()> {
         for r in rows {
             for f in r {
-                self.field(f.as_bytes())?;
+                self.field(f.as_bytes());
             }
             self.end()?;
         }
@@ -244,7 +234,7 @@ impl PerfCsv {
                 time,
                 c,
                 variance.and_then(|v| v.get(i).copied().flatten()),
-            )?;
+            );
             let mut mine = metrics
                 .iter()
                 .zip(&leaders)
@@ -254,21 +244,21 @@ impl PerfCsv {
             match (c.kind, mine.peek()) {
                 (BlockKind::Perf, _) => match shadow::of(c, counts, wall_ns) {
                     Some(s) => {
-                        out.field(s.value_text().as_bytes())?;
-                        out.field(s.unit.as_bytes())?;
+                        out.field(s.value_text().as_bytes());
+                        out.field(s.unit.as_bytes());
                     }
                     None => {
-                        out.field(b"")?;
-                        out.field(b"")?;
+                        out.field(b"");
+                        out.field(b"");
                     }
                 },
                 (_, Some(v)) => {
-                    self.metric_fields(out, v)?;
+                    self.metric_fields(out, v);
                     mine.next();
                 }
                 (_, None) => {
-                    out.field(b"")?;
-                    out.field(b"")?;
+                    out.field(b"");
+                    out.field(b"");
                 }
             }
             out.end()?;
@@ -283,29 +273,23 @@ impl PerfCsv {
     }
 
     /// A count's fields, up to the metric's.
-    fn count(
-        &self,
-        out: &mut Lines,
-        time: Option<&str>,
-        c: &Count,
-        variance: Option<f64>,
-    ) -> io::Result<()> {
+    fn count(&self, out: &mut Lines, time: Option<&str>, c: &Count, variance: Option<f64>) {
         if let Some(t) = time {
-            out.field(t.as_bytes())?;
+            out.field(t.as_bytes());
         }
         // -A: where it was counted, as perf's `CPU0`.
         if !self.aggregate {
-            out.text(&c.block, self.escape)?;
+            out.text(&c.block, self.escape);
         }
         match (c.supported, c.value.filter(|_| c.valid)) {
-            (false, _) => out.field(b"<not supported>")?,
+            (false, _) => out.field(b"<not supported>"),
             // perf's CSV has no place for a reason: a count another program (or
             // the owner) invalidated is not given as a number.
-            (true, None) => out.field(b"<not counted>")?,
+            (true, None) => out.field(b"<not counted>"),
             (true, Some(v)) if c.unit == "ns" => {
-                out.made(false, |s| write!(s, "{:.2}", v as f64 / 1e6).unwrap_or(()))?
+                out.made(false, |s| write!(s, "{:.2}", v as f64 / 1e6).unwrap_or(()))
             }
-            (true, Some(v)) => out.number(v)?,
+            (true, Some(v)) => out.number(v),
         }
         // perf names a unit only where there is one: `msec` for its clocks (the
         // device's blocks say what else they count, `bytes`, `cycles`).
@@ -313,23 +297,23 @@ impl PerfCsv {
             (_, "ns") => b"msec",
             (BlockKind::Perf, _) | (_, "events" | "count") => b"",
             (_, other) => other.as_bytes(),
-        })?;
+        });
         match c.kind {
-            BlockKind::Perf => out.text(&c.event, self.escape)?,
+            BlockKind::Perf => out.text(&c.event, self.escape),
             _ => out.made(self.escape, |s| {
                 s.push_str(&c.block);
                 s.push('/');
                 s.push_str(&c.event);
                 s.push('/');
-            })?,
+            }),
         }
         if self.repeated {
             match variance {
-                Some(sd) => out.made(false, |s| write!(s, "{sd:.2}%").unwrap_or(()))?,
-                None => out.field(b"")?,
+                Some(sd) => out.made(false, |s| write!(s, "{sd:.2}%").unwrap_or(())),
+                None => out.field(b""),
             }
         }
-        out.number(c.running_ns)?;
+        out.number(c.running_ns);
         match percent_running(c) {
             Some(p) => out.made(false, |s| write!(s, "{p:.2}").unwrap_or(())),
             // Most lines, every interval: without formatting a float.
@@ -339,27 +323,27 @@ impl PerfCsv {
 
     /// A metric's two fields: its value (empty when it has none) and `unit name
     /// block`.
-    fn metric_fields(&self, out: &mut Lines, v: &MetricValue) -> io::Result<()> {
+    fn metric_fields(&self, out: &mut Lines, v: &MetricValue) {
         match v.value {
-            Some(x) => out.made(false, |s| write!(s, "{x:.6}").unwrap_or(()))?,
-            None => out.field(b"")?,
+            Some(x) => out.made(false, |s| write!(s, "{x:.6}").unwrap_or(())),
+            None => out.field(b""),
         }
         out.made(self.escape, |s| {
             write!(s, "{} {} {}", v.unit, v.metric, v.block).unwrap_or(())
-        })
+        });
     }
 
     /// A metric on a line of its own: the count fields empty (value, unit, event,
     /// run time and percentage, with -A the location and with -r the variance).
     fn metric_line(&self, out: &mut Lines, time: Option<&str>, v: &MetricValue) -> io::Result<()> {
         if let Some(t) = time {
-            out.field(t.as_bytes())?;
+            out.field(t.as_bytes());
         }
         let fields = 5 + usize::from(!self.aggregate) + usize::from(self.repeated);
         for _ in 0..fields {
-            out.field(b"")?;
+            out.field(b"");
         }
-        self.metric_fields(out, v)?;
+        self.metric_fields(out, v);
         out.end()
     }
 
