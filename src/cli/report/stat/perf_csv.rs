@@ -61,7 +61,8 @@ fn percent_running(c: &Count) -> Option<f64> {
 /// line to line and handed to a csv writer kept for the run (its buffer made once:
 /// a writer's buffer is zeroed when made, which cost more than an interval's
 /// lines), which writes a whole record at once; numbers formatted without
-/// `core::fmt`. An interval's lines allocate nothing.
+/// `core::fmt`. Once the room is made, the lines of the device's counts allocate
+/// nothing (a perf event's own metric is still a string of its own).
 pub(super) struct Lines {
     csv: ::csv::Writer<Made>,
     /// The line's fields so far.
@@ -167,8 +168,8 @@ impl Lines {
 }
 
 impl PerfCsv {
-    /// [`PerfCsv::text`] of a string made for the line, kept as it is when nothing
-    /// needs escaping.
+    /// A string made for a field, escaped when the output is a terminal, kept as
+    /// it is when nothing needs escaping.
     fn owned_text(&self, s: String) -> Field<'static> {
         match self.escape {
             true => escape(&s).into_owned().into(),
