@@ -256,6 +256,9 @@ fn an_unlistable_block_is_skipped_and_the_rest_works() {
         fn write_here(&self, rel: &str, data: &[u8]) -> std::io::Result<()> {
             self.0.write_here(rel, data)
         }
+        fn still_here(&self) -> std::io::Result<()> {
+            self.0.still_here()
+        }
         fn list(&self, rel: &str) -> std::io::Result<Vec<Entry>> {
             if rel == "tile1" {
                 return Err(std::io::Error::from_raw_os_error(libc::EACCES));
@@ -414,6 +417,9 @@ fn a_failed_read_back_says_the_write_was_made() {
         }
         fn write_here(&self, rel: &str, data: &[u8]) -> std::io::Result<()> {
             self.0.write_here(rel, data)
+        }
+        fn still_here(&self) -> std::io::Result<()> {
+            self.0.still_here()
         }
         fn list(&self, rel: &str) -> std::io::Result<Vec<Entry>> {
             self.0.list(rel)
