@@ -364,6 +364,15 @@ impl Mount {
     pub fn config(&self, block: &str) -> Vec<(String, String)> {
         block_config(&self.device(), block)
     }
+
+    /// `block`'s events and count_clock, without its `enable`: what to compare
+    /// while an exporter owns the device, since its sweeps switch an all-at-once
+    /// block's `enable` off and on to read it.
+    pub fn programming(&self, block: &str) -> Vec<(String, String)> {
+        let mut config = self.config(block);
+        config.retain(|(f, _)| f != "enable");
+        config
+    }
 }
 
 /// The configuration files (events, enable, count_clock) of `block` of the device

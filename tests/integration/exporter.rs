@@ -1742,7 +1742,8 @@ fn stat_beside_the_exporter_is_counted_by_it() {
     let free = ["apt0", "gic0"];
     let before: Vec<_> = owned.iter().chain(&free).map(|b| m.config(b)).collect();
     let (e, port) = serve(&m, dir.path(), &cfg);
-    let programmed: Vec<_> = owned.iter().map(|b| m.config(b)).collect();
+    // Compared without `enable`: the exporter's sweeps switch it off and on.
+    let programmed: Vec<_> = owned.iter().map(|b| m.programming(b)).collect();
 
     let out = counted_beside(&m, &lock, &["-M", "ddr,llc", "--json", "--", "sleep", "1"]);
     let stdout = String::from_utf8(out.stdout).unwrap();
@@ -1767,7 +1768,7 @@ fn stat_beside_the_exporter_is_counted_by_it() {
     }
     // The exporter's programming is as it was; nothing counted as re-programmed.
     assert_eq!(
-        owned.iter().map(|b| m.config(b)).collect::<Vec<_>>(),
+        owned.iter().map(|b| m.programming(b)).collect::<Vec<_>>(),
         programmed
     );
     let (_, text) = get(port, "/metrics", "text/plain");
@@ -1915,14 +1916,7 @@ fn free_counters_of_an_all_at_once_block_are_lent_beside_the_exporter() {
         return;
     };
     let lock = dir.path().join("lock");
-    // llt0's events and count_clock; not its enable, which the exporter's own
-    // windows switch off and on at every sweep.
-    let llt0 = |m: &Mount| -> Vec<(String, String)> {
-        let mut config = m.config("llt0");
-        config.retain(|(f, _)| f != "enable");
-        config
-    };
-    let programmed = llt0(&m);
+    let programmed = m.programming("llt0");
     let (_, text) = get(port, "/metrics", "text/plain");
     let own_series = series(&text);
 
@@ -1948,7 +1942,11 @@ fn free_counters_of_an_all_at_once_block_are_lent_beside_the_exporter() {
     } else {
         assert!(busy_marked(&total["invalid"]), "{total}");
     }
-    assert_eq!(llt0(&m), programmed, "the lent counter is not put back");
+    assert_eq!(
+        m.programming("llt0"),
+        programmed,
+        "the lent counter is not put back"
+    );
 
     // Two clients of the same event share the counter lent to the first; it is
     // put back when the last ends, killed or not.
@@ -1966,7 +1964,7 @@ fn free_counters_of_an_all_at_once_block_are_lent_beside_the_exporter() {
     };
     let mut first = spawn("20s");
     let lent = |m: &Mount| {
-        let now = llt0(m);
+        let now = m.programming("llt0");
         let changed: Vec<_> = now
             .iter()
             .filter(|c| !programmed.contains(c))
@@ -1999,7 +1997,7 @@ fn free_counters_of_an_all_at_once_block_are_lent_beside_the_exporter() {
     );
 
     // Three counters are free: four events are refused, saying so, nothing written.
-    let during = llt0(&m);
+    let during = m.programming("llt0");
     let refused = stat_beside(
         &m,
         &lock,
@@ -2013,7 +2011,7 @@ fn free_counters_of_an_all_at_once_block_are_lent_beside_the_exporter() {
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success(), "{err}");
     assert!(err.contains("llt0 has 2 counters free, 4 asked"), "{err}");
-    assert_eq!(llt0(&m), during);
+    assert_eq!(m.programming("llt0"), during);
 
     let (_, text) = get(port, "/metrics", "text/plain");
     assert_eq!(series(&text), own_series, "the exporter's series changed");
@@ -2026,7 +2024,7 @@ fn free_counters_of_an_all_at_once_block_are_lent_beside_the_exporter() {
     first.wait().unwrap();
     let put_back = (0..100).any(|_| {
         std::thread::sleep(Duration::from_millis(50));
-        llt0(&m) == programmed
+        m.programming("llt0") == programmed
     });
     assert!(put_back, "{:?}", lent(&m));
     drop(e);
