@@ -39,16 +39,34 @@ pub(crate) use acc::{Acc, Detection, Foreign};
 struct Reader<'d> {
     rel: String,
     file: Box<dyn ValueFile + 'd>,
+    /// An `event<N>` file's last content and the event it named: read back at
+    /// every tick, it is parsed again only when its bytes change.
+    last_event: Option<(Vec<u8>, Option<u32>)>,
 }
 
 impl Reader<'_> {
     /// The event an `event<N>` file names now (None: nothing nameable).
     fn event(&mut self) -> Result<Option<u32>> {
-        match self.file.read_now() {
-            Ok(text) => Ok(event_number(text)),
-            Err(e) if e.raw_os_error() == Some(crate::error::errno::EINVAL) => Ok(None),
-            Err(e) => Err(io_error("reading", &self.rel, None, e)),
+        let bytes = match self.file.read_bytes() {
+            Ok(bytes) => bytes,
+            Err(e) if e.raw_os_error() == Some(crate::error::errno::EINVAL) => return Ok(None),
+            Err(e) => return Err(io_error("reading", &self.rel, None, e)),
+        };
+        if let Some((last, number)) = &self.last_event {
+            if last.as_slice() == bytes {
+                return Ok(*number);
+            }
         }
+        let text = std::str::from_utf8(bytes).map_err(|_| {
+            let e = std::io::Error::new(std::io::ErrorKind::InvalidData, "the value is not text");
+            io_error("reading", &self.rel, None, e)
+        })?;
+        let number = event_number(text);
+        let last = self.last_event.get_or_insert_with(|| (Vec::new(), None));
+        last.0.clear();
+        last.0.extend_from_slice(bytes);
+        last.1 = number;
+        Ok(number)
     }
 
     fn value(&mut self) -> Result<u64> {
@@ -325,7 +343,11 @@ fn reader<'d>(device: &'d Device, rel: String) -> Result<Reader<'d>> {
         .fs()
         .open_value(&rel)
         .map_err(|e| io_error("opening", &rel, None, e))?;
-    Ok(Reader { rel, file })
+    Ok(Reader {
+        rel,
+        file,
+        last_event: None,
+    })
 }
 
 /// Opens, for each counter the plan uses, the file `file` names (its counter, or
