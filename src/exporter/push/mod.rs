@@ -112,9 +112,14 @@ impl Pusher {
         ));
         let s = shared.clone();
         let (target, url) = (rw.target, rw.url);
+        // OTLP: each counter series' start, from now: before the first push
+        // queues a sample (the thread may start after it).
+        let began = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
         let thread = std::thread::Builder::new()
             .name(rw.protocol.section().replace('_', "-"))
-            .spawn(move || sender(&s, &target, &url))
+            .spawn(move || sender(&s, &target, &url, began))
             .ok();
         Pusher {
             shared,
@@ -214,7 +219,7 @@ impl Drop for Pusher {
 
 /// The sending thread: takes the oldest batches, sends them, and on failure waits
 /// (backoff) and tries the same again.
-fn sender(shared: &Shared, target: &Target, url: &str) {
+fn sender(shared: &Shared, target: &Target, url: &str, began: u64) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -230,10 +235,6 @@ fn sender(shared: &Shared, target: &Target, url: &str) {
     let mut backoff = MIN_BACKOFF;
     let mut failing = false;
     let mut refusals = Refusals::default();
-    // OTLP: each counter series' start, from the time the sender began.
-    let began = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
     let mut starts = otlp::Starts::new();
     let what = shared.protocol.section().replace('_', " ");
     while let Some(series) = next_request(shared) {

@@ -300,11 +300,15 @@ pub(super) fn request(
 
 /// A counter point's start, its series' `state` (start, last value and time) moved
 /// on to it: the series' start, or just after its last point where the value fell
-/// (it started again); `first` for a series without one.
+/// (it started again); `first` for a series without one. Always before the point's
+/// time, which is in milliseconds and can fall at or before `first`: a start equal
+/// to its time reads as a reset to a receiver, and one that writes a zero at a
+/// counter's start (Prometheus' created timestamps) would meet the point itself.
 fn start_of(state: &mut Option<(u64, f64, u64)>, first: u64, value: f64, time: u64) -> u64 {
-    let (mut start, last, last_time) = state.unwrap_or((first.min(time), value, time));
+    let before = time.saturating_sub(1);
+    let (mut start, last, last_time) = state.unwrap_or((first.min(before), value, time));
     if value < last {
-        start = last_time.saturating_add(1).min(time);
+        start = last_time.saturating_add(1).min(before);
     }
     *state = Some((start, value, time));
     start
@@ -458,6 +462,53 @@ mod tests {
         for p in &points.sum.as_ref().unwrap().data_points {
             assert_eq!(p.start_time_unix_nano, 2_000_000_001);
         }
+    }
+
+    /// A first point in the millisecond the pusher began, or stamped before it
+    /// (its time is whole milliseconds), still starts before its own time.
+    #[test]
+    fn a_counters_start_is_always_before_its_point() {
+        let meta = [MetricMetadata {
+            r#type: 1,
+            metric_family_name: "bfperf_events".into(),
+            help: String::new(),
+        }];
+        let series = |ms: i64, value: f64| TimeSeries {
+            labels: vec![
+                label("__name__", "bfperf_events_total"),
+                label("block", "llt0"),
+            ],
+            samples: vec![Sample {
+                value,
+                timestamp: ms,
+            }],
+        };
+        let point = |r: &ExportMetricsServiceRequest| {
+            let p = &r.resource_metrics[0].scope_metrics[0].metrics[0]
+                .sum
+                .as_ref()
+                .unwrap()
+                .data_points[0];
+            (p.start_time_unix_nano, p.time_unix_nano)
+        };
+        for began in [1_000_000_000, 1_000_400_000, 2_000_000_000] {
+            let (r, _) = request(&[series(1_000, 0.0)], &meta, &[], &Starts::new(), began);
+            assert_eq!(point(&r), (999_999_999, 1_000_000_000), "began {began}");
+        }
+        let (r, _) = request(
+            &[series(1_000, 0.0)],
+            &meta,
+            &[],
+            &Starts::new(),
+            999_000_000,
+        );
+        assert_eq!(point(&r), (999_000_000, 1_000_000_000));
+        // Started again within the millisecond of its last point: before it still.
+        let mut starts = Starts::new();
+        let (_, after) = request(&[series(1_000, 5.0)], &meta, &[], &starts, 7);
+        starts.keep(after);
+        let (r, _) = request(&[series(1_000, 1.0)], &meta, &[], &starts, 7);
+        assert_eq!(point(&r), (999_999_999, 1_000_000_000));
     }
 
     #[test]
