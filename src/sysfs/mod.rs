@@ -210,10 +210,15 @@ pub struct PreadFile {
     buf: [u8; 64],
 }
 
+/// A value file's bytes as text, or the error a read of bytes that are not gives.
+pub(crate) fn value_text(bytes: &[u8]) -> io::Result<&str> {
+    std::str::from_utf8(bytes)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "the value is not text"))
+}
+
 impl ValueFile for PreadFile {
     fn read_now(&mut self) -> io::Result<&str> {
-        std::str::from_utf8(self.read_bytes()?)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "the value is not text"))
+        value_text(self.read_bytes()?)
     }
 
     fn read_bytes(&mut self) -> io::Result<&[u8]> {

@@ -27,7 +27,7 @@ use crate::error::{io_error, Error, Result};
 use crate::kinds::Role;
 use crate::measure::plan::{BlockPlan, Slot};
 use crate::measure::session::program_group;
-use crate::sysfs::{layout, ValueFile};
+use crate::sysfs::{layout, value_text, ValueFile};
 
 mod acc;
 mod all_at_once;
@@ -57,15 +57,11 @@ impl Reader<'_> {
                 return Ok(*number);
             }
         }
-        let text = std::str::from_utf8(bytes).map_err(|_| {
-            let e = std::io::Error::new(std::io::ErrorKind::InvalidData, "the value is not text");
-            io_error("reading", &self.rel, None, e)
-        })?;
+        let text = value_text(bytes).map_err(|e| io_error("reading", &self.rel, None, e))?;
         let number = event_number(text);
-        let last = self.last_event.get_or_insert_with(|| (Vec::new(), None));
-        last.0.clear();
-        last.0.extend_from_slice(bytes);
-        last.1 = number;
+        // Made again only when the file changed: at the first read, or after
+        // another program's write.
+        self.last_event = Some((bytes.to_vec(), number));
         Ok(number)
     }
 
