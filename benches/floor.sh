@@ -15,40 +15,32 @@
 #      doing the same reads: the 20 values and the 8 `event<N>` bfperf reads back
 #      to catch another program's writes (files opened once, pread each tick,
 #      absolute-deadline sleeps) (goal 1.3x).
-# 1 and 2 are processor time per run (user + system, perf's task-clock over RUNS
-# runs), in five interleaved rounds, with the median of the rounds' ratios: processor
-# time, unlike wall time, does not grow when other programs share the cores. Without
-# perf, wall time per run. 3 is the processor time of each whole run, in three
-# interleaved rounds, with the median ratio.
+# Processor time (user + system) per run, from the kernel's accounting of each
+# child (benches/interleave.c): the programs of a row run in turn, run by run, so
+# that each meets the machine as the others do, and each row gives each program's
+# median over RUNS runs (`stat`: RUNS_STAT runs of 10 s). Processor time, unlike
+# wall time, does not grow when other programs share the cores; taking the
+# programs in turn and the median keeps a burst of the machine's own load, which
+# moves a millisecond's job by half its time, out of the ratio.
 # bfperf runs from a copy on the disk, as installed (benches/lib.sh says why).
 # Run from the repository: bash benches/floor.sh [--busy]
 #   --busy  keeps both cores busy (two `yes`) while it measures, as the goals ask
-#   needs cc and rustc; BFPERF=path to another binary, RUNS=runs a round (200)
+#   needs cc and rustc; BFPERF=path to another binary, RUNS=runs of each one-shot
+#   program (400), RUNS_STAT=runs of each 10 s sampler (3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BFPERF:-target/release/bfperf}
-runs=${RUNS:-200}
+runs=${RUNS:-400}
+runs_stat=${RUNS_STAT:-3}
 [ -x "$bin" ] || cargo build --release -q
 . benches/lib.sh
 bench_start floor "${1:-}"
 cc -O2 -o "$work/floor" benches/floor.c
+cc -O2 -o "$work/interleave" benches/interleave.c
 echo 'fn main() { println!("minimal 0.1.0"); }' > "$work/minimal.rs"
 rustc --edition 2021 -C opt-level=3 -C strip=symbols -o "$work/minimal" "$work/minimal.rs"
 printf '#include <stdio.h>\nint main(void) { puts("minimal 0.1.0"); return 0; }\n' > "$work/minimal.c"
 cc -O2 -o "$work/minimal-c" "$work/minimal.c"
-
-per_run() { # N command... -> ms of processor time per run (wall time without perf)
-  local n=$1; shift
-  if perf stat -x, -r "$n" -e task-clock -o "$work/cpu" "$@" > /dev/null 2>&1; then
-    awk -F, '/task-clock/ {printf "%.3f", $1}' "$work/cpu"
-    return
-  fi
-  local t0 t1
-  t0=$(date +%s%N)
-  for ((i = 0; i < n; i++)); do "$@" > /dev/null; done
-  t1=$(date +%s%N)
-  awk -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN {printf "%.3f", (b - a) / n / 1e6}'
-}
 
 verdict() { # RATIO GOAL (- for a reference without one)
   [ "$2" = - ] && { printf 'a reference, no goal'; return; }
@@ -56,33 +48,20 @@ verdict() { # RATIO GOAL (- for a reference without one)
 }
 
 side_by_side() { # LABEL GOAL -- bfperf command... -- floor command... [-- C base... -- Rust base...]
-  # Five interleaved rounds. With the two bases, the floor is the Rust base's time
-  # plus what the floor command spends above the C base (Rust's start, C's work).
-  local label=$1 goal=$2 a=() c=() cb=() rbase=() ratios=() rb rc rcb rr floor
+  # With the two bases, the floor is the Rust base's time plus what the floor
+  # command spends above the C base (Rust's start, C's work). Each median is
+  # printed with its quartiles, bfperf's and the floor command's.
+  local label=$1 goal=$2
   shift 3
-  while [ "$1" != -- ]; do a+=("$1"); shift; done
-  shift
-  while [ $# -gt 0 ] && [ "$1" != -- ]; do c+=("$1"); shift; done
-  if [ $# -gt 0 ]; then
-    shift
-    while [ "$1" != -- ]; do cb+=("$1"); shift; done
-    shift
-    rbase=("$@")
-  fi
-  for _ in 1 2 3 4 5; do
-    rb=$(per_run "$runs" "${a[@]}")
-    rc=$(per_run "$runs" "${c[@]}")
-    floor=$rc
-    if [ ${#cb[@]} -gt 0 ]; then
-      rcb=$(per_run "$runs" "${cb[@]}")
-      rr=$(per_run "$runs" "${rbase[@]}")
-      floor=$(awk -v c="$rc" -v cb="$rcb" -v r="$rr" 'BEGIN {w = c - cb; printf "%.3f", r + (w > 0 ? w : 0)}')
-    fi
-    ratios+=("$rb $floor $(awk -v b="$rb" -v c="$floor" 'BEGIN {printf "%.3f", b / c}')")
-  done
-  printf '%s\n' "${ratios[@]}" | sort -k3 -n | sed -n 3p | {
-    read -r rb rc r
-    echo "$label: bfperf $rb ms, floor $rc ms: ${r}x, $(verdict "$r" "$goal")"
+  "$work/interleave" "$runs" -- "$@" | awk -v label="$label" '
+    { m[NR] = $1; q[NR] = "(" $2 "-" $3 ")" }
+    END {
+      floor = m[2]
+      if (NR == 4) { w = m[2] - m[3]; floor = m[4] + (w > 0 ? w : 0) }
+      printf "%s\t%.3f\t%s\t%.3f\t%s\t%.3f\n", label, m[1], q[1], floor, q[2], m[1] / floor
+    }' | {
+    IFS=$'\t' read -r label b bq f fq r
+    echo "$label: bfperf $b ms $bq, floor $f ms: ${r}x, $(verdict "$r" "$goal")"
   }
 }
 
@@ -126,7 +105,7 @@ for gen in bf2 bf3; do
     -- "$bin" --sysfs-root "$work/$gen" snapshot all -- "$work/floor" do "${all[@]}" $bases
 done
 
-# Sampling: two specs on the bf2 copy, 10 s at -I 100, three interleaved rounds.
+# Sampling: two specs on the bf2 copy, 10 s at -I 100.
 stat_row
 cpu_ms() { # command... -> CPU milliseconds (perf's task-clock, or time's 10 ms ticks)
   if perf stat -x, -e task-clock -o "$work/cpu" "$@" > /dev/null 2>&1; then
@@ -136,16 +115,9 @@ cpu_ms() { # command... -> CPU milliseconds (perf's task-clock, or time's 10 ms 
     awk '{printf "%.1f", ($1 + $2) * 1000}' "$work/cpu"
   fi
 }
-ratios=()
-for _ in 1 2 3; do
-  b=$(cpu_ms "$bin" --sysfs-root "$work/bf2" stat "${stat_specs[@]}" -I 100 --duration 10s -o /dev/null)
-  c=$(cpu_ms "$work/floor" sample 100 10 "${samples[@]}")
-  ratios+=("$b $c $(awk -v b="$b" -v c="$c" 'BEGIN {printf "%.2f", b / c}')")
-done
-printf '%s\n' "${ratios[@]}" | sort -k3 -n | sed -n 2p | {
-  read -r b c r
-  echo "stat -I 100 for 10 s, 20 values and 8 read back (${#samples[@]} reads a tick): bfperf $b ms CPU, C floor $c ms CPU: ${r}x, $(verdict "$r" 1.3)"
-}
+runs=$runs_stat side_by_side "stat -I 100 for 10 s, 20 values and 8 read back (${#samples[@]} reads a tick)" 1.3 \
+  -- "$bin" --sysfs-root "$work/bf2" stat "${stat_specs[@]}" -I 100 --duration 10s -o /dev/null \
+  -- "$work/floor" sample 100 10 "${samples[@]}"
 
 # The exporter's scrape, as the real-driver stage judges it on the driver, here on
 # the bf3 copy with its default set: bfperf-exporter scraped 40 times 250 ms apart
