@@ -2,10 +2,14 @@
 //! directory. Every file name of the driver's interface is spelled here and only here,
 //! so that a simulated device can stand in for the real one.
 
+use std::ffi::{CStr, CString};
 use std::fs;
 use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub(crate) mod files;
 mod firmware;
@@ -378,6 +382,12 @@ pub(crate) mod layout {
 #[derive(Debug, Clone)]
 pub struct RealFs {
     dir: PathBuf,
+    /// The directory, held open since the device was opened (`O_PATH`): its files
+    /// are opened below it, so that each open walks the file's own name, not the
+    /// directory's whole path again, and finds the files of the directory that was
+    /// opened, not of whatever is at its path now. None when it could not be
+    /// opened: files are opened by their whole path then.
+    root: Option<Arc<OwnedFd>>,
     page_size: Option<usize>,
     /// The directory's device and inode numbers when it was opened: nothing is
     /// written once they change (a driver loaded again, another tree put there).
@@ -400,14 +410,16 @@ struct Held {
 impl RealFs {
     /// The device at `dir` (a hwmon directory or a copy of one).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        let mut fs = RealFs {
-            dir: dir.into(),
+        let dir = dir.into();
+        let root = open_directory(&dir).ok();
+        let opened = root.as_ref().and_then(|d| identity_of(d.as_raw_fd()));
+        RealFs {
+            dir,
+            root: root.map(Arc::new),
             page_size: None,
-            opened: None,
+            opened,
             held: Default::default(),
-        };
-        fs.opened = fs.directory();
-        fs
+        }
     }
 
     /// The page size of the kernel the files came from, when that is not the running
@@ -425,13 +437,26 @@ impl RealFs {
         fs::metadata(&self.dir).ok().map(|m| (m.dev(), m.ino()))
     }
 
+    /// Where `rel` is opened from: below the directory held open, or, when it is
+    /// not held (or `rel` is absolute), by the whole path. The device's own
+    /// directory is `.` below it.
+    fn at(&self, rel: &str) -> io::Result<(libc::c_int, CString)> {
+        match &self.root {
+            Some(root) if !rel.starts_with('/') => Ok((
+                root.as_raw_fd(),
+                CString::new(if rel.is_empty() { "." } else { rel })?,
+            )),
+            _ => Ok((libc::AT_FDCWD, path_text(&self.path(rel))?)),
+        }
+    }
+
     /// The device's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
     fn path(&self, rel: &str) -> PathBuf {
-        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        use std::os::unix::ffi::OsStringExt;
         let dir = self.dir.as_os_str().as_bytes();
         if rel.is_empty() {
             return self.dir.clone();
@@ -515,14 +540,8 @@ fn write_truncates(file: &fs::File) -> bool {
 /// `/sys/class/hwmon/hwmon0`. Without `/proc`, or for a directory no longer there,
 /// as `fs::canonicalize` finds it.
 pub(crate) fn real_path(dir: &Path) -> io::Result<PathBuf> {
-    let named = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
-        .open(dir)
-        .and_then(|d| {
-            let fd = std::os::fd::AsRawFd::as_raw_fd(&d);
-            fs::read_link(format!("/proc/self/fd/{fd}"))
-        });
+    let named =
+        open_directory(dir).and_then(|d| fs::read_link(format!("/proc/self/fd/{}", d.as_raw_fd())));
     match named {
         Ok(p) if p.is_absolute() && !p.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") => {
             Ok(p)
@@ -562,6 +581,48 @@ fn not_regular(kind: fs::FileType) -> io::Error {
     )
 }
 
+/// `openat(2)`, tried again when a signal interrupts it.
+fn open_retrying(dir: libc::c_int, path: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    loop {
+        // SAFETY: `path` is NUL-terminated and lives across the call; a descriptor
+        // the call returns is ours alone.
+        let fd = unsafe { libc::openat(dir, path.as_ptr(), flags) };
+        if fd >= 0 {
+            // SAFETY: just opened, owned by nothing else.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// A path as the system calls take it.
+fn path_text(path: &Path) -> io::Result<CString> {
+    Ok(CString::new(path.as_os_str().as_bytes())?)
+}
+
+/// The device's directory held open (`O_PATH`: nothing is read through it), a
+/// link to it followed as a path to it is.
+fn open_directory(dir: &Path) -> io::Result<OwnedFd> {
+    open_retrying(
+        libc::AT_FDCWD,
+        &path_text(dir)?,
+        libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+    )
+}
+
+/// A descriptor's device and inode numbers.
+fn identity_of(fd: libc::c_int) -> Option<(u64, u64)> {
+    // SAFETY: `st` is written by the call on success and read only then.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return None;
+    }
+    Some((st.st_dev as u64, st.st_ino as u64))
+}
+
 /// Opens an attribute without following a symlink and without blocking on a FIFO, and
 /// refuses anything but a regular file.
 fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::File> {
@@ -569,19 +630,33 @@ fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::Fi
 }
 
 fn open_attribute_as(path: &Path, read: bool, write: bool, truncate: bool) -> io::Result<fs::File> {
-    let file = fs::OpenOptions::new()
-        .read(read)
-        .write(write)
-        .truncate(write && truncate)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "it is a symbolic link, not a sysfs attribute (bfperf does not follow links inside the device)",
-            ),
-            _ => e,
-        })?;
+    open_attribute_at(libc::AT_FDCWD, &path_text(path)?, read, write, truncate)
+}
+
+/// [`open_attribute_as`] of `path` below the directory `dir` (`AT_FDCWD`: a path
+/// of its own).
+fn open_attribute_at(
+    dir: libc::c_int,
+    path: &CStr,
+    read: bool,
+    write: bool,
+    truncate: bool,
+) -> io::Result<fs::File> {
+    let access = match (read, write) {
+        (true, true) => libc::O_RDWR,
+        (false, true) => libc::O_WRONLY,
+        _ => libc::O_RDONLY,
+    };
+    let truncate = if write && truncate { libc::O_TRUNC } else { 0 };
+    let flags = access | truncate | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    let fd = open_retrying(dir, path, flags).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is a symbolic link, not a sysfs attribute (bfperf does not follow links inside the device)",
+        ),
+        _ => e,
+    })?;
+    let file = fs::File::from(fd);
     let kind = file.metadata()?.file_type();
     if !kind.is_file() {
         return Err(not_regular(kind));
@@ -594,11 +669,9 @@ fn open_attribute_as(path: &Path, read: bool, write: bool, truncate: bool) -> io
 /// opens it (a link to it followed). Read with `getdents64` into one buffer on the
 /// stack: `read_dir` allocates a 32 KiB buffer for each directory and two copies of
 /// each name, which cost a device scan more than the listing itself.
-fn list_dir(path: &Path) -> io::Result<Vec<Entry>> {
-    let dir = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
+fn list_dir(at: libc::c_int, path: &CStr) -> io::Result<Vec<Entry>> {
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    let dir = fs::File::from(open_retrying(at, path, flags)?);
     // A block's directory holds a few dozen names.
     let mut out = Vec::with_capacity(32);
     // Not cleared first: only what the kernel wrote is read.
@@ -687,7 +760,11 @@ pub(crate) fn event_source_devices(sysfs_root: &Path) -> PathBuf {
 /// Reads an attribute file: at most [`MAX_ATTRIBUTE`] bytes, a regular file only, so
 /// that no device content can exhaust memory or block bfperf.
 pub(crate) fn read_attribute(path: &Path) -> io::Result<String> {
-    let mut file = open_attribute(path, false, false)?;
+    read_open_attribute(open_attribute(path, false, false)?)
+}
+
+/// [`read_attribute`] of a file opened.
+fn read_open_attribute(mut file: fs::File) -> io::Result<String> {
     // Open, fstat, one read, close: a read of a regular file that returns less than
     // asked for has reached its end. Nearly every attribute bfperf reads (a value, an
     // event, a name) is a line under 64 bytes; a stack buffer of that size costs
@@ -733,7 +810,10 @@ impl Sysfs for RealFs {
     fn read(&self, rel: &str) -> io::Result<String> {
         match self.read_held(rel) {
             Some(r) => r,
-            None => read_attribute(&self.path(rel)),
+            None => {
+                let (at, path) = self.at(rel)?;
+                read_open_attribute(open_attribute_at(at, &path, true, false, false)?)
+            }
         }
     }
 
@@ -746,7 +826,10 @@ impl Sysfs for RealFs {
                 h.holds += 1;
                 continue;
             }
-            if let Ok(file) = open_attribute_as(&self.path(rel), true, true, false) {
+            let opened = self
+                .at(rel)
+                .and_then(|(at, path)| open_attribute_at(at, &path, true, true, false));
+            if let Ok(file) = opened {
                 let truncate = *truncates.get_or_insert_with(|| write_truncates(&file));
                 held.insert(
                     rel.clone(),
@@ -773,18 +856,20 @@ impl Sysfs for RealFs {
     }
 
     fn writable(&self, rel: &str) -> bool {
-        use std::os::unix::ffi::OsStrExt;
-        let Ok(c) = std::ffi::CString::new(self.path(rel).as_os_str().as_bytes()) else {
+        let Ok((at, path)) = self.at(rel) else {
             return false;
         };
-        // SAFETY: access reads the NUL-terminated path we own.
-        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+        // SAFETY: faccessat reads the NUL-terminated path we own.
+        unsafe { libc::faccessat(at, path.as_ptr(), libc::W_OK, 0) == 0 }
     }
 
     fn open_value(&self, rel: &str) -> io::Result<Box<dyn ValueFile + '_>> {
         let file = match self.held(rel) {
             Some(held) => held?,
-            None => open_attribute(&self.path(rel), false, false)?,
+            None => {
+                let (at, path) = self.at(rel)?;
+                open_attribute_at(at, &path, true, false, false)?
+            }
         };
         Ok(Box::new(PreadFile {
             file,
@@ -796,7 +881,10 @@ impl Sysfs for RealFs {
         self.still_here()?;
         let file = match self.held(rel) {
             Some(held) => held?,
-            None => open_attribute(&self.path(rel), true, false)?,
+            None => {
+                let (at, path) = self.at(rel)?;
+                open_attribute_at(at, &path, false, true, false)?
+            }
         };
         Ok(Box::new(PwriteFile { file }))
     }
@@ -807,7 +895,8 @@ impl Sysfs for RealFs {
         if let Some(r) = self.write_held(rel, data) {
             return r;
         }
-        let mut file = open_attribute(&self.path(rel), true, true)?;
+        let (at, path) = self.at(rel)?;
+        let mut file = open_attribute_at(at, &path, false, true, true)?;
         let n = file.write(data)?;
         if n != data.len() {
             return Err(io::Error::new(io::ErrorKind::WriteZero, "short write"));
@@ -816,7 +905,8 @@ impl Sysfs for RealFs {
     }
 
     fn list(&self, rel: &str) -> io::Result<Vec<Entry>> {
-        list_dir(&self.path(rel))
+        let (at, path) = self.at(rel)?;
+        list_dir(at, &path)
     }
 
     fn read_link(&self, rel: &str) -> io::Result<String> {
@@ -932,6 +1022,47 @@ mod tests {
     /// A directory's real path is what `fs::canonicalize` gives: through links,
     /// links to links, `..`, a relative path, and a file's (found as it does); a
     /// missing one fails.
+    /// A device's files are its directory's as it was opened: moved away and a
+    /// stranger put at its path, reads and listings still find the device's own
+    /// files, nothing is written, and once it is gone nothing is read, never the
+    /// stranger's. A device opened anew finds what is there now.
+    #[test]
+    fn a_device_reads_the_directory_it_opened_whatever_is_at_its_path_now() {
+        let t = tempfile::tempdir().unwrap();
+        let dev = t.path().join("hwmon3");
+        let value = |d: &Path| fs::read_to_string(d.join("tile0/counter0")).unwrap();
+        fs::create_dir_all(dev.join("tile0")).unwrap();
+        fs::write(dev.join("tile0/counter0"), "0x1\n").unwrap();
+        let opened = RealFs::new(&dev);
+        assert_eq!(opened.read("tile0/counter0").unwrap(), "0x1\n");
+        let aside = t.path().join("aside");
+        fs::rename(&dev, &aside).unwrap();
+        fs::create_dir_all(dev.join("tile0")).unwrap();
+        fs::write(dev.join("tile0/counter0"), "0x2\n").unwrap();
+        fs::write(dev.join("stranger"), "").unwrap();
+        assert_eq!(opened.read("tile0/counter0").unwrap(), "0x1\n");
+        let names: Vec<String> = opened
+            .list("")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["tile0"]);
+        let refused = opened.write("tile0/counter0", b"0x0").unwrap_err();
+        assert!(
+            refused.to_string().contains("no longer the directory"),
+            "{refused}"
+        );
+        assert_eq!(
+            (value(&aside), value(&dev)),
+            ("0x1\n".into(), "0x2\n".into())
+        );
+        fs::remove_dir_all(&aside).unwrap();
+        assert!(opened.read("tile0/counter0").is_err());
+        assert!(opened.list("").is_err());
+        assert_eq!(RealFs::new(&dev).read("tile0/counter0").unwrap(), "0x2\n");
+    }
+
     #[test]
     fn a_real_path_is_what_canonicalize_gives() {
         let root = tempfile::tempdir().unwrap();
