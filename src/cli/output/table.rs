@@ -30,9 +30,80 @@ fn shown(cell: &Cell) -> Cow<'_, str> {
     }
 }
 
-/// `0x45`: an event number as the driver writes it, without `core::fmt` (every row
-/// of `events` has one).
+/// A table's cells as shown, row after row: text that needs no escaping borrowed
+/// from the table, and what is made (numbers, escaped text) written into one
+/// buffer rather than a string each (`events` shows a few hundred rows).
+struct Shown<'a> {
+    made: String,
+    pieces: Vec<Piece<'a>>,
+    /// Every cell is printable ASCII (what [`plain`] lays out), as found while
+    /// looking for what to escape.
+    printable: bool,
+}
+
+enum Piece<'a> {
+    Borrowed(&'a str),
+    Made(usize, usize),
+}
+
+impl<'a> Shown<'a> {
+    fn of(t: &'a Table) -> Self {
+        let mut made = String::new();
+        let mut pieces = Vec::with_capacity(t.rows.iter().map(Vec::len).sum());
+        let mut printable = true;
+        for cell in t.rows.iter().flatten() {
+            let start = made.len();
+            match cell {
+                // What `escape` leaves as it is, looked at once.
+                Cell::Text(s) if s.bytes().all(|b| (0x20..0x7f).contains(&b)) => {
+                    pieces.push(Piece::Borrowed(s));
+                    continue;
+                }
+                Cell::Text(s) => {
+                    printable = false;
+                    match escape(s) {
+                        Cow::Borrowed(b) => {
+                            pieces.push(Piece::Borrowed(b));
+                            continue;
+                        }
+                        Cow::Owned(o) => made.push_str(&o),
+                    }
+                }
+                Cell::Hex(n) => hex_into(*n, &mut made),
+                Cell::None => {
+                    pieces.push(Piece::Borrowed("-"));
+                    continue;
+                }
+                other => made.push_str(&shown(other)),
+            }
+            pieces.push(Piece::Made(start, made.len()));
+        }
+        Shown {
+            made,
+            pieces,
+            printable,
+        }
+    }
+
+    /// The cells, row after row.
+    fn cells(&self) -> Vec<&str> {
+        let text = |p: &Piece<'a>| match *p {
+            Piece::Borrowed(s) => s,
+            Piece::Made(a, b) => &self.made[a..b],
+        };
+        self.pieces.iter().map(text).collect()
+    }
+}
+
+/// `0x45`: an event number as the driver writes it.
 fn hex(n: u32) -> String {
+    let mut out = String::new();
+    hex_into(n, &mut out);
+    out
+}
+
+/// [`hex`] written on, without `core::fmt` (every row of `events` has one).
+fn hex_into(n: u32, out: &mut String) {
     let mut digits = [0u8; 8];
     let mut i = digits.len();
     let mut n = n;
@@ -44,10 +115,8 @@ fn hex(n: u32) -> String {
             break;
         }
     }
-    let mut out = String::with_capacity(2 + digits.len() - i);
     out.push_str("0x");
     out.extend(digits[i..].iter().map(|&d| d as char));
-    out
 }
 
 /// A name: no spaces, not very long.
@@ -67,14 +136,30 @@ fn numeric(t: &Table, i: usize) -> bool {
 /// part and line as strings of their own, most of what `events` costs on a long
 /// list. None when some text is not ASCII or holds a line break, which comfy-table
 /// measures and splits.
-fn plain(t: &Table, rows: &[Vec<Cow<str>>], out: &mut dyn Write) -> Option<io::Result<()>> {
+/// `cells` are the rows' cells as shown, row after row; `printable`, that each is
+/// known to be printable ASCII.
+fn plain(
+    t: &Table,
+    cells: &[&str],
+    printable: bool,
+    out: &mut dyn Write,
+) -> Option<io::Result<()>> {
     // One pass over the bytes: `contains` with a set of characters walks each
     // cell char by char.
     let simple = |s: &str| s.bytes().all(|b| b.is_ascii() && b != b'\n' && b != b'\r');
-    if !t.header.iter().all(|h| simple(h)) || !rows.iter().flatten().all(|c| simple(c)) {
+    if !t.header.iter().all(|h| simple(h)) || !(printable || cells.iter().all(|c| simple(c))) {
         return None;
     }
-    let columns = rows.iter().map(Vec::len).fold(t.header.len(), usize::max);
+    let mut rows = Vec::with_capacity(t.rows.len());
+    let mut at = 0;
+    for row in &t.rows {
+        rows.push(&cells[at..at + row.len()]);
+        at += row.len();
+    }
+    let columns = rows
+        .iter()
+        .map(|r| r.len())
+        .fold(t.header.len(), usize::max);
     if columns == 0 {
         // Not a line, as comfy-table: a row is as tall as its tallest cell.
         return Some(Ok(()));
@@ -83,8 +168,8 @@ fn plain(t: &Table, rows: &[Vec<Cow<str>>], out: &mut dyn Write) -> Option<io::R
     for (w, h) in widths.iter_mut().zip(&t.header) {
         *w = h.len();
     }
-    for row in rows {
-        for (w, c) in widths.iter_mut().zip(row) {
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(*row) {
             *w = (*w).max(c.len());
         }
     }
@@ -112,12 +197,8 @@ fn plain(t: &Table, rows: &[Vec<Cow<str>>], out: &mut dyn Write) -> Option<io::R
     };
     let written = (|| {
         line(&t.header)?;
-        // One vector for every row's cells, not one a row.
-        let mut cells: Vec<&str> = Vec::with_capacity(columns);
         for row in rows {
-            cells.clear();
-            cells.extend(row.iter().map(|c| &**c));
-            line(&cells)?;
+            line(row)?;
         }
         Ok(())
     })();
@@ -126,25 +207,25 @@ fn plain(t: &Table, rows: &[Vec<Cow<str>>], out: &mut dyn Write) -> Option<io::R
 
 impl TableRenderer {
     fn table(&self, t: &Table, out: &mut dyn Write) -> io::Result<()> {
-        let rows: Vec<Vec<Cow<str>>> = t
-            .rows
-            .iter()
-            .map(|r| r.iter().map(shown).collect())
-            .collect();
+        let shown = Shown::of(t);
+        let cells = shown.cells();
         if self.width.is_none() {
-            if let Some(written) = plain(t, &rows, out) {
+            if let Some(written) = plain(t, &cells, shown.printable, out) {
                 return written;
             }
         }
-        self.comfy(t, rows, out)
+        self.comfy(t, &cells, out)
     }
 
-    fn comfy(&self, t: &Table, rows: Vec<Vec<Cow<str>>>, out: &mut dyn Write) -> io::Result<()> {
+    /// `cells` are the rows' cells as shown, row after row.
+    fn comfy(&self, t: &Table, cells: &[&str], out: &mut dyn Write) -> io::Result<()> {
         let mut ct = comfy_table::Table::new();
         ct.load_preset(presets::NOTHING);
         ct.set_header(t.header.clone());
-        for r in rows {
-            ct.add_row(r.into_iter().map(Cow::into_owned));
+        let mut at = 0;
+        for r in &t.rows {
+            ct.add_row(&cells[at..at + r.len()]);
+            at += r.len();
         }
         let columns = t.header.len();
         for i in 0..columns {
@@ -232,6 +313,7 @@ mod tests {
                         text("requests to the home node"),
                     ],
                     vec![text("A"), Cell::Int(1_234_567), text("")],
+                    vec![text("esc\u{1b}[0m"), Cell::Hex(0), text("tab\there")],
                     vec![text("ragged")],
                     vec![
                         text("wider"),
@@ -270,16 +352,20 @@ mod tests {
             },
         ];
         for t in &tables {
-            let rows: Vec<Vec<Cow<str>>> = t
-                .rows
-                .iter()
-                .map(|r| r.iter().map(shown).collect())
-                .collect();
+            let shown = Shown::of(t);
+            let cells = shown.cells();
             let mut fast = Vec::new();
-            plain(t, &rows, &mut fast).expect("ASCII").unwrap();
+            plain(t, &cells, shown.printable, &mut fast)
+                .expect("ASCII")
+                .unwrap();
+            if !shown.printable {
+                let mut checked = Vec::new();
+                plain(t, &cells, false, &mut checked).unwrap().unwrap();
+                assert_eq!(checked, fast);
+            }
             let mut comfy = Vec::new();
             TableRenderer { width: None }
-                .comfy(t, rows, &mut comfy)
+                .comfy(t, &cells, &mut comfy)
                 .unwrap();
             assert_eq!(
                 String::from_utf8(fast).unwrap(),
@@ -291,7 +377,7 @@ mod tests {
             rows: vec![],
         };
         assert!(
-            plain(&t, &[], &mut Vec::new()).is_none(),
+            plain(&t, &[], true, &mut Vec::new()).is_none(),
             "not ASCII: comfy-table measures it"
         );
     }
