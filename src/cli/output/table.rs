@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use comfy_table::{presets, CellAlignment, ColumnConstraint, ContentArrangement};
 
-use crate::cli::output::text::{group, group_f, pad_into};
+use crate::cli::output::text::{group, group_f, pad_by};
 use crate::cli::output::{Cell, Part, Renderer, Report, Table};
 use crate::front::escape::escape;
 
@@ -188,12 +188,14 @@ fn plain(
                 text.push_str(cell);
                 break;
             }
-            pad_into(&mut text, cell, width, right[i]);
+            // ASCII: a byte a column.
+            pad_by(&mut text, cell, width - cell.len(), right[i]);
             text.push(' ');
         }
-        let l = text.trim_end();
-        out.write_all(l.strip_prefix(' ').unwrap_or(l).as_bytes())?;
-        out.write_all(b"\n")
+        // Its end trimmed and its line break put on: one write a line.
+        text.truncate(text.trim_end().len());
+        text.push('\n');
+        out.write_all(text.strip_prefix(' ').unwrap_or(&text).as_bytes())
     };
     let written = (|| {
         line(&t.header)?;

@@ -6,7 +6,12 @@
 /// the spaces go in as one run rather than a character at a time (tables and `-I`
 /// lines pad every cell of every line).
 pub(crate) fn pad_into(line: &mut String, s: &str, width: usize, right: bool) {
-    let fill = width.saturating_sub(s.chars().count());
+    pad_by(line, s, width.saturating_sub(s.chars().count()), right);
+}
+
+/// Appends `s` to `line` with `fill` spaces on the left (`right`-aligned) or on
+/// the right: [`pad_into`] for a caller that knows the width of `s` (ASCII).
+pub(crate) fn pad_by(line: &mut String, s: &str, fill: usize, right: bool) {
     if right {
         spaces(line, fill);
         line.push_str(s);
