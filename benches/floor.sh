@@ -26,12 +26,12 @@
 # Run from the repository: bash benches/floor.sh [--busy]
 #   --busy  keeps both cores busy (two `yes`) while it measures, as the goals ask
 #   needs cc and rustc; BFPERF=path to another binary, RUNS=runs of each one-shot
-#   program (400), RUNS_STAT=runs of each 10 s sampler (3)
+#   program (400), RUNS_STAT=runs of each 10 s sampler (5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BFPERF:-target/release/bfperf}
 runs=${RUNS:-400}
-runs_stat=${RUNS_STAT:-3}
+runs_stat=${RUNS_STAT:-5}
 [ -x "$bin" ] || cargo build --release -q
 . benches/lib.sh
 bench_start floor "${1:-}"
