@@ -95,6 +95,16 @@ impl<'a> Shown<'a> {
     }
 }
 
+/// `cells` (every row's, one after another) cut back into `t`'s rows.
+fn rows_of<'c>(t: &'c Table, cells: &'c [&'c str]) -> impl Iterator<Item = &'c [&'c str]> {
+    let mut at = 0;
+    t.rows.iter().map(move |row| {
+        let cut = &cells[at..at + row.len()];
+        at += row.len();
+        cut
+    })
+}
+
 /// `0x45`: an event number as the driver writes it.
 fn hex(n: u32) -> String {
     let mut out = String::new();
@@ -150,12 +160,7 @@ fn plain(
     if !t.header.iter().all(|h| simple(h)) || !(printable || cells.iter().all(|c| simple(c))) {
         return None;
     }
-    let mut rows = Vec::with_capacity(t.rows.len());
-    let mut at = 0;
-    for row in &t.rows {
-        rows.push(&cells[at..at + row.len()]);
-        at += row.len();
-    }
+    let rows: Vec<&[&str]> = rows_of(t, cells).collect();
     let columns = rows
         .iter()
         .map(|r| r.len())
@@ -224,10 +229,8 @@ impl TableRenderer {
         let mut ct = comfy_table::Table::new();
         ct.load_preset(presets::NOTHING);
         ct.set_header(t.header.clone());
-        let mut at = 0;
-        for r in &t.rows {
-            ct.add_row(&cells[at..at + r.len()]);
-            at += r.len();
+        for row in rows_of(t, cells) {
+            ct.add_row(row);
         }
         let columns = t.header.len();
         for i in 0..columns {
