@@ -450,6 +450,18 @@ impl RealFs {
         }
     }
 
+    /// [`open_attribute_at`] of `rel`, from where [`RealFs::at`] says.
+    fn open_below(
+        &self,
+        rel: &str,
+        read: bool,
+        write: bool,
+        truncate: bool,
+    ) -> io::Result<fs::File> {
+        let (at, path) = self.at(rel)?;
+        open_attribute_at(at, &path, read, write, truncate)
+    }
+
     /// The device's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -626,15 +638,11 @@ fn identity_of(fd: libc::c_int) -> Option<(u64, u64)> {
 /// Opens an attribute without following a symlink and without blocking on a FIFO, and
 /// refuses anything but a regular file.
 fn open_attribute(path: &Path, write: bool, truncate: bool) -> io::Result<fs::File> {
-    open_attribute_as(path, !write, write, truncate)
+    open_attribute_at(libc::AT_FDCWD, &path_text(path)?, !write, write, truncate)
 }
 
-fn open_attribute_as(path: &Path, read: bool, write: bool, truncate: bool) -> io::Result<fs::File> {
-    open_attribute_at(libc::AT_FDCWD, &path_text(path)?, read, write, truncate)
-}
-
-/// [`open_attribute_as`] of `path` below the directory `dir` (`AT_FDCWD`: a path
-/// of its own).
+/// [`open_attribute`] of `path` below the directory `dir` (`AT_FDCWD`: a path of
+/// its own), opened for reading, writing or both.
 fn open_attribute_at(
     dir: libc::c_int,
     path: &CStr,
@@ -810,10 +818,7 @@ impl Sysfs for RealFs {
     fn read(&self, rel: &str) -> io::Result<String> {
         match self.read_held(rel) {
             Some(r) => r,
-            None => {
-                let (at, path) = self.at(rel)?;
-                read_open_attribute(open_attribute_at(at, &path, true, false, false)?)
-            }
+            None => read_open_attribute(self.open_below(rel, true, false, false)?),
         }
     }
 
@@ -826,10 +831,7 @@ impl Sysfs for RealFs {
                 h.holds += 1;
                 continue;
             }
-            let opened = self
-                .at(rel)
-                .and_then(|(at, path)| open_attribute_at(at, &path, true, true, false));
-            if let Ok(file) = opened {
+            if let Ok(file) = self.open_below(rel, true, true, false) {
                 let truncate = *truncates.get_or_insert_with(|| write_truncates(&file));
                 held.insert(
                     rel.clone(),
@@ -866,10 +868,7 @@ impl Sysfs for RealFs {
     fn open_value(&self, rel: &str) -> io::Result<Box<dyn ValueFile + '_>> {
         let file = match self.held(rel) {
             Some(held) => held?,
-            None => {
-                let (at, path) = self.at(rel)?;
-                open_attribute_at(at, &path, true, false, false)?
-            }
+            None => self.open_below(rel, true, false, false)?,
         };
         Ok(Box::new(PreadFile {
             file,
@@ -881,10 +880,7 @@ impl Sysfs for RealFs {
         self.still_here()?;
         let file = match self.held(rel) {
             Some(held) => held?,
-            None => {
-                let (at, path) = self.at(rel)?;
-                open_attribute_at(at, &path, false, true, false)?
-            }
+            None => self.open_below(rel, false, true, false)?,
         };
         Ok(Box::new(PwriteFile { file }))
     }
@@ -895,8 +891,7 @@ impl Sysfs for RealFs {
         if let Some(r) = self.write_held(rel, data) {
             return r;
         }
-        let (at, path) = self.at(rel)?;
-        let mut file = open_attribute_at(at, &path, false, true, true)?;
+        let mut file = self.open_below(rel, false, true, true)?;
         let n = file.write(data)?;
         if n != data.len() {
             return Err(io::Error::new(io::ErrorKind::WriteZero, "short write"));
