@@ -49,20 +49,18 @@ verdict() { # RATIO GOAL (- for a reference without one)
 
 side_by_side() { # LABEL GOAL -- bfperf command... -- floor command... [-- C base... -- Rust base...]
   # With the two bases, the floor is the Rust base's time plus what the floor
-  # command spends above the C base (Rust's start, C's work). Each median is
-  # printed with its quartiles, bfperf's and the floor command's.
-  local label=$1 goal=$2
+  # command spends above the C base (Rust's start, C's work). bfperf's median is
+  # printed with its quartiles.
+  local label=$1 goal=$2 b bq f r
   shift 3
-  "$work/interleave" "$runs" -- "$@" | awk -v label="$label" '
+  read -r b bq f r < <("$work/interleave" "$runs" -- "$@" | awk '
     { m[NR] = $1; q[NR] = "(" $2 "-" $3 ")" }
     END {
       floor = m[2]
       if (NR == 4) { w = m[2] - m[3]; floor = m[4] + (w > 0 ? w : 0) }
-      printf "%s\t%.3f\t%s\t%.3f\t%s\t%.3f\n", label, m[1], q[1], floor, q[2], m[1] / floor
-    }' | {
-    IFS=$'\t' read -r label b bq f fq r
-    echo "$label: bfperf $b ms $bq, floor $f ms: ${r}x, $(verdict "$r" "$goal")"
-  }
+      printf "%.3f %s %.3f %.3f\n", m[1], q[1], floor, m[1] / floor
+    }')
+  echo "$label: bfperf $b ms $bq, floor $f ms: ${r}x, $(verdict "$r" "$goal")"
 }
 
 # What the one-shot goals stand on: a process's start. A C program that prints one
@@ -107,14 +105,6 @@ done
 
 # Sampling: two specs on the bf2 copy, 10 s at -I 100.
 stat_row
-cpu_ms() { # command... -> CPU milliseconds (perf's task-clock, or time's 10 ms ticks)
-  if perf stat -x, -e task-clock -o "$work/cpu" "$@" > /dev/null 2>&1; then
-    awk -F, '/task-clock/ {printf "%.1f", $1}' "$work/cpu"
-  else
-    /usr/bin/time -f '%U %S' -o "$work/cpu" "$@" > /dev/null
-    awk '{printf "%.1f", ($1 + $2) * 1000}' "$work/cpu"
-  fi
-}
 runs=$runs_stat side_by_side "stat -I 100 for 10 s, 20 values and 8 read back (${#samples[@]} reads a tick)" 1.3 \
   -- "$bin" --sysfs-root "$work/bf2" stat "${stat_specs[@]}" -I 100 --duration 10s -o /dev/null \
   -- "$work/floor" sample 100 10 "${samples[@]}"
@@ -125,8 +115,9 @@ runs=$runs_stat side_by_side "stat -I 100 for 10 s, 20 values and 8 read back ($
 # included, against C doing the same file work (benches/scrape-ops.awk):
 # scrape-floor serving the same 40 scrapes, and floor.c doing the checks' reads
 # every 125 ms for 10 s (between scrapes 250 ms apart the exporter checks twice).
-# Processor time from each server's /proc/PID/task/*/schedstat; three rounds, the
-# median ratio. Needs bfperf-exporter beside bfperf.
+# Processor time from each server's /proc/PID/task/*/schedstat, and the checks'
+# floor's as the rows above take it; three rounds, the median ratio. Needs
+# bfperf-exporter beside bfperf.
 exporter="$(dirname "$bin")/bfperf-exporter"
 if [ ! -x "$exporter" ]; then
   echo "the exporter's scrape: not measured, no bfperf-exporter beside the bfperf measured (copy it beside BFPERF)"
@@ -174,7 +165,7 @@ for _ in 1 2 3; do
   "$work/scrape-floor" client "$sp" 40 250 > /dev/null
   c=$(awk -v a="$t0" -v b="$(sched_ms "$s")" 'BEGIN {printf "%.1f", b - a}')
   kill "$s"; wait "$s" 2> /dev/null || true
-  k=$(cpu_ms "$work/floor" sample 125 10 "${checks[@]}")
+  k=$("$work/interleave" 1 -- "$work/floor" sample 125 10 "${checks[@]}" | awk '{printf "%.1f", $1}')
   ratios+=("$b $c $k $(awk -v b="$b" -v c="$c" -v k="$k" 'BEGIN {printf "%.2f", b / (c + k)}')")
 done
 printf '%s\n' "${ratios[@]}" | sort -k4 -n | sed -n 2p | {
