@@ -65,4 +65,11 @@ fn main() {
     );
     println!("cargo:rustc-env=BFPERF_REVISION={revision}");
     println!("cargo:rustc-env=BFPERF_RUSTC_VERSION={version}");
+    // The unwinder (panics, backtraces) linked in from GCC's libgcc_eh.a, as
+    // `gcc -static-libgcc` links it, before the standard library asks for
+    // libgcc_s.so.1: the loader then no longer maps, relocates and initializes that
+    // library at every start (0.1 ms of a 1 ms command, docs/performance.md).
+    if target("CARGO_CFG_TARGET_OS") == "linux" && target("CARGO_CFG_TARGET_ENV") == "gnu" {
+        println!("cargo:rustc-link-lib=static:-bundle=gcc_eh");
+    }
 }

@@ -11,6 +11,8 @@
 #[cfg(not(test))]
 use std::ffi::{c_char, c_int};
 
+mod math_symbols;
+
 /// The process's entry point.
 #[cfg(not(test))]
 #[no_mangle]

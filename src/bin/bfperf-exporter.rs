@@ -9,6 +9,9 @@
 #[cfg(not(test))]
 use std::ffi::{c_char, c_int};
 
+#[path = "../math_symbols.rs"]
+mod math_symbols;
+
 /// The process's entry point.
 #[cfg(not(test))]
 #[no_mangle]
