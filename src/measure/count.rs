@@ -204,7 +204,21 @@ pub fn metric_inputs(counts: &[Count], span_s: f64) -> crate::metrics::Inputs {
 
 /// Counts of every item of every block over a span of `span_ns` (0: unscaled).
 pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Vec<Count> {
-    let mut out = Vec::with_capacity(accs.iter().map(Vec::len).sum());
+    let mut out = Vec::new();
+    counts_into(&mut out, plans, accs, span_ns);
+    out
+}
+
+/// [`counts`] into `out`, keeping its room: an interval's counts are made in the
+/// room of the interval's before.
+pub(crate) fn counts_into(
+    out: &mut Vec<Count>,
+    plans: &[BlockPlan],
+    accs: &[Vec<Acc>],
+    span_ns: u64,
+) {
+    out.clear();
+    out.reserve(accs.iter().map(Vec::len).sum());
     for (p, accs) in plans.iter().zip(accs) {
         for (ii, (item, acc)) in p.items.iter().zip(accs).enumerate() {
             let coverage = if span_ns == 0 {
@@ -244,20 +258,19 @@ pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Ve
             });
         }
     }
-    out
 }
 
 /// Sums counts of the same kind and event across blocks.
 pub fn aggregate(counts: &[Count]) -> Vec<Count> {
-    // At most a sum per count: room made once (this runs at every -I interval).
-    let mut out: Vec<Count> = Vec::with_capacity(counts.len());
-    // A sum of one block is named for that block (`tile2`, not `tile`, which reads
-    // as every tile), with its counter.
-    let mut first: Vec<(Name, Option<u32>)> = Vec::with_capacity(counts.len());
-    // Each sum's blocks' reasons, to be said once for the blocks that share one.
-    let mut reasons: Vec<Vec<(Name, String)>> = Vec::with_capacity(counts.len());
+    let mut out = Vec::new();
+    aggregate_into(&mut out, counts);
+    out
+}
+
+/// [`aggregate`] into `out`, keeping its room (this runs at every -I interval).
+pub fn aggregate_into(out: &mut Vec<Count>, counts: &[Count]) {
+    out.clear();
     for c in counts {
-        let reason = c.invalid.clone().map(|w| (c.block.clone(), w));
         match out
             .iter()
             .position(|o| o.kind == c.kind && o.event == c.event)
@@ -274,40 +287,50 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
                 o.running_ns += c.running_ns;
                 o.valid &= c.valid;
                 o.supported &= c.supported;
-                reasons[i].extend(reason);
             }
-            None => {
-                first.push((c.block.clone(), c.counter));
-                reasons.push(reason.into_iter().collect());
-                // Its reason is the sum's, said below.
-                out.push(Count {
-                    block: kind_name(c.kind),
-                    kind: c.kind,
-                    blocks: c.blocks,
-                    counter: None,
-                    event: c.event.clone(),
-                    event_number: c.event_number,
-                    value: c.value,
-                    raw: c.raw,
-                    unit: c.unit,
-                    coverage: c.coverage,
-                    enabled_ns: c.enabled_ns,
-                    running_ns: c.running_ns,
-                    counted: c.counted,
-                    valid: c.valid,
-                    invalid: None,
-                    supported: c.supported,
-                })
-            }
+            // Its reason is the sum's, said below.
+            None => out.push(Count {
+                block: kind_name(c.kind),
+                kind: c.kind,
+                blocks: c.blocks,
+                counter: None,
+                event: c.event.clone(),
+                event_number: c.event_number,
+                value: c.value,
+                raw: c.raw,
+                unit: c.unit,
+                coverage: c.coverage,
+                enabled_ns: c.enabled_ns,
+                running_ns: c.running_ns,
+                counted: c.counted,
+                valid: c.valid,
+                invalid: None,
+                supported: c.supported,
+            }),
         }
     }
-    for ((o, (block, counter)), why) in out.iter_mut().zip(first).zip(reasons) {
+    for o in out.iter_mut() {
+        let summed = |c: &&Count| c.kind == o.kind && c.event == o.event;
+        // Each reason of the sum's blocks, said once for the blocks that share it.
+        let why: Vec<(Name, String)> = counts
+            .iter()
+            .filter(summed)
+            .filter_map(|c| Some((c.block.clone(), c.invalid.clone()?)))
+            .collect();
+        // A sum of one block is named for that block (`tile2`, not `tile`, which
+        // reads as every tile), with its counter.
+        let first = match o.blocks {
+            1 => counts
+                .iter()
+                .find(summed)
+                .map(|c| (c.block.clone(), c.counter)),
+            _ => None,
+        };
         o.invalid = reasons_of(&why, o.blocks);
-        if o.blocks == 1 {
+        if let Some((block, counter)) = first {
             (o.block, o.counter) = (block, counter);
         }
     }
-    out
 }
 
 /// A kind's name as a sum's block is named: made once per kind, shared by every

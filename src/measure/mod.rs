@@ -36,8 +36,8 @@ pub use plan::{place, BlockPlan};
 use sampler::Acc;
 pub use sampler::{Sampler, Stamp};
 
-pub use count::{aggregate, metric_inputs, Count, Name};
-pub(crate) use count::{counts, disabled_for, metric_values, perf_since};
+pub use count::{aggregate, aggregate_into, metric_inputs, Count, Name};
+pub(crate) use count::{counts, counts_into, disabled_for, metric_values, perf_since};
 pub(crate) use pace::{after, next_deadline, ns, poll_readable, poll_writable};
 pub use pace::{For, Forever, Pacer, RealPacer, Timing, Until};
 pub(crate) use request::pll_hz;
@@ -84,6 +84,8 @@ pub struct Measurement<'d> {
     perf: Option<crate::perf::Counters>,
     /// An interval's counts before they are counts, its room kept between intervals.
     delta: Vec<Vec<Acc>>,
+    /// The room of the last interval's counts, for the next's.
+    counts: Vec<Count>,
 }
 
 /// Where a measurement's device counts come from: its own sampler (it programmed the
@@ -168,6 +170,7 @@ impl<'d> Measurement<'d> {
             source: Source::Own(sampler),
             perf: None,
             delta: Vec::new(),
+            counts: Vec::new(),
         })
     }
 
@@ -275,7 +278,9 @@ impl<'d> Measurement<'d> {
             if let (Some(at), Some(every)) = (next_interval, interval_ns) {
                 if now >= at || finished {
                     let mark = self.mark(now, &off, spare.take());
-                    on_interval(&self.interval(number, start, &previous, &mark))?;
+                    let interval = self.interval(number, start, &previous, &mark);
+                    on_interval(&interval)?;
+                    self.counts = interval.counts;
                     spare = Some(std::mem::replace(&mut previous, mark));
                     if now >= at {
                         next_interval = Some(next_deadline(at, every, now));
@@ -389,7 +394,8 @@ impl<'d> Measurement<'d> {
         Acc::all_since_into(&mut delta, &to.totals, &from.totals);
         let span = to.ns - from.ns;
         let on = span.saturating_sub(to.off_ns.saturating_sub(from.off_ns));
-        let mut interval_counts = counts(self.plans(), &delta, on);
+        let mut interval_counts = std::mem::take(&mut self.counts);
+        counts_into(&mut interval_counts, self.plans(), &delta, on);
         self.delta = delta;
         interval_counts.extend(perf_since(&to.perf, &from.perf));
         disabled_for(&mut interval_counts, on, span);

@@ -322,6 +322,7 @@ pub(crate) fn measure_via<'d>(
         source: Source::Shared(shared),
         perf: None,
         delta: Vec::new(),
+        counts: Vec::new(),
     };
     let ctx = RunCtx {
         req,

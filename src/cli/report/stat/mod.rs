@@ -10,7 +10,7 @@ use crate::cli::output::two_decimals;
 use crate::front::escape::escape;
 use crate::measure::order::{PerCount, SpecOrder};
 use crate::measure::repeat::{mean_counts, mean_metrics};
-use crate::measure::{aggregate, Count, Interval, Run};
+use crate::measure::{aggregate_into, Count, Interval, Run};
 use crate::metrics::MetricValue;
 
 mod csv;
@@ -95,6 +95,8 @@ pub(crate) struct StatWriter<'w> {
     /// The block and event columns of each line of an interval table, laid out at
     /// the first interval: every interval shows the same counts.
     names: PerCount<String>,
+    /// The room of the last interval's counts as shown, for the next's.
+    shown: Vec<Count>,
 }
 
 #[derive(Serialize)]
@@ -148,6 +150,7 @@ impl<'w> StatWriter<'w> {
             perf_lines: None,
             places: PerCount::default(),
             names: PerCount::default(),
+            shown: Vec::new(),
         }
     }
 
@@ -198,15 +201,22 @@ impl<'w> StatWriter<'w> {
 
     /// The counts shown: summed per kind unless -A, in `-e` order.
     fn shown(&mut self, counts: &[Count]) -> Vec<Count> {
-        if self.metric_only {
-            return Vec::new();
-        }
-        let mut shown = match self.aggregate {
-            true => aggregate(counts),
-            false => counts.to_vec(),
-        };
-        self.order.sort_remembering(&mut shown, &mut self.places);
+        let mut shown = Vec::new();
+        self.shown_into(&mut shown, counts);
         shown
+    }
+
+    /// [`StatWriter::shown`] into `out`, keeping its room.
+    fn shown_into(&mut self, out: &mut Vec<Count>, counts: &[Count]) {
+        out.clear();
+        if self.metric_only {
+            return;
+        }
+        match self.aggregate {
+            true => aggregate_into(out, counts),
+            false => out.extend_from_slice(counts),
+        }
+        self.order.sort_remembering(out, &mut self.places);
     }
 
     /// perf's `-x` writer of this output.
@@ -307,7 +317,20 @@ impl<'w> StatWriter<'w> {
             self.metric_columns(Some(i.time_s), metrics)?;
             return self.w.flush();
         }
-        let counts = self.shown(&i.counts);
+        let mut counts = std::mem::take(&mut self.shown);
+        self.shown_into(&mut counts, &i.counts);
+        let written = self.interval_counts(i, &counts, metrics);
+        self.shown = counts;
+        written
+    }
+
+    /// [`StatWriter::interval`]'s counts as shown, and its metrics.
+    fn interval_counts(
+        &mut self,
+        i: &Interval,
+        counts: &[Count],
+        metrics: &[MetricValue],
+    ) -> io::Result<()> {
         // The records of the formats that carry them, with one timestamp for all.
         let lines = || -> Vec<Line> {
             let timestamp = self.timestamp(Some(i.time_s));
@@ -335,7 +358,7 @@ impl<'w> StatWriter<'w> {
             }
             StatFormat::PerfCsv(sep) => {
                 self.header_done = true;
-                self.perf_rows(sep, Some(i.time_s), i.enabled_s, &counts, None, metrics)?
+                self.perf_rows(sep, Some(i.time_s), i.enabled_s, counts, None, metrics)?
             }
             StatFormat::Table => {
                 if !self.header_done {
