@@ -6,7 +6,12 @@
  *                                 absolute deadlines (no polling); a check:FILE is
  *                                 read back and compared, as bfperf reads event<N>;
  *                                 a write:FILE=VALUE is written each tick in its
- *                                 place (an all-at-once block stopped and started)
+ *                                 place (an all-at-once block stopped and started);
+ *                                 a first argument touch:N also touches N cache
+ *                                 lines of its own memory each tick, ten to a 4 KiB
+ *                                 page (as a bfperf tick's are spread:
+ *                                 benches/tick-pages.py), to price a line
+ *                                 (benches/line-cost.sh)
  *   floor list DIR...             list each directory; print each entry's name
  *   floor cat FILE...             print each file whole
  *   floor do OP:PATH...           each in turn, OP one of list, cat, read (as snapshot)
@@ -46,7 +51,11 @@ static int sample(long ms, long seconds, int n, char **files) {
     /* check:FILE is read back each tick and must keep its first value (an event<N>
      * another program could re-program); write:FILE=VALUE is written each tick, in
      * its place among the reads. */
+    long touch = 0;
+    if (n > 0 && !strncmp(files[0], "touch:", 6)) touch = atol(files[0] + 6), files++, n--;
     if (open_ops(n, files, fds, check, value)) return 1;
+    volatile unsigned char *lines = touch > 0 ? calloc(touch / 10 + 1, 4096) : NULL;
+    if (touch > 0 && !lines) { perror("touch:"); return 1; }
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     long ticks = seconds * 1000 / ms;
@@ -64,6 +73,7 @@ static int sample(long ms, long seconds, int n, char **files) {
             if (!check[i] && t > 0) printf("%ld %d %llu\n", t, i, v - last[i]);
             last[i] = v;
         }
+        for (long k = 0; k < touch; k++) lines[(k / 10) * 4096 + (k % 10) * 384]++;
         fflush(stdout);
         next.tv_nsec += ms * 1000000L;
         while (next.tv_nsec >= 1000000000L) { next.tv_nsec -= 1000000000L; next.tv_sec++; }
