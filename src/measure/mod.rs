@@ -278,9 +278,7 @@ impl<'d> Measurement<'d> {
             if let (Some(at), Some(every)) = (next_interval, interval_ns) {
                 if now >= at || finished {
                     let mark = self.mark(now, &off, spare.take());
-                    let interval = self.interval(number, start, &previous, &mark);
-                    on_interval(&interval)?;
-                    self.counts = interval.counts;
+                    self.hand_over(number, start, &previous, &mark, on_interval)?;
                     spare = Some(std::mem::replace(&mut previous, mark));
                     if now >= at {
                         next_interval = Some(next_deadline(at, every, now));
@@ -386,6 +384,22 @@ impl<'d> Measurement<'d> {
             ns: now,
             off_ns,
         }
+    }
+
+    /// The interval between two marks, handed to `on_interval`; the room of its
+    /// counts is kept for the next.
+    fn hand_over(
+        &mut self,
+        number: u32,
+        start: u64,
+        from: &Mark,
+        to: &Mark,
+        on_interval: &mut dyn FnMut(&Interval) -> Result<()>,
+    ) -> Result<()> {
+        let interval = self.interval(number, start, from, to);
+        let handed = on_interval(&interval);
+        self.counts = interval.counts;
+        handed
     }
 
     /// The interval of run `number` (which started at `start`) between two marks.
