@@ -502,6 +502,41 @@ mod tests {
     }
 
     #[test]
+    fn sums_made_again_in_kept_room_are_the_sums_made_anew() {
+        use super::{aggregate, aggregate_into, Count};
+        use crate::block::BlockKind;
+        let mut reads = Count::example("tile0", BlockKind::Tile, "MEMORY_READS", 5);
+        reads.counter = Some(0);
+        let mut touched = Count::example("tile1", BlockKind::Tile, "MEMORY_READS", 7);
+        (touched.valid, touched.invalid) = (false, Some("written".into()));
+        let mut alone = Count::example("mss1", BlockKind::Mss, "EVENT_A", 3);
+        alone.counter = Some(2);
+        let counts = [reads, touched, alone];
+        let sums = aggregate(&counts);
+        assert_eq!(sums.len(), 2);
+        let (tile, mss) = (&sums[0], &sums[1]);
+        assert_eq!(
+            (&*tile.block, tile.blocks, tile.value),
+            ("tile", 2, Some(12))
+        );
+        assert_eq!(
+            (tile.valid, tile.invalid.as_deref()),
+            (false, Some("tile1: written"))
+        );
+        // A sum of one block is named for it, with its counter.
+        assert_eq!(
+            (&*mss.block, mss.counter, mss.value),
+            ("mss1", Some(2), Some(3))
+        );
+        // The room of an earlier interval's sums, of other counts, holds none of them.
+        let mut room = aggregate(&[Count::example("mss0", BlockKind::Mss, "EVENT_B", 1)]);
+        aggregate_into(&mut room, &counts);
+        assert_eq!(room, sums);
+        aggregate_into(&mut room, &counts);
+        assert_eq!(room, sums);
+    }
+
+    #[test]
     fn a_late_tick_lengthens_the_next_interval_and_never_leaves_a_sliver() {
         let ms = 1_000_000;
         // On time: the next of the grid.
