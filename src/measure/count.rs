@@ -288,12 +288,13 @@ pub fn aggregate_into(out: &mut Vec<Count>, counts: &[Count]) {
                 o.valid &= c.valid;
                 o.supported &= c.supported;
             }
-            // Its reason is the sum's, said below.
+            // Named for its first block, with its counter, until a second joins
+            // (below); its reason is the sum's, said below.
             None => out.push(Count {
-                block: kind_name(c.kind),
+                block: c.block.clone(),
                 kind: c.kind,
                 blocks: c.blocks,
-                counter: None,
+                counter: c.counter,
                 event: c.event.clone(),
                 event_number: c.event_number,
                 value: c.value,
@@ -309,26 +310,21 @@ pub fn aggregate_into(out: &mut Vec<Count>, counts: &[Count]) {
             }),
         }
     }
+    let any_reason = counts.iter().any(|c| c.invalid.is_some());
     for o in out.iter_mut() {
-        let summed = |c: &&Count| c.kind == o.kind && c.event == o.event;
         // Each reason of the sum's blocks, said once for the blocks that share it.
-        let why: Vec<(Name, String)> = counts
-            .iter()
-            .filter(summed)
-            .filter_map(|c| Some((c.block.clone(), c.invalid.clone()?)))
-            .collect();
-        // A sum of one block is named for that block (`tile2`, not `tile`, which
-        // reads as every tile), with its counter.
-        let first = match o.blocks {
-            1 => counts
+        if any_reason {
+            let why: Vec<(Name, String)> = counts
                 .iter()
-                .find(summed)
-                .map(|c| (c.block.clone(), c.counter)),
-            _ => None,
-        };
-        o.invalid = reasons_of(&why, o.blocks);
-        if let Some((block, counter)) = first {
-            (o.block, o.counter) = (block, counter);
+                .filter(|c| c.kind == o.kind && c.event == o.event)
+                .filter_map(|c| Some((c.block.clone(), c.invalid.clone()?)))
+                .collect();
+            o.invalid = reasons_of(&why, o.blocks);
+        }
+        // A sum of one block keeps that block's name (`tile2`, not `tile`, which
+        // reads as every tile) and its counter.
+        if o.blocks != 1 {
+            (o.block, o.counter) = (kind_name(o.kind), None);
         }
     }
 }
