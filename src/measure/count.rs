@@ -210,53 +210,139 @@ pub(crate) fn counts(plans: &[BlockPlan], accs: &[Vec<Acc>], span_ns: u64) -> Ve
 }
 
 /// [`counts`] into `out`, keeping its room: an interval's counts are made in the
-/// room of the interval's before.
+/// place of the interval's before, and a count whose place held the same item
+/// keeps its names (every interval of a run has the same items in the same order:
+/// its names are not taken again, nor its room written whole, at every interval).
 pub(crate) fn counts_into(
     out: &mut Vec<Count>,
     plans: &[BlockPlan],
     accs: &[Vec<Acc>],
     span_ns: u64,
 ) {
-    out.clear();
-    out.reserve(accs.iter().map(Vec::len).sum());
-    for (p, accs) in plans.iter().zip(accs) {
+    counts_of(out, plans, accs.iter().map(|a| a.iter().copied()), span_ns);
+}
+
+/// [`counts_into`] of what the accumulators of `now` gathered since `then` (a
+/// run's totals at two moments), made item by item with no copy of the
+/// accumulators between.
+pub(crate) fn counts_since_into(
+    out: &mut Vec<Count>,
+    plans: &[BlockPlan],
+    now: &[Vec<Acc>],
+    then: &[Vec<Acc>],
+    span_ns: u64,
+) {
+    let since = now
+        .iter()
+        .zip(then)
+        .map(|(n, t)| n.iter().zip(t).map(|(n, t)| n.since(t)));
+    counts_of(out, plans, since, span_ns);
+}
+
+/// The counts of each block's accumulators, block by block as the plans go.
+fn counts_of<B: Iterator<Item = Acc>>(
+    out: &mut Vec<Count>,
+    plans: &[BlockPlan],
+    blocks: impl Iterator<Item = B>,
+    span_ns: u64,
+) {
+    let mut n = 0;
+    for (p, accs) in plans.iter().zip(blocks) {
         for (ii, (item, acc)) in p.items.iter().zip(accs).enumerate() {
-            let coverage = if span_ns == 0 {
-                1.0
-            } else {
-                (acc.active_ns as f64 / span_ns as f64).min(1.0)
-            };
-            let value = if coverage <= 0.0 {
-                None
-            } else if acc.level || span_ns == 0 {
-                Some(acc.total)
-            } else if acc.counted_ns > 0 {
-                // The rate it counted at over its own bounds, for the whole span.
-                Some((acc.total as f64 * span_ns as f64 / acc.counted_ns as f64).round() as u64)
-            } else {
-                Some((acc.total as f64 / coverage).round() as u64)
-            };
-            let counter = p.counter_of(ii);
-            let unbounded = acc.unbounded();
-            out.push(Count {
-                block: p.names.block.clone(),
-                kind: p.block.kind,
-                blocks: 1,
-                counter,
-                event: p.names.items[ii].clone(),
-                event_number: item.number(),
-                counted: value.is_some(),
-                value,
-                raw: acc.total,
-                unit: unit(item),
-                coverage,
-                enabled_ns: span_ns,
-                running_ns: (span_ns as f64 * coverage).round() as u64,
-                valid: acc.foreign == 0 && unbounded.is_none(),
-                invalid: acc.why.map(|w| w.describe()).or(unbounded),
-                supported: true,
+            let (block, event) = (&p.names.block, &p.names.items[ii]);
+            let kept = out.get(n).is_some_and(|c| {
+                std::sync::Arc::ptr_eq(&c.block, block) && std::sync::Arc::ptr_eq(&c.event, event)
             });
+            if !kept {
+                let named = Count::named(block.clone(), p.block.kind, event.clone());
+                match out.get_mut(n) {
+                    Some(c) => *c = named,
+                    None => out.push(named),
+                }
+            }
+            out[n].estimate(p, ii, item, &acc, span_ns);
+            n += 1;
         }
+    }
+    out.truncate(n);
+}
+
+impl Count {
+    /// A count of `event` in `block` not yet made (its numbers made by
+    /// [`Count::estimate`]).
+    fn named(block: Name, kind: BlockKind, event: Name) -> Count {
+        Count {
+            block,
+            kind,
+            blocks: 1,
+            counter: None,
+            event,
+            event_number: None,
+            value: None,
+            raw: 0,
+            unit: "",
+            coverage: 0.0,
+            enabled_ns: 0,
+            running_ns: 0,
+            counted: false,
+            valid: false,
+            invalid: None,
+            supported: true,
+        }
+    }
+
+    /// Everything but the names of item `ii` of plan `p` over a span of `span_ns`
+    /// (0: unscaled), from its accumulator.
+    fn estimate(&mut self, p: &BlockPlan, ii: usize, item: &Item, acc: &Acc, span_ns: u64) {
+        let coverage = if span_ns == 0 {
+            1.0
+        } else {
+            (acc.active_ns as f64 / span_ns as f64).min(1.0)
+        };
+        let value = if coverage <= 0.0 {
+            None
+        } else if acc.level || span_ns == 0 {
+            Some(acc.total)
+        } else if acc.counted_ns > 0 {
+            // The rate it counted at over its own bounds, for the whole span.
+            Some((acc.total as f64 * span_ns as f64 / acc.counted_ns as f64).round() as u64)
+        } else {
+            Some((acc.total as f64 / coverage).round() as u64)
+        };
+        let unbounded = acc.unbounded();
+        // Every field named: one added to `Count` must be made here too.
+        let Count {
+            block: _,
+            kind,
+            blocks,
+            counter,
+            event: _,
+            event_number,
+            value: value_,
+            raw,
+            unit: unit_,
+            coverage: coverage_,
+            enabled_ns,
+            running_ns,
+            counted,
+            valid,
+            invalid,
+            supported,
+        } = self;
+        *kind = p.block.kind;
+        *blocks = 1;
+        *counter = p.counter_of(ii);
+        *event_number = item.number();
+        *counted = value.is_some();
+        *value_ = value;
+        *raw = acc.total;
+        *unit_ = unit(item);
+        *coverage_ = coverage;
+        *enabled_ns = span_ns;
+        *running_ns = (span_ns as f64 * coverage).round() as u64;
+        *valid = acc.foreign == 0 && unbounded.is_none();
+        *invalid = acc.why.map(|w| w.describe()).or(unbounded);
+        *supported = true;
     }
 }
 
@@ -267,11 +353,12 @@ pub fn aggregate(counts: &[Count]) -> Vec<Count> {
     out
 }
 
-/// [`aggregate`] into `out`, keeping its room (this runs at every -I interval).
+/// [`aggregate`] into `out`, keeping its room (this runs at every -I interval): a
+/// sum whose place held the same sum keeps its names.
 pub fn aggregate_into(out: &mut Vec<Count>, counts: &[Count]) {
-    out.clear();
+    let mut n = 0;
     for c in counts {
-        match out
+        match out[..n]
             .iter()
             .position(|o| o.kind == c.kind && o.event == c.event)
         {
@@ -288,28 +375,23 @@ pub fn aggregate_into(out: &mut Vec<Count>, counts: &[Count]) {
                 o.valid &= c.valid;
                 o.supported &= c.supported;
             }
-            // Named for its first block, with its counter, until a second joins
-            // (below); its reason is the sum's, said below.
-            None => out.push(Count {
-                block: c.block.clone(),
-                kind: c.kind,
-                blocks: c.blocks,
-                counter: c.counter,
-                event: c.event.clone(),
-                event_number: c.event_number,
-                value: c.value,
-                raw: c.raw,
-                unit: c.unit,
-                coverage: c.coverage,
-                enabled_ns: c.enabled_ns,
-                running_ns: c.running_ns,
-                counted: c.counted,
-                valid: c.valid,
-                invalid: None,
-                supported: c.supported,
-            }),
+            None => {
+                let kept = out
+                    .get(n)
+                    .is_some_and(|o| o.kind == c.kind && o.event == c.event);
+                if !kept {
+                    let named = Count::named(c.block.clone(), c.kind, c.event.clone());
+                    match out.get_mut(n) {
+                        Some(o) => *o = named,
+                        None => out.push(named),
+                    }
+                }
+                out[n].begin_sum(c);
+                n += 1;
+            }
         }
     }
+    out.truncate(n);
     let any_reason = counts.iter().any(|c| c.invalid.is_some());
     for o in out.iter_mut() {
         // Each reason of the sum's blocks, said once for the blocks that share it.
@@ -321,11 +403,66 @@ pub fn aggregate_into(out: &mut Vec<Count>, counts: &[Count]) {
                 .collect();
             o.invalid = reasons_of(&why, o.blocks);
         }
-        // A sum of one block keeps that block's name (`tile2`, not `tile`, which
-        // reads as every tile) and its counter.
         if o.blocks != 1 {
-            (o.block, o.counter) = (kind_name(o.kind), None);
+            if *o.block != *o.kind.as_str() {
+                o.block = kind_name(o.kind);
+            }
+            o.counter = None;
+        } else if *o.block == *o.kind.as_str() {
+            // A sum of one block keeps that block's name (`tile2`, not `tile`, which
+            // reads as every tile), where its place held a sum of several.
+            if let Some(first) = counts
+                .iter()
+                .find(|c| c.kind == o.kind && c.event == o.event)
+            {
+                if first.block != o.block {
+                    o.block = first.block.clone();
+                }
+            }
         }
+    }
+}
+
+impl Count {
+    /// A sum begun with count `c`: its numbers, and (until a second block joins)
+    /// its first block's name and counter; its reason is the sum's, said after.
+    fn begin_sum(&mut self, c: &Count) {
+        if self.block != c.block && *self.block != *c.kind.as_str() {
+            self.block = c.block.clone();
+        }
+        // Every field named: one added to `Count` must be summed here too.
+        let Count {
+            block: _,
+            kind,
+            blocks,
+            counter,
+            event: _,
+            event_number,
+            value,
+            raw,
+            unit,
+            coverage,
+            enabled_ns,
+            running_ns,
+            counted,
+            valid,
+            invalid,
+            supported,
+        } = self;
+        *kind = c.kind;
+        *blocks = c.blocks;
+        *counter = c.counter;
+        *event_number = c.event_number;
+        *value = c.value;
+        *raw = c.raw;
+        *unit = c.unit;
+        *coverage = c.coverage;
+        *enabled_ns = c.enabled_ns;
+        *running_ns = c.running_ns;
+        *counted = c.counted;
+        *valid = c.valid;
+        *invalid = None;
+        *supported = c.supported;
     }
 }
 

@@ -37,7 +37,7 @@ use sampler::Acc;
 pub use sampler::{Sampler, Stamp};
 
 pub use count::{aggregate, aggregate_into, metric_inputs, Count, Name};
-pub(crate) use count::{counts, counts_into, disabled_for, metric_values, perf_since};
+pub(crate) use count::{counts, counts_since_into, disabled_for, metric_values, perf_since};
 pub(crate) use pace::{after, next_deadline, ns, poll_readable, poll_writable};
 pub use pace::{For, Forever, Pacer, RealPacer, Timing, Until};
 pub(crate) use request::pll_hz;
@@ -82,8 +82,6 @@ pub struct Run {
 pub struct Measurement<'d> {
     source: Source<'d>,
     perf: Option<crate::perf::Counters>,
-    /// An interval's counts before they are counts, its room kept between intervals.
-    delta: Vec<Vec<Acc>>,
     /// The room of the last interval's counts, for the next's.
     counts: Vec<Count>,
 }
@@ -169,7 +167,6 @@ impl<'d> Measurement<'d> {
         Ok(Measurement {
             source: Source::Own(sampler),
             perf: None,
-            delta: Vec::new(),
             counts: Vec::new(),
         })
     }
@@ -404,13 +401,16 @@ impl<'d> Measurement<'d> {
 
     /// The interval of run `number` (which started at `start`) between two marks.
     fn interval(&mut self, number: u32, start: u64, from: &Mark, to: &Mark) -> Interval {
-        let mut delta = std::mem::take(&mut self.delta);
-        Acc::all_since_into(&mut delta, &to.totals, &from.totals);
         let span = to.ns - from.ns;
         let on = span.saturating_sub(to.off_ns.saturating_sub(from.off_ns));
         let mut interval_counts = std::mem::take(&mut self.counts);
-        counts_into(&mut interval_counts, self.plans(), &delta, on);
-        self.delta = delta;
+        counts_since_into(
+            &mut interval_counts,
+            self.plans(),
+            &to.totals,
+            &from.totals,
+            on,
+        );
         interval_counts.extend(perf_since(&to.perf, &from.perf));
         disabled_for(&mut interval_counts, on, span);
         Interval {
@@ -532,6 +532,28 @@ mod tests {
         let mut room = aggregate(&[Count::example("mss0", BlockKind::Mss, "EVENT_B", 1)]);
         aggregate_into(&mut room, &counts);
         assert_eq!(room, sums);
+        aggregate_into(&mut room, &counts);
+        assert_eq!(room, sums);
+        // In the room of the same sums in another order, and of a sum of several
+        // tiles where one tile is left: each as made anew, the tile named for it
+        // with its counter, no reason kept from before.
+        room.reverse();
+        aggregate_into(&mut room, &counts);
+        assert_eq!(room, sums);
+        let mut left = Count::example("tile1", BlockKind::Tile, "MEMORY_READS", 7);
+        left.counter = Some(1);
+        let one = [left, counts[2].clone()];
+        aggregate_into(&mut room, &one);
+        assert_eq!(room, aggregate(&one));
+        assert_eq!(
+            (
+                &*room[0].block,
+                room[0].counter,
+                room[0].valid,
+                room[0].invalid.as_deref()
+            ),
+            ("tile1", Some(1), true, None)
+        );
         aggregate_into(&mut room, &counts);
         assert_eq!(room, sums);
     }

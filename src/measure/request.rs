@@ -321,7 +321,6 @@ pub(crate) fn measure_via<'d>(
     let m = Measurement {
         source: Source::Shared(shared),
         perf: None,
-        delta: Vec::new(),
         counts: Vec::new(),
     };
     let ctx = RunCtx {

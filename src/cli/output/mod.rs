@@ -17,7 +17,8 @@ use std::io::{self, Write};
 use clap::ValueEnum;
 
 pub(crate) use text::{
-    group, group_f, pad_into, percent, readable, readable_as, three_decimals, two_decimals,
+    group, group_f, group_into, pad_into, percent, readable, readable_as, three_decimals,
+    three_decimals_into, two_decimals,
 };
 
 /// The output formats every data-printing command takes.

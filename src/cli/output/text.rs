@@ -34,8 +34,14 @@ fn spaces(line: &mut String, mut n: usize) {
 
 /// `1234567` → `1,234,567`.
 pub(crate) fn group(n: u64) -> String {
-    // The digits on the stack, the grouped text in one allocation (every value of
-    // every -I line goes through here).
+    let mut out = String::with_capacity(26);
+    group_into(&mut out, n);
+    out
+}
+
+/// [`group`], added to `out` (every value of every -I line goes through here).
+pub(crate) fn group_into(out: &mut String, n: u64) {
+    // The digits on the stack, then grouped into `out`.
     let mut digits = [0u8; 20];
     let (mut at, mut rest) = (digits.len(), n);
     loop {
@@ -47,14 +53,12 @@ pub(crate) fn group(n: u64) -> String {
         }
     }
     let s = &digits[at..];
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, &c) in s.iter().enumerate() {
         if i > 0 && (s.len() - i) % 3 == 0 {
             out.push(',');
         }
         out.push(char::from(c));
     }
-    out
 }
 
 /// A rate with grouping and two decimals; one that two decimals would show as
@@ -81,20 +85,28 @@ pub(crate) fn group_f(x: f64) -> String {
 /// of a millisecond of halfway between two, or not a plain non-negative number, is
 /// left to the formatter, whose rounding of the exact value decides it.
 pub(crate) fn three_decimals(x: f64) -> String {
+    let mut out = String::with_capacity(24);
+    three_decimals_into(&mut out, x);
+    out
+}
+
+/// [`three_decimals`], added to `out`.
+pub(crate) fn three_decimals_into(out: &mut String, x: f64) {
     let ms = x * 1000.0;
     let frac = ms - ms.trunc();
     if !(0.0..1e15).contains(&ms) || ms.is_sign_negative() || (frac - 0.5).abs() < 1e-6 {
-        return format!("{x:.3}");
+        use std::fmt::Write;
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{x:.3}");
+        return;
     }
     let ms = ms.round() as u64;
-    let mut out = String::with_capacity(24);
     out.push_str(itoa::Buffer::new().format(ms / 1000));
     out.push('.');
     let rest = (ms % 1000) as u16;
     out.push(char::from(b'0' + (rest / 100) as u8));
     out.push(char::from(b'0' + (rest / 10 % 10) as u8));
     out.push(char::from(b'0' + (rest % 10) as u8));
-    out
 }
 
 /// `x` with two decimals, or with two significant digits where two decimals would

@@ -209,18 +209,10 @@ impl Acc {
     /// Every accumulator of `now` since its counterpart in `then` (per block, per
     /// item: a sampler's or an owner's totals at two moments).
     pub(crate) fn all_since(now: &[Vec<Acc>], then: &[Vec<Acc>]) -> Vec<Vec<Acc>> {
-        let mut out = Vec::new();
-        Acc::all_since_into(&mut out, now, then);
-        out
-    }
-
-    /// [`Acc::all_since`] into `out`, keeping its room (once per `-I` interval).
-    pub(crate) fn all_since_into(out: &mut Vec<Vec<Acc>>, now: &[Vec<Acc>], then: &[Vec<Acc>]) {
-        out.resize_with(now.len().min(then.len()), Vec::new);
-        for ((o, n), t) in out.iter_mut().zip(now).zip(then) {
-            o.clear();
-            o.extend(n.iter().zip(t).map(|(n, t)| n.since(t)));
-        }
+        now.iter()
+            .zip(then)
+            .map(|(n, t)| n.iter().zip(t).map(|(n, t)| n.since(t)).collect())
+            .collect()
     }
 
     pub(super) fn touched(&mut self, why: Foreign) {

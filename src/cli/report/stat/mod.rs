@@ -20,7 +20,7 @@ mod table;
 
 use perf_csv::PerfCsv;
 use table::{
-    interval_line, name_columns, note_text, push_interval_line_named, shown, value_text,
+    interval_line, name_columns, note_text, push_interval_line_named, shown, value_text_into,
     SummaryTable, INTERVAL_HEADER,
 };
 
@@ -88,6 +88,9 @@ pub(crate) struct StatWriter<'w> {
     /// An interval table's lines, made together and written at once (kept for the
     /// next interval's).
     lines: String,
+    /// An -I line's time and value, made in this room at every interval.
+    time_text: String,
+    value_text: String,
     /// `-x`'s lines, kept from interval to interval.
     perf_lines: Option<perf_csv::Lines>,
     /// Where each count of an interval goes in `order`, found at the first interval.
@@ -147,6 +150,8 @@ impl<'w> StatWriter<'w> {
             intervals_done: false,
             started: std::time::SystemTime::now(),
             lines: String::new(),
+            time_text: String::new(),
+            value_text: String::new(),
             perf_lines: None,
             places: PerCount::default(),
             names: PerCount::default(),
@@ -208,13 +213,17 @@ impl<'w> StatWriter<'w> {
 
     /// [`StatWriter::shown`] into `out`, keeping its room.
     fn shown_into(&mut self, out: &mut Vec<Count>, counts: &[Count]) {
-        out.clear();
         if self.metric_only {
+            out.clear();
             return;
         }
         match self.aggregate {
+            // The sums in the places of the last interval's.
             true => aggregate_into(out, counts),
-            false => out.extend_from_slice(counts),
+            false => {
+                out.clear();
+                out.extend_from_slice(counts);
+            }
         }
         self.order.sort_remembering(out, &mut self.places);
     }
@@ -366,13 +375,17 @@ impl<'w> StatWriter<'w> {
                     interval_line(self.w, INTERVAL_HEADER)?;
                     self.header_done = true;
                 }
-                let time = crate::cli::output::three_decimals(i.time_s);
+                // The time and each value made in kept room.
+                let (time, value) = (&mut self.time_text, &mut self.value_text);
+                time.clear();
+                crate::cli::output::three_decimals_into(time, i.time_s);
                 self.lines.clear();
                 for (n, c) in counts.iter().enumerate() {
-                    let (value, note, unit) =
-                        (value_text(c, self.big_num), note_text(c), shown(c).1);
+                    value.clear();
+                    value_text_into(value, c, self.big_num);
+                    let (note, unit) = (note_text(c), shown(c).1);
                     let names = name_columns(&mut self.names, n, c);
-                    push_interval_line_named(&mut self.lines, [&time, names, &value, unit, &note]);
+                    push_interval_line_named(&mut self.lines, [time, names, value, unit, &note]);
                 }
                 self.w.write_all(self.lines.as_bytes())?;
             }

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::Ending;
-use crate::cli::output::{group, pad_into, Cell, Document, Report, Table};
+use crate::cli::output::{group_into, pad_into, Cell, Document, Report, Table};
 use crate::front::escape::escape;
 use crate::measure::order::PerCount;
 use crate::measure::repeat::spread_of;
@@ -114,14 +114,14 @@ pub(super) fn name_columns<'k>(kept: &'k mut PerCount<String>, n: usize, c: &Cou
     })
 }
 
-/// What a table shows for a count's value: perf's `<not counted>` when it never
-/// got a turn.
-pub(super) fn value_text(c: &Count, big_num: bool) -> String {
+/// What a table shows for a count's value, added to `out`: perf's `<not counted>` when
+/// it never got a turn.
+pub(super) fn value_text_into(out: &mut String, c: &Count, big_num: bool) {
     match shown(c).0 {
-        Shown::Count(v) if big_num => group(v),
-        Shown::Count(v) => v.to_string(),
-        Shown::Msec(ms) => crate::cli::output::group_f(ms),
-        Shown::Missing(text) => text.into(),
+        Shown::Count(v) if big_num => group_into(out, v),
+        Shown::Count(v) => out.push_str(itoa::Buffer::new().format(v)),
+        Shown::Msec(ms) => out.push_str(&crate::cli::output::group_f(ms)),
+        Shown::Missing(text) => out.push_str(text),
     }
 }
 
