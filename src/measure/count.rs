@@ -366,6 +366,7 @@ impl Numbers {
 
 impl Count {
     /// The count of `event` in `block` with these numbers.
+    #[cold]
     fn of(block: Name, event: Name, numbers: Numbers) -> Count {
         // Every field but the names is set from `numbers` below: a field added
         // to `Count` belongs in `Numbers`, where its makers and `set_numbers`
@@ -505,6 +506,7 @@ pub fn aggregate_into(out: &mut Vec<Count>, counts: &[Count]) {
 
 /// A kind's name as a sum's block is named: made once per kind, shared by every
 /// interval's sums.
+#[cold]
 fn kind_name(kind: BlockKind) -> Name {
     use std::sync::{Mutex, OnceLock};
     static NAMES: OnceLock<Mutex<Vec<(BlockKind, Name)>>> = OnceLock::new();
@@ -523,6 +525,7 @@ fn kind_name(kind: BlockKind) -> Name {
 /// A sum's reason from its blocks' (block, reason) pairs: each reason once, after the
 /// blocks that gave it (`mss0, mss2: …`), or alone when every block of the sum gave
 /// it (a one-block sum's label already names its block).
+#[cold]
 pub(crate) fn reasons_of(why: &[(Name, String)], blocks: usize) -> Option<String> {
     let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
     for (block, reason) in why {

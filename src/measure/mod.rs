@@ -5,6 +5,10 @@
 //! The flow: resolve the specs ([`crate::spec`]), place them on counters ([`place`]),
 //! record the configuration (`session::save`) in a journal, program and start,
 //! sample every tick ([`Sampler`]), check for foreign re-programming, restore.
+//!
+//! What runs only at a start, an end, a failure or another program's write is
+//! `#[cold]`: kept out of the tick's code, which a tick on a busy machine pays for
+//! line by line (docs/performance.md).
 
 pub(crate) mod compose;
 pub mod control;
@@ -300,6 +304,7 @@ impl<'d> Measurement<'d> {
     }
 
     /// The run's counts at its end, `now`: over the time counting was enabled.
+    #[cold]
     fn finish(&mut self, number: u32, start: u64, now: u64, off: &Excluded) -> Run {
         let elapsed_ns = now.saturating_sub(start);
         let (totals, off_ns) = off.enabled(now, self.source.totals());
@@ -317,6 +322,7 @@ impl<'d> Measurement<'d> {
 
     /// Carries out `switches` now: one read of every counter is the boundary
     /// between what is counted and what is left out. Returns when it was read.
+    #[cold]
     fn switch(
         &mut self,
         switches: &[Switch],
@@ -358,6 +364,7 @@ impl<'d> Measurement<'d> {
     /// opened for the command and enabled at its exec): whatever they read by the
     /// time the loop first looks was counted within the run, so they start from
     /// 0 and the intervals add up to the run's total.
+    #[cold]
     fn first_mark(&mut self, start: u64, off: &Excluded) -> Mark {
         let mut mark = self.mark(start, off, None);
         for c in &mut mark.perf {

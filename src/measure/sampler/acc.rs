@@ -181,13 +181,17 @@ impl Acc {
     /// Why its rate is not known to 0.5 % over this span, if it is not: the bounds
     /// of a window it holds were delayed by more than that share of its counting.
     pub fn unbounded(&self) -> Option<String> {
-        unknown_beyond_bound(self.uncertain_ns, self.counted_ns).then(|| {
-            format!(
-                "a busy machine delayed the writes that bound its first window by up to {} µs of the {} µs it counted: its rate is not known to 0.5 %",
-                self.uncertain_ns / 1000,
-                self.counted_ns / 1000
-            )
-        })
+        unknown_beyond_bound(self.uncertain_ns, self.counted_ns).then(|| self.unbounded_text())
+    }
+
+    /// [`Acc::unbounded`]'s words, apart: made rarely, kept out of the tick's code.
+    #[cold]
+    fn unbounded_text(&self) -> String {
+        format!(
+            "a busy machine delayed the writes that bound its first window by up to {} µs of the {} µs it counted: its rate is not known to 0.5 %",
+            self.uncertain_ns / 1000,
+            self.counted_ns / 1000
+        )
     }
 
     /// What two stretches left out of a count add up to: their counts and times, and

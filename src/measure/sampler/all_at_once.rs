@@ -88,6 +88,9 @@ impl<'d> Sampler<'d> {
         }
     }
 
+    // Apart from `tick_block`, which the other mechanisms' ticks share: a
+    // tick's code is what it pays for (docs/performance.md).
+    #[inline(never)]
     pub(super) fn tick_all_at_once(
         &mut self,
         i: usize,

@@ -302,6 +302,7 @@ fn unknown_beyond_bound(unknown: u64, counted: u64) -> bool {
 
 /// Why a counter went backwards: another event programmed over it (the events
 /// were read before that write landed, so its event is read once more), or a reset.
+#[cold]
 fn reset_cause(events: Option<&mut Reader<'_>>, p: &BlockPlan, s: &Slot) -> Result<Foreign> {
     if let Some(reader) = events {
         let found = reader.event()?;
@@ -602,6 +603,7 @@ impl<'d> Sampler<'d> {
     /// anew, which is later than the tick's `now` by the failed reads and their
     /// handling (milliseconds on a slow or emulated core). The span between is not
     /// counted, so the next interval's coverage says so and its value is scaled.
+    #[cold]
     fn restart_at(&mut self, i: usize, now: u64) -> u64 {
         let at = (self.stamp)().max(now);
         self.states[i].last_ns = at;
