@@ -7,11 +7,18 @@
  *                                 read back and compared, as bfperf reads event<N>;
  *                                 a write:FILE=VALUE is written each tick in its
  *                                 place (an all-at-once block stopped and started);
- *                                 a first argument touch:N also touches N cache
- *                                 lines of its own memory each tick, ten to a 4 KiB
- *                                 page (as a bfperf tick's are spread:
- *                                 benches/tick-pages.py), to price a line
- *                                 (benches/line-cost.sh)
+ *                                 first arguments price what a tick touches
+ *                                 (benches/line-cost.sh): touch:N[:P] touches N
+ *                                 cache lines of its own memory each tick, P to a
+ *                                 4 KiB page (10 unless given, as a bfperf tick's
+ *                                 are spread: benches/tick-pages.py; 64 packs them),
+ *                                 each load independent of the others; chase:N
+ *                                 follows a chain through N lines, ten to a page in
+ *                                 a shuffled order, each load waiting for the last;
+ *                                 code:N calls N functions a cache line each, eight
+ *                                 to a page in a shuffled order (built with
+ *                                 -DCODE_LINES and the functions line-cost.sh
+ *                                 generates)
  *   floor list DIR...             list each directory; print each entry's name
  *   floor cat FILE...             print each file whole
  *   floor do OP:PATH...           each in turn, OP one of list, cat, read (as snapshot)
@@ -44,6 +51,32 @@ static int snapshot(int n, char **files) {
     return sum == 0xdeadbeef;
 }
 
+#ifdef CODE_LINES
+unsigned long long run_code(long n);
+#else
+static unsigned long long run_code(long n) { return (unsigned long long)n; }
+#endif
+
+/* A chain through n lines, ten to a page, linked in a shuffled order: following it
+ * waits on each line in turn. */
+struct link { struct link *next; };
+static volatile unsigned long long sink;
+static struct link *chain(long n) {
+    if (n <= 0) return NULL;
+    char *mem = calloc(n / 10 + 1, 4096);
+    long *order = malloc(n * sizeof *order);
+    if (!mem || !order) return NULL;
+    for (long i = 0; i < n; i++) order[i] = i;
+    srand(1);
+    for (long i = n - 1; i > 0; i--) { long j = rand() % (i + 1), t = order[i]; order[i] = order[j]; order[j] = t; }
+#define LINK(k) ((struct link *)(mem + (order[k] / 10) * 4096 + (order[k] % 10) * 384))
+    for (long i = 0; i < n; i++) LINK(i)->next = i + 1 < n ? LINK(i + 1) : NULL;
+    struct link *first = LINK(0);
+#undef LINK
+    free(order);
+    return first;
+}
+
 static int sample(long ms, long seconds, int n, char **files) {
     int *fds = calloc(n, sizeof *fds), *check = calloc(n, sizeof *check);
     unsigned long long *last = calloc(n, sizeof *last);
@@ -51,11 +84,31 @@ static int sample(long ms, long seconds, int n, char **files) {
     /* check:FILE is read back each tick and must keep its first value (an event<N>
      * another program could re-program); write:FILE=VALUE is written each tick, in
      * its place among the reads. */
-    long touch = 0;
-    if (n > 0 && !strncmp(files[0], "touch:", 6)) touch = atol(files[0] + 6), files++, n--;
+    long touch = 0, per_page = 10, links = 0, code = 0;
+    for (; n > 0; files++, n--) {
+        if (!strncmp(files[0], "touch:", 6)) {
+            char *at = strchr(files[0] + 6, ':');
+            touch = atol(files[0] + 6);
+            if (at) per_page = atol(at + 1);
+            if (per_page < 1 || per_page > 64) { fprintf(stderr, "touch: 1 to 64 lines a page\n"); return 1; }
+        } else if (!strncmp(files[0], "chase:", 6)) {
+            links = atol(files[0] + 6);
+        } else if (!strncmp(files[0], "code:", 5)) {
+            code = atol(files[0] + 5);
+#ifndef CODE_LINES
+            fprintf(stderr, "code: built without -DCODE_LINES\n");
+            return 1;
+#endif
+        } else {
+            break;
+        }
+    }
     if (open_ops(n, files, fds, check, value)) return 1;
-    volatile unsigned char *lines = touch > 0 ? calloc(touch / 10 + 1, 4096) : NULL;
+    volatile unsigned char *lines = touch > 0 ? calloc(touch / per_page + 1, 4096) : NULL;
     if (touch > 0 && !lines) { perror("touch:"); return 1; }
+    struct link *first = chain(links);
+    if (links > 0 && !first) { perror("chase:"); return 1; }
+    unsigned long long kept = 0;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     long ticks = seconds * 1000 / ms;
@@ -73,12 +126,15 @@ static int sample(long ms, long seconds, int n, char **files) {
             if (!check[i] && t > 0) printf("%ld %d %llu\n", t, i, v - last[i]);
             last[i] = v;
         }
-        for (long k = 0; k < touch; k++) lines[(k / 10) * 4096 + (k % 10) * 384]++;
+        for (long k = 0; k < touch; k++) lines[(k / per_page) * 4096 + (k % per_page) * (4096 / per_page / 64 * 64)]++;
+        for (struct link *l = first; l; l = l->next) kept++;
+        if (code > 0) kept += run_code(code);
         fflush(stdout);
         next.tv_nsec += ms * 1000000L;
         while (next.tv_nsec >= 1000000000L) { next.tv_nsec -= 1000000000L; next.tv_sec++; }
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
     }
+    sink = kept; /* what was counted is used, so that it is not left out */
     return 0;
 }
 
