@@ -366,7 +366,6 @@ impl Numbers {
 
 impl Count {
     /// The count of `event` in `block` with these numbers.
-    #[cold]
     fn of(block: Name, event: Name, numbers: Numbers) -> Count {
         // Every field but the names is set from `numbers` below: a field added
         // to `Count` belongs in `Numbers`, where its makers and `set_numbers`
