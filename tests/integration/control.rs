@@ -361,6 +361,46 @@ fn bash_with(c: &dyn Tree, script: &str) -> Process {
     cmd
 }
 
+/// Waits (30 s at most) until the FIFO `path` holds as many bytes as its pipe can,
+/// while `child` runs; opened read-write so that the open never blocks, and never
+/// read from.
+fn wait_until_full(path: &str, child: &mut std::process::Child) {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let fifo = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .unwrap();
+    // SAFETY: F_GETPIPE_SZ takes no argument.
+    let size = unsafe { libc::fcntl(fifo.as_raw_fd(), libc::F_GETPIPE_SZ) };
+    assert!(size > 0, "{}", std::io::Error::last_os_error());
+    let held = || {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one c_int, alive across the call.
+        unsafe { libc::ioctl(fifo.as_raw_fd(), libc::FIONREAD, &mut n) };
+        n
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // A full pipe: the kernel takes no more once its last page is begun (it held
+    // 61,444 of 65,536 bytes so), so at least all but a page of it.
+    // SAFETY: sysconf reads a constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as libc::c_int;
+    while held() < size - page {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "stat ended before its ack pipe was full"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the ack pipe holds {} of {size} bytes after 30 s",
+            held()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Waits for `child` at most `limit`; kills it (and fails) if it is still running.
 fn ended_within(child: &mut std::process::Child, limit: std::time::Duration, what: &str) -> i32 {
     let began = std::time::Instant::now();
@@ -417,8 +457,9 @@ fn an_ack_pipe_nobody_reads_never_holds_stat() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // The pings take a moment to write; the ack pipe (64 KiB) is full after 16,384.
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    // The pings take a moment to write; the ack pipe is full after 16,384 of them
+    // (64 KiB): looked at, never read, through a descriptor of the test's own.
+    wait_until_full(&ack, &mut child);
     // SAFETY: signals our own child (bash exec'd into stat).
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let code = ended_within(

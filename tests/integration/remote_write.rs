@@ -292,7 +292,8 @@ fn remote_write_over_tls_with_basic_auth_and_a_refusal_counted() {
     let (_good, _) = start("good", "s3cret");
     let (_bad, bad_port) = start("bad", "wrong");
     // Prometheus' API needs the credentials too: read it over curl.
-    let query = |q: &str| -> usize {
+    // How many series the query found; None unless Prometheus answered it.
+    let query = |q: &str| -> Option<usize> {
         let out = Process::new("curl")
             .args(["-s", "--cacert"])
             .arg(d.join("server.crt"))
@@ -305,17 +306,19 @@ fn remote_write_over_tls_with_basic_auth_and_a_refusal_counted() {
             .arg(format!("https://127.0.0.1:{port}/api/v1/query"))
             .output()
             .unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        v["data"]["result"].as_array().map_or(0, Vec::len)
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        (out.status.success() && v["status"] == "success")
+            .then(|| v["data"]["result"].as_array().map(Vec::len))
+            .flatten()
     };
     wait_until(
         "the good exporter's series over TLS",
         Duration::from_secs(60),
-        || query("bfperf_events_total{instance=\"good\",block=\"mss0\"}") == 2,
+        || query("bfperf_events_total{instance=\"good\",block=\"mss0\"}") == Some(2),
     );
     // The refused one: counted as refused (the receiver said 401), never stored.
     wait_refused(bad_port);
-    assert_eq!(query("bfperf_up{instance=\"bad\"}"), 0);
+    assert_eq!(query("bfperf_up{instance=\"bad\"}"), Some(0));
 }
 
 /// Waits for an exporter's own scrape to count refused samples.

@@ -89,6 +89,7 @@ fn every_spelling_of_a_device_shares_one_lock() {
     let link = parent.join("another-name");
     let _ = fs::remove_file(&link);
     std::os::unix::fs::symlink(&root, &link).unwrap();
+    let tile2 = block_config(&device_dir(&root), "tile2");
     let mut holder: Child = Command::new(env!("CARGO_BIN_EXE_bfperf"))
         .env_remove("BFPERF_LOCK_FILE")
         .env("BFPERF_STATE_DIR", state.path())
@@ -99,13 +100,15 @@ fn every_spelling_of_a_device_shares_one_lock() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The lock exists once the holder has it.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while fs::read_dir(state.path()).unwrap().count() == 0 {
-        assert!(Instant::now() < deadline);
+    // The holder has the lock once it has programmed tile2 (it writes under it).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while block_config(&device_dir(&root), "tile2") == tile2 {
+        assert!(
+            Instant::now() < deadline,
+            "the holder never programmed tile2"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(200));
     let name = root.file_name().unwrap().to_str().unwrap().to_string();
     let spellings: Vec<Vec<String>> = vec![
         vec!["--sysfs-root".into(), format!("{}/", root.display())],
@@ -212,10 +215,14 @@ fn whole_config(m: &Mount) -> Vec<(String, Vec<(String, String)>)> {
         .collect()
 }
 
-fn killed_mid_measurement(m: &Mount, state: &Path, args: &[&str]) {
+/// Starts `args`, waits until its journal exists and every block of `programmed`
+/// reads otherwise than before it started (its programming is on the device), then
+/// SIGKILLs it.
+fn killed_mid_measurement(m: &Mount, state: &Path, args: &[&str], programmed: &[&str]) {
+    let before: Vec<_> = programmed.iter().map(|b| m.config(b)).collect();
     let mut w = spawn_with_state(m, state, args);
     // Wait for the journal, then for the programming.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(30);
     while !fs::read_dir(state).unwrap().any(|e| {
         e.unwrap()
             .file_name()
@@ -225,7 +232,19 @@ fn killed_mid_measurement(m: &Mount, state: &Path, args: &[&str]) {
         assert!(Instant::now() < deadline, "no journal");
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(700));
+    let changed = || {
+        programmed
+            .iter()
+            .zip(&before)
+            .all(|(b, was)| &m.config(b) != was)
+    };
+    while !changed() {
+        assert!(
+            Instant::now() < deadline,
+            "{args:?} never programmed {programmed:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     w.kill().unwrap();
     w.wait().unwrap();
 }
@@ -246,7 +265,7 @@ fn a_killed_writer_is_undone_by_restore_or_by_the_next_writer() {
         "--duration",
         "60s",
     ];
-    killed_mid_measurement(&m, state.path(), &specs);
+    killed_mid_measurement(&m, state.path(), &specs, &["llt0", "mss0"]);
     assert_ne!(
         whole_config(&m),
         original,
@@ -280,6 +299,7 @@ fn a_killed_writer_is_undone_by_restore_or_by_the_next_writer() {
             "--listen",
             &listen,
         ],
+        &["llt1"],
     );
     assert_ne!(whole_config(&m), original);
     with_state(&m, state.path())
@@ -570,6 +590,7 @@ fn a_pending_journal_refuses_one_shot_writes_until_restored_or_discarded() {
         &m,
         state.path(),
         &["stat", "-e", "llt0/GDC_BANK0_RD_REQ/", "--duration", "60s"],
+        &["llt0"],
     );
     let left = m.config("llt0");
     assert_ne!(left, original);
@@ -647,6 +668,7 @@ fn a_pending_journal_refuses_one_shot_writes_until_restored_or_discarded() {
         &m,
         state.path(),
         &["stat", "-e", "llt0/GDC_BANK0_RD_REQ/", "--duration", "60s"],
+        &["llt0"],
     );
     cmd().arg("restore").assert().success();
     assert_eq!(m.config("llt0"), programmed);
@@ -669,6 +691,7 @@ fn a_journal_that_points_outside_the_device_is_refused() {
         &m,
         state.path(),
         &["stat", "-e", "llt0/GDC_BANK0_RD_REQ/", "--duration", "60s"],
+        &["llt0"],
     );
     let journal = journal_in(state.path()).expect("a journal");
     let good = fs::read_to_string(&journal).unwrap();
@@ -788,7 +811,15 @@ fn a_refused_exporter_start_or_reload_leaves_no_journal_and_keeps_serving() {
     fs::write(&cfg, "events = [\"llt3/GDC_BANK0_RD_REQ/\"]\n").unwrap();
     // SAFETY: signals our own child.
     unsafe { libc::kill(e.0.id() as i32, libc::SIGHUP) };
-    std::thread::sleep(Duration::from_secs(1));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !crate::exporter::said(&e).contains("reload failed") {
+        assert!(
+            Instant::now() < deadline,
+            "the reload was never refused: {}",
+            crate::exporter::said(&e)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert!(
         e.0.try_wait().unwrap().is_none(),
         "a refused reload stopped the exporter"

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::common::*;
 use bfperf::measure::{self, For, StatRequest, Until};
@@ -589,7 +589,19 @@ fn signals_restore_the_device_and_a_second_writer_is_refused() {
             .code(1)
             .stderr(predicate::str::contains(format!("pid {}", child.id())))
             .stderr(predicate::str::contains("bfperf"));
-        std::thread::sleep(Duration::from_millis(300));
+        // The measurement has begun once the blocks it counts are programmed.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while ["llt0", "llt1", "mss0"]
+            .iter()
+            .zip(&before)
+            .any(|(b, was)| &m.config(b) == was)
+        {
+            assert!(
+                Instant::now() < deadline,
+                "stat never programmed the blocks"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         // SAFETY: signals our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         let out = child.wait_with_output().unwrap();
