@@ -302,3 +302,75 @@ fn every_readme_and_docs_command_runs_on_the_generation_it_names() {
         failed.join("\n")
     );
 }
+
+/// README's "Try it" block: the two lines `.ci/run` runs verbatim, read the same way
+/// (the first `sh` block under the heading).
+fn try_it() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme
+        .split("\n## ")
+        .find(|s| s.starts_with("Try it"))
+        .expect("README has a Try it section");
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("Try it has an sh block");
+    block
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// README's first command is `cargo run` of the command line, which is the
+/// package's default binary (the exporter is the other), and prints the DDR and LLC
+/// bandwidths the simulator drives; the second is the suite. `.ci/run` runs both.
+#[test]
+fn readmes_two_commands_run_as_written() {
+    let lines = try_it();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let args = lines[0]
+        .strip_prefix("cargo run --release -- ")
+        .unwrap_or_else(|| panic!("the first is not `cargo run --release -- …`: {}", lines[0]));
+    assert_eq!(lines[1], "cargo test");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest: toml::Value =
+        toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["package"]["default-run"].as_str(),
+        Some("bfperf"),
+        "`cargo run` must know which binary to run"
+    );
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    assert!(
+        ci.contains("/^## Try it/") && ci.contains("bash -c \"${readme_commands[0]}\""),
+        ".ci/run no longer runs README's block"
+    );
+    // What `cargo run` runs: the binary, with the line's arguments as sh splits them.
+    let out = Process::new("sh")
+        .args(["-c", &format!("exec \"$0\" {args}")])
+        .arg(assert_cmd::cargo::cargo_bin!("bfperf"))
+        .output()
+        .unwrap();
+    // perf's place for its report: standard error.
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    // The simulator's rates: DDR reads are mss's flits, LLC reads both banks' read
+    // requests, 64 bytes each.
+    let llts: Vec<String> = (0..8).map(|n| format!("llt{n}")).collect();
+    let llts: Vec<&str> = llts.iter().map(String::as_str).collect();
+    let ddr = crate::common::bf3_gb_per_s(&["mss0", "mss1"], "SKYLIB_DDN_TX_FLITS");
+    let llc = crate::common::bf3_gb_per_s(&llts, "GDC_BANK0_RD_REQ")
+        + crate::common::bf3_gb_per_s(&llts, "GDC_BANK1_RD_REQ");
+    for (metric, want) in [("ddr_read_bandwidth", ddr), ("llc_read_bandwidth", llc)] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(metric))
+            .unwrap_or_else(|| panic!("no {metric}:\n{text}"));
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f[3], "GB/s", "{line}");
+        crate::common::assert_rate(f[2].parse().unwrap(), want, &format!("{metric}\n{text}"));
+    }
+}
