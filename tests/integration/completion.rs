@@ -1,7 +1,7 @@
 //! Shell completion: the engine's candidates, a real bash running the script, and the
 //! checked-in scripts being current.
 
-use crate::common::*;
+use crate::support::*;
 use std::path::Path;
 use std::process::Command as Process;
 

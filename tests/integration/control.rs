@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command as Process;
 
-use crate::common::*;
+use crate::support::*;
 
 /// The phases: 1 s, an enabled 1 s, 1 s, in bash. `ctl` writes a word and waits for
 /// its ack. The script writes to `times` the clock (bash's, no process started)
@@ -241,7 +241,7 @@ fn task_clock_counts_the_enabled_phase_of_a_busy_command() {
 
 #[test]
 fn a_client_of_the_exporter_is_counted_for_its_enabled_time() {
-    let Some((m, dir, _e, _port)) = crate::exporter::default_exporter() else {
+    let Some((m, dir, _e, _port)) = crate::support::default_exporter() else {
         return;
     };
     let (ctl, ack) = fifos(dir.path());

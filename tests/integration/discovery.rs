@@ -1,6 +1,6 @@
 //! Finding the device, the block map, info, and discovery errors.
 
-use crate::common::*;
+use crate::support::*;
 use predicates::prelude::*;
 use std::fs;
 

@@ -1,6 +1,6 @@
 //! The event catalog as the `events` command shows it.
 
-use crate::common::*;
+use crate::support::*;
 use predicates::prelude::*;
 
 #[test]

@@ -1,6 +1,6 @@
 //! The checked-in fixtures are what the generator makes.
 
-use crate::common::*;
+use crate::support::*;
 
 #[test]
 fn fixtures_match_the_generator() {

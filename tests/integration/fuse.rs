@@ -2,7 +2,7 @@
 //! unlike on plain-file fixtures. Skipped with one line where FUSE cannot be used;
 //! required where `BFPERF_REQUIRE` names `fuse` (CI).
 
-use crate::common::*;
+use crate::support::*;
 use predicates::prelude::*;
 use std::fs;
 use std::io::Write;

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::common::{counting, rig, Rig};
+use crate::support::{counting, rig, Rig};
 use bfperf::collector::{self, Collector};
 use bfperf::metrics::MetricSet;
 use bfperf::Generation;

@@ -1,7 +1,7 @@
 //! perf's habits: `bfperf list` across the device, and perf's `-e` grammar in
 //! `stat`, checked against the simulator's rates (values, not exit codes).
 
-use crate::common::*;
+use crate::support::*;
 use bfperf::sim::{Kernel, Sim};
 use bfperf::Generation;
 use predicates::prelude::*;

@@ -4,7 +4,7 @@
 //! and a count of one block labelled with that block. Values are checked against the
 //! in-process simulator's rates.
 
-use crate::common::*;
+use crate::support::*;
 
 /// stat's own lines on stderr (its warnings start with `bfperf:`).
 fn report(stderr: &[u8]) -> Vec<String> {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::common::*;
+use crate::support::*;
 use bfperf::ops::{control, program, read};
 use bfperf::sim::{Kernel, ManualClock, Sim};
 use bfperf::{Device, Generation};

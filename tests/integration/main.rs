@@ -3,7 +3,7 @@
 //! the FUSE simulator, and the real components (bash, zsh, fish, tmux, promtool,
 //! Prometheus, curl) where a test names them.
 
-mod common;
+mod support;
 
 /// Every bfperf the tests start (directly, or through a shell, tmux or a completion
 /// script) keeps its locks, journals and sockets in a directory of this run's own,

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::*;
+use crate::support::*;
 use bfperf::measure::{self, For, StatRequest, Until};
 use bfperf::metrics::{self, MetricSet, MetricValue};
 use bfperf::sim::{Kernel, ManualClock, Sim};
@@ -537,7 +537,7 @@ fn hostile_formulas_are_refused_at_once_and_the_rest_of_their_file_stays() {
     };
     open(dir.path(), 0o777);
     let bin = dir.path().join("bfperf");
-    crate::common::copy_program(assert_cmd::cargo::cargo_bin!("bfperf"), &bin);
+    crate::support::copy_program(assert_cmd::cargo::cargo_bin!("bfperf"), &bin);
     let flits = "SKYLIB_DDN_TX_FLITS";
     let metric = |name: &str, expr: String| {
         serde_json::json!({"MetricName": name, "MetricExpr": expr, "Unit": "mss",

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::time::Duration;
 
-use crate::common::*;
-use crate::exporter::{config, get, said, Running};
-use crate::remote_write::{exporter_of, sim_exporter, wait_until, Refuser};
+use crate::support::*;
+use crate::support::{config, get, said, Running};
+use crate::support::{exporter_of, sim_exporter, wait_until, Refuser};
 
 /// A Python with the opentelemetry-proto bindings: `BFPERF_OTLP_PYTHON` (CI's
 /// venv) or `python3`; None (after saying why) where there is none.

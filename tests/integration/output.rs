@@ -9,7 +9,7 @@ use std::os::unix::io::FromRawFd;
 use std::process::{Command as Process, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::*;
+use crate::support::*;
 use predicates::prelude::*;
 
 /// bfperf as a plain process on a sysfs root, to give it any stdout.

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::*;
-use crate::exporter::{config, get, said, sample, served_port, Running};
+use crate::support::*;
+use crate::support::{config, get, said, sample, served_port, Running};
 
 /// A sysfs root whose `class/hwmon/hwmon3` leads to a simulated BlueField-3, a
 /// state directory of its own, and what every block held before the exporter.
@@ -272,7 +272,7 @@ fn beside_the_owner(site: &Site, e: &Running, port: u16, n: u32) {
 /// DDR reads at the simulator's rate and says the exporter holds the lock (it is
 /// its client).
 fn top_beside(site: &Site, e: &Running, n: u32) {
-    use crate::top::{shown, tmux_available, Tmux};
+    use crate::support::{shown, tmux_available, Tmux};
     if !tmux_available() {
         return;
     }
@@ -305,7 +305,7 @@ fn stop(mut e: Running) -> String {
     // SAFETY: signals our own child.
     unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
     let status = e.0.wait().unwrap();
-    let log = crate::exporter::said_to_end(&e);
+    let log = crate::support::said_to_end(&e);
     assert!(status.success(), "{log}");
     log
 }
@@ -470,7 +470,7 @@ fn a_client_of_another_device_is_told_both_and_given_no_numbers() {
     // SAFETY: signals our own child.
     unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
     let status = e.0.wait().unwrap();
-    let log = crate::exporter::said_to_end(&e);
+    let log = crate::support::said_to_end(&e);
     assert_eq!(status.code(), Some(1), "{log}");
     assert!(log.contains("bfperf restore"), "{log}");
     assert_eq!(site.tree(3), before);

@@ -3,7 +3,7 @@
 //! virtual machine): exact checks use software events, and a hardware event must show
 //! `<not supported>` without failing the run.
 
-use crate::common::*;
+use crate::support::*;
 
 /// The `total` record of `event` in a run's NDJSON records.
 fn total_of(records: &[serde_json::Value], event: &str) -> serde_json::Value {

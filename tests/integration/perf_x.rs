@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command as Process;
 
-use crate::common::*;
+use crate::support::*;
 
 /// `perf stat ARGS` (its output to a file), and its exit status.
 fn perf(dir: &Path, args: &[&str]) -> (String, i32) {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::common::*;
+use crate::support::*;
 use predicates::prelude::*;
 
 /// Lines drawn with their legend entries (bfperf draws series 2 px wide).

@@ -1,7 +1,7 @@
 //! program, start, stop, clear and read on copies of the fixtures: exact bytes written,
 //! read-back, and refused input writing nothing.
 
-use crate::common::*;
+use crate::support::*;
 use predicates::prelude::*;
 
 #[test]

@@ -361,9 +361,9 @@ fn readmes_two_commands_run_as_written() {
     // requests, 64 bytes each.
     let llts: Vec<String> = (0..8).map(|n| format!("llt{n}")).collect();
     let llts: Vec<&str> = llts.iter().map(String::as_str).collect();
-    let ddr = crate::common::bf3_gb_per_s(&["mss0", "mss1"], "SKYLIB_DDN_TX_FLITS");
-    let llc = crate::common::bf3_gb_per_s(&llts, "GDC_BANK0_RD_REQ")
-        + crate::common::bf3_gb_per_s(&llts, "GDC_BANK1_RD_REQ");
+    let ddr = crate::support::bf3_gb_per_s(&["mss0", "mss1"], "SKYLIB_DDN_TX_FLITS");
+    let llc = crate::support::bf3_gb_per_s(&llts, "GDC_BANK0_RD_REQ")
+        + crate::support::bf3_gb_per_s(&llts, "GDC_BANK1_RD_REQ");
     for (metric, want) in [("ddr_read_bandwidth", ddr), ("llc_read_bandwidth", llc)] {
         let line = text
             .lines()
@@ -371,6 +371,6 @@ fn readmes_two_commands_run_as_written() {
             .unwrap_or_else(|| panic!("no {metric}:\n{text}"));
         let f: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(f[3], "GB/s", "{line}");
-        crate::common::assert_rate(f[2].parse().unwrap(), want, &format!("{metric}\n{text}"));
+        crate::support::assert_rate(f[2].parse().unwrap(), want, &format!("{metric}\n{text}"));
     }
 }

@@ -4,10 +4,10 @@
 
 use std::path::Path;
 use std::process::{Command as Process, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::common::*;
-use crate::exporter::{config, get, prometheus_port, prometheus_query, prometheus_tools, Running};
+use crate::support::*;
+use crate::support::{config, get, prometheus_port, prometheus_query, prometheus_tools, Running};
 
 /// Prometheus with its remote-write receiver, its data in `dir`, on `port` (0: the
 /// port it binds and says); with `web` (its web config: TLS, basic auth) when
@@ -104,14 +104,6 @@ fn value_at(port: u16, series: &str, t: f64) -> f64 {
         .find(|s| (s.0 - t).abs() < 1e-6)
         .unwrap_or_else(|| panic!("no sample of {series} at {t}"))
         .1
-}
-
-pub(crate) fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
-    let end = Instant::now() + limit;
-    while !ok() {
-        assert!(Instant::now() < end, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
 
 #[test]
@@ -332,19 +324,6 @@ fn wait_refused(port: u16) {
     });
 }
 
-/// The exporter of the simulated BlueField-3 with config `cfg` (its lock beside
-/// it), expected to end within 10 s.
-pub(crate) fn exporter_of(cfg: &Path) -> assert_cmd::Command {
-    let mut c = bfperf();
-    c.args(["--sim", "bf3", "--lock-file"])
-        .arg(cfg.with_extension("lock"))
-        .args(["exporter", "--config"])
-        .arg(cfg)
-        .args(["--listen", "127.0.0.1:0"])
-        .timeout(Duration::from_secs(10));
-    c
-}
-
 /// remote_write's secrets are read as TLS keys are: a member's link to a root-only
 /// file (as `/etc/shadow` was sent) is refused, as is a file of another user, one
 /// others can write, or one of several lines; the error names the file, and nothing
@@ -426,78 +405,6 @@ fn remote_write_secrets_are_never_read_through_a_members_link() {
     }
 }
 
-/// A receiver that answers every request with `answer` (a status line and headers),
-/// on a port it bound itself; the times requests came, until dropped.
-pub(crate) struct Refuser {
-    pub(crate) port: u16,
-    times: std::sync::Arc<std::sync::Mutex<Vec<Instant>>>,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Refuser {
-    fn start(answer: &'static str) -> Refuser {
-        Refuser::answering(answer, |conn| {
-            use std::io::Write;
-            let _ = conn.write_all(b"Content-Length: 0\r\nConnection: close\r\n\r\n");
-        })
-    }
-
-    /// Answers `head` (a status line and headers), then what `rest` writes: the
-    /// last headers and a body.
-    pub(crate) fn answering(head: &'static str, rest: fn(&mut std::net::TcpStream)) -> Refuser {
-        use std::io::{BufRead, Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let times = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (t, s) = (times.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !s.load(std::sync::atomic::Ordering::SeqCst) {
-                let Ok((conn, _)) = listener.accept() else {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                };
-                conn.set_nonblocking(false).unwrap();
-                conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-                let mut r = std::io::BufReader::new(conn);
-                let mut length = 0;
-                let mut line = String::new();
-                while r.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    line.clear();
-                }
-                let mut body = vec![0; length];
-                let _ = r.read_exact(&mut body);
-                t.lock().unwrap().push(Instant::now());
-                let mut conn = r.into_inner();
-                let _ = write!(conn, "{head}\r\n");
-                rest(&mut conn);
-            }
-        });
-        Refuser { port, times, stop }
-    }
-
-    /// How many requests came.
-    pub(crate) fn requests(&self) -> usize {
-        self.times.lock().unwrap().len()
-    }
-
-    /// The time between consecutive requests, s.
-    fn gaps(&self) -> Vec<f64> {
-        let t = self.times.lock().unwrap();
-        t.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect()
-    }
-}
-
-impl Drop for Refuser {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
 /// An exporter of the simulated BlueField-3 pushing every second to `port`,
 /// serving ([`sim_exporter`]).
 fn pusher_serving(dir: &Path, name: &str, port: u16) -> (Running, u16) {
@@ -510,26 +417,6 @@ fn pusher_serving(dir: &Path, name: &str, port: u16) -> (Running, u16) {
         ),
     );
     sim_exporter(&sub, &cfg)
-}
-
-/// An exporter of the simulated BlueField-3 with config `cfg` (its lock in `sub`),
-/// serving on a port found free, tried again if another took it meanwhile; it is
-/// serving when this returns.
-pub(crate) fn sim_exporter(sub: &Path, cfg: &Path) -> (Running, u16) {
-    let mut e = Running(
-        Process::new(assert_cmd::cargo::cargo_bin!("bfperf"))
-            .args(["--sim", "bf3", "--lock-file"])
-            .arg(sub.join("lock"))
-            .args(["exporter", "--config"])
-            .arg(cfg)
-            .args(["--listen", "127.0.0.1:0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let port = crate::exporter::served_port(&mut e);
-    (e, port)
 }
 
 /// Against HTTP 429 the sender backs off (1 s doubling) or waits the receiver's
@@ -590,7 +477,7 @@ fn a_receiver_that_keeps_refusing_is_said_once_not_per_push() {
         refuser.requests() >= 5
     });
     wait_refused(port);
-    let log = crate::exporter::said(&e);
+    let log = crate::support::said(&e);
     let lines: Vec<&str> = log.lines().filter(|l| l.contains("refused")).collect();
     assert_eq!(lines.len(), 1, "{log}");
     assert!(lines[0].contains("HTTP 400"), "{log}");

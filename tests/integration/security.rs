@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::*;
+use crate::support::*;
 use predicates::prelude::*;
 
 /// bfperf on a mount, keeping its lock and journal in `state` (not the test's lock
@@ -792,8 +792,8 @@ fn a_refused_exporter_start_or_reload_leaves_no_journal_and_keeps_serving() {
     assert_eq!(whole_config(&m), original);
 
     fs::write(&cfg, "events = [\"llt1/GDC_BANK0_RD_REQ/\"]\n").unwrap();
-    let mut e = crate::exporter::Running(exporter());
-    let port = crate::exporter::served_port(&mut e);
+    let mut e = crate::support::Running(exporter());
+    let port = crate::support::served_port(&mut e);
     let scrape = || {
         let out = Command::new("curl")
             .args(["-s", "--max-time", "10"])
@@ -812,11 +812,11 @@ fn a_refused_exporter_start_or_reload_leaves_no_journal_and_keeps_serving() {
     // SAFETY: signals our own child.
     unsafe { libc::kill(e.0.id() as i32, libc::SIGHUP) };
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !crate::exporter::said(&e).contains("reload failed") {
+    while !crate::support::said(&e).contains("reload failed") {
         assert!(
             Instant::now() < deadline,
             "the reload was never refused: {}",
-            crate::exporter::said(&e)
+            crate::support::said(&e)
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -837,7 +837,7 @@ fn a_refused_exporter_start_or_reload_leaves_no_journal_and_keeps_serving() {
     // SAFETY: as above.
     unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
     let status = e.0.wait().unwrap();
-    let err = crate::exporter::said_to_end(&e);
+    let err = crate::support::said_to_end(&e);
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(
         err.contains("reload failed, the old configuration runs again"),

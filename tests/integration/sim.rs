@@ -390,8 +390,8 @@ fn the_simulated_bluefield_2_has_the_blocks_nvidia_lists() {
             )
         })
         .collect();
-    let out = crate::common::stdout_of(
-        crate::common::bfperf().args(["--sim", "bf2", "blocks", "--json"]),
+    let out = crate::support::stdout_of(
+        crate::support::bfperf().args(["--sim", "bf2", "blocks", "--json"]),
     );
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let modelled: Vec<&serde_json::Value> = v["blocks"].as_array().unwrap().iter().collect();
@@ -425,8 +425,8 @@ fn the_simulated_bluefield_2_has_the_blocks_nvidia_lists() {
 fn the_simulated_bluefield_3_has_the_kinds_nvidia_names() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inventory/bf3.txt");
     let inventory = std::fs::read_to_string(&path).unwrap();
-    let out = crate::common::stdout_of(
-        crate::common::bfperf().args(["--sim", "bf3", "blocks", "--json"]),
+    let out = crate::support::stdout_of(
+        crate::support::bfperf().args(["--sim", "bf3", "blocks", "--json"]),
     );
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     // Each kind's block numbers (a block without a number is 0).

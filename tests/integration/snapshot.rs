@@ -1,6 +1,6 @@
 //! Snapshots and their differences.
 
-use crate::common::*;
+use crate::support::*;
 use bfperf::kinds::Role;
 use bfperf::ops::diff::{diff, Flag, IntervalSource};
 use bfperf::ops::snapshot::{Snapshot, SnapshotBlock, SnapshotCounter, SnapshotRegister};

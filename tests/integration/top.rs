@@ -7,106 +7,9 @@ use std::process::Command as Process;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::*;
+use crate::support::*;
 use bfperf::sim::{ManualClock, Sim, SimOptions, Workload};
 use bfperf::Generation;
-
-pub(crate) fn tmux_available() -> bool {
-    let ok = Process::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let found = ok
-        .then_some(())
-        .ok_or_else(|| "tmux is not installed".to_string());
-    required("tmux", "the bfperf top tests", found)
-}
-
-/// A tmux server of its own (its own socket), killed on drop.
-pub(crate) struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    pub(crate) fn start(cmd: &str, width: u16, height: u16) -> Tmux {
-        // One server per terminal, whatever runs beside it.
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let socket = format!("bfperf-top-{}-{n}", std::process::id());
-        let t = Tmux { socket };
-        let ok = t
-            .cmd(&[
-                "new-session",
-                "-d",
-                "-s",
-                "top",
-                "-x",
-                &width.to_string(),
-                "-y",
-            ])
-            .arg(height.to_string())
-            .arg(cmd)
-            .status()
-            .unwrap();
-        assert!(ok.success());
-        t
-    }
-
-    fn cmd(&self, args: &[&str]) -> Process {
-        let mut p = Process::new("tmux");
-        p.args(["-L", &self.socket, "-f", "/dev/null"]).args(args);
-        p
-    }
-
-    fn screen(&self) -> String {
-        let out = self
-            .cmd(&["capture-pane", "-p", "-t", "top"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    pub(crate) fn keys(&self, keys: &str) {
-        self.cmd(&["send-keys", "-t", "top", keys])
-            .status()
-            .unwrap();
-    }
-
-    fn display(&self, format: &str) -> String {
-        let out = self
-            .cmd(&["display-message", "-p", "-t", "top", format])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    /// Waits (15 s at most) until the command wrote its exit status to `rc`.
-    fn wait_exit(&self, rc: &std::path::Path, what: &str) {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        // Whole: the shell creates the file before it writes the status and its
-        // newline.
-        while !std::fs::read_to_string(rc).is_ok_and(|s| s.ends_with('\n')) {
-            assert!(Instant::now() < deadline, "{what}:\n{}", self.screen());
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Waits until the screen satisfies `ok`, returning it.
-    pub(crate) fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let s = self.screen();
-            if ok(&s) {
-                return s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "waited for {what}; the screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
 
 impl Drop for Tmux {
     fn drop(&mut self) {
@@ -116,15 +19,6 @@ impl Drop for Tmux {
             .stderr(std::process::Stdio::null())
             .status();
     }
-}
-
-/// The value shown on the row of `metric`, in its unit (`2.00 GB/s` → 2.0).
-pub(crate) fn shown(screen: &str, metric: &str) -> Option<f64> {
-    let line = screen
-        .lines()
-        .find(|l| l.contains(&format!("│{metric} ")))?;
-    let rest = line.split(metric).nth(1)?;
-    rest.split_whitespace().next()?.parse().ok()
 }
 
 const WORKLOAD: &str = "repeat = false\n\
@@ -413,7 +307,7 @@ fn top_counts_perf_events_beside_the_blocks_and_mixes_them_in_metrics() {
 
 #[test]
 fn top_beside_the_exporter_is_counted_by_it_and_a_killed_top_leaves_nothing() {
-    use crate::exporter::{config, get, sample, serve};
+    use crate::support::{config, get, sample, serve};
     if !tmux_available() {
         return;
     }
@@ -566,7 +460,7 @@ fn top_beside_the_exporter_is_counted_by_it_and_a_killed_top_leaves_nothing() {
     // SAFETY: signals our own child.
     unsafe { libc::kill(e.0.id() as i32, libc::SIGTERM) };
     let _ = e.0.wait();
-    let err = crate::exporter::said_to_end(&e);
+    let err = crate::support::said_to_end(&e);
     // Logged by the uid and pid the kernel gives, the command as the client's claim.
     assert!(err.contains("counting for uid 0, pid "), "{err}");
     assert!(

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::*;
+use crate::support::*;
 use bfperf::collector::Collector;
 use bfperf::measure::{self, Count, For, Interval, Pacer, StatRequest, Until};
 use bfperf::metrics::{self, MetricSet};

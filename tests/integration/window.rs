@@ -1,7 +1,7 @@
 //! The window `stat -- CMD` measures is the command's life, not padded by polling
 //! (a tick is 100 ms: polling would show as tens of milliseconds).
 
-use crate::common::*;
+use crate::support::*;
 use predicates::prelude::*;
 
 /// For each of five rounds in turn, the window `stat -- ARGS` measured and the life

@@ -1,4 +1,5 @@
-//! Helpers shared by the integration tests: fixture copies in temp dirs, the binary.
+//! The binary, fixture copies, the FUSE and in-process simulators, and the simulator's
+//! rates as truth.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
