@@ -220,8 +220,11 @@ impl Until for Timed {
         self.inner.deadline()
     }
 
-    fn wait(&mut self, _: &dyn Pacer, timeout: Duration, also: Option<BorrowedFd<'_>>) {
-        self.wakeup.wait(timeout, None, also);
+    fn wait(&mut self, pacer: &dyn Pacer, timeout: Duration, also: Option<BorrowedFd<'_>>) {
+        match pacer.is_virtual() {
+            true => pacer.sleep(timeout),
+            false => self.wakeup.wait(timeout, None, also),
+        }
     }
 }
 

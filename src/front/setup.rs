@@ -85,12 +85,11 @@ fn open_device_of(global: &Global, only: Option<crate::device::Keep<'_>>) -> Res
     match (&global.sim, &global.device) {
         (Some(spec), _) => {
             let c = sim_choice(spec, &args::SimOpts::default(), global)?;
-            let sim = sim::Sim::with_options(
-                c.gen,
-                c.kernel,
-                Arc::new(sim::SystemClock::new()),
-                &c.options,
-            );
+            let clock: Arc<dyn sim::Clock> = match sim::virtual_clock() {
+                Some(virtual_clock) => virtual_clock,
+                None => Arc::new(sim::SystemClock::new()),
+            };
+            let sim = sim::Sim::with_options(c.gen, c.kernel, clock, &c.options);
             Device::open_of(Box::new(Arc::new(sim)), only)
         }
         (None, dir) => {

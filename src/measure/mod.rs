@@ -42,6 +42,8 @@ pub use sampler::{Sampler, Stamp};
 
 pub use count::{aggregate, aggregate_into, metric_inputs, Count, Name};
 pub(crate) use count::{counts, counts_since_into, disabled_for, metric_values, perf_since};
+#[cfg(feature = "sim")]
+pub use pace::VirtualPacer;
 pub(crate) use pace::{after, next_deadline, ns, poll_readable, poll_writable};
 pub use pace::{For, Forever, Pacer, RealPacer, Timing, Until};
 pub(crate) use request::pll_hz;

@@ -11,6 +11,11 @@ pub trait Pacer: Sync {
     fn now_ns(&self) -> u64;
     /// Waits `d`.
     fn sleep(&self, d: Duration);
+    /// Whether time passes only as this pacer sleeps (a simulator's virtual clock):
+    /// every wait is then its sleep, never the real clock's.
+    fn is_virtual(&self) -> bool {
+        false
+    }
 }
 
 /// Real time.
@@ -22,6 +27,24 @@ impl Pacer for RealPacer {
     }
     fn sleep(&self, d: Duration) {
         std::thread::sleep(d)
+    }
+}
+
+/// The time of a simulator's [`ManualClock`](crate::sim::ManualClock), moved on by
+/// each sleep: a measurement of `--sim` under `BFPERF_SIM_CLOCK=virtual`.
+#[cfg(feature = "sim")]
+pub struct VirtualPacer(pub std::sync::Arc<crate::sim::ManualClock>);
+
+#[cfg(feature = "sim")]
+impl Pacer for VirtualPacer {
+    fn now_ns(&self) -> u64 {
+        crate::sim::Clock::now_ns(&*self.0)
+    }
+    fn sleep(&self, d: Duration) {
+        self.0.advance_ns(d.as_nanos() as u64);
+    }
+    fn is_virtual(&self) -> bool {
+        true
     }
 }
 

@@ -88,3 +88,21 @@ impl Clock for ManualClock {
         self.ns.load(Ordering::SeqCst)
     }
 }
+
+/// Where a virtual clock starts: an hour after a boot, as a device's counters
+/// would be read on a machine that has run a while.
+const VIRTUAL_START_NS: u64 = 3_600_000_000_000;
+
+/// The clock of the in-process simulator when `BFPERF_SIM_CLOCK=virtual`: a
+/// [`ManualClock`] that a measurement moves as it waits, so that `--sim` runs take
+/// no real time and give the same output every time (the golden outputs of `stat`).
+/// One per process; None unless asked for.
+pub fn virtual_clock() -> Option<Arc<ManualClock>> {
+    static CLOCK: std::sync::OnceLock<Option<Arc<ManualClock>>> = std::sync::OnceLock::new();
+    CLOCK
+        .get_or_init(|| {
+            (std::env::var_os("BFPERF_SIM_CLOCK").is_some_and(|v| v == "virtual"))
+                .then(|| Arc::new(ManualClock::new(VIRTUAL_START_NS)))
+        })
+        .clone()
+}

@@ -20,7 +20,7 @@ mod state;
 pub mod traffic;
 mod tree;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{virtual_clock, Clock, ManualClock, SystemClock};
 pub use fault::{parse_faults, Fault};
 pub use kernel::{Kernel, KernelDef};
 pub use parse::{kstrtobool, kstrtouint};

@@ -255,7 +255,7 @@ fn architecture_says_what_the_tree_is() {
             .map(|f| f.1)
             .sum();
         let share = 100.0 * lines as f64 / total as f64;
-        let said = number_before(&text, &format!("% of `src/`'s lines, `exporter/`"));
+        let said = number_before(&text, "% of `src/`'s lines, `exporter/`");
         let said = match module {
             "cli/" => said,
             _ => number_before(&text, "%. Four files"),

@@ -255,6 +255,15 @@ fn planned_device(global: &Global, a: &mut Args) -> Result<(Device, plan::Planne
     Ok((device, planned))
 }
 
+/// Real time; or, for the in-process simulator under `BFPERF_SIM_CLOCK=virtual`, its
+/// clock, moved on as the measurement waits.
+fn pacer_of(global: &Global) -> Box<dyn measure::Pacer> {
+    match crate::sim::virtual_clock() {
+        Some(clock) if global.sim.is_some() => Box::new(measure::VirtualPacer(clock)),
+        _ => Box::new(RealPacer),
+    }
+}
+
 pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
     let (stdout, stdout_is) = (&mut *out.w, (out.terminal, out.width));
     let format = stat_format(&a)?;
@@ -294,12 +303,12 @@ pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
         }
         Ok(())
     };
-    let (stop, pacer) = (&sig.stop, &RealPacer);
+    let (stop, pacer) = (&sig.stop, pacer_of(global));
     let result = measure::request::measure_via(
         &device,
         shared,
         req,
-        pacer,
+        pacer.as_ref(),
         stop,
         gate.as_mut(),
         &mut until,
