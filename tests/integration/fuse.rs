@@ -253,12 +253,18 @@ fn sim_mount_ends_within_a_second_and_leaves_no_mount() {
         let device = device_dir(m.dir.path());
         let open = fs::File::open(device.join("llt0/counter0")).unwrap();
         let mut busy = std::process::Command::new("sh")
-            .args(["-c", "while cat llt0/counter1 >/dev/null; do :; done"])
+            .args([
+                "-c",
+                "while cat llt0/counter1 >/dev/null; do printf .; done",
+            ])
             .current_dir(&device)
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        // The reads are under way once the first has been answered.
+        let mut first = [0u8; 1];
+        std::io::Read::read_exact(busy.stdout.as_mut().unwrap(), &mut first).unwrap();
         let status = m.signal_and_wait(signal, std::time::Duration::from_millis(1500));
         let _ = busy.kill();
         let _ = busy.wait();

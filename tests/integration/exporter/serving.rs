@@ -538,11 +538,16 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
             false => format!("block:bfperf_{base}:rate12s{{block=\"{block}\"}}"),
         }
     };
-    // Wait until every rule has a window full of scrapes behind it.
+    // Wait until every rule has a window full of scrapes behind it where its
+    // windows are read, 3 s back (RateWindow::candidates).
     let deadline = Instant::now() + Duration::from_secs(120);
     let full = || {
-        prometheus_query(prom_port, "min(count_over_time(bfperf_up[15s]))")
-            .is_some_and(|n| n >= 15.0)
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let q = "min(count_over_time(bfperf_up[15s]))";
+        prometheus_query_at(prom_port, q, Some(now - 3.0)).is_some_and(|n| n >= 15.0)
     };
     while !full() {
         assert!(
@@ -551,8 +556,6 @@ fn prometheus_computes_the_metrics_with_the_shipped_rules_and_the_dashboard_has_
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    // Its windows are read 3 s back.
-    std::thread::sleep(Duration::from_secs(3));
     assert!(want.len() >= 10, "{want:?}");
     for (name, block, kind_level, expected, ratio, target) in &want {
         let q = rule(name, block, *kind_level);
