@@ -23,6 +23,30 @@ fn exposition(gen: Generation, format: collector::TextFormat) -> String {
     text
 }
 
+/// `got` against the golden file at `path`: None when they are the same (or, with
+/// `bless`, once `got` is written there), else where they first differ.
+fn against_golden(path: &Path, got: &str, bless: bool) -> Option<String> {
+    if bless {
+        std::fs::write(path, got).unwrap();
+        return None;
+    }
+    let want = std::fs::read_to_string(path).unwrap_or_default();
+    (got != want).then(|| {
+        let line = got
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.lines().count().min(got.lines().count()));
+        format!(
+            "{}: first difference at line {}:\n  got:  {}\n  want: {}",
+            path.display(),
+            line + 1,
+            got.lines().nth(line).unwrap_or("(end)"),
+            want.lines().nth(line).unwrap_or("(end)")
+        )
+    })
+}
+
 #[test]
 fn the_exposition_of_each_generation_is_the_golden_one() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
@@ -39,25 +63,7 @@ fn the_exposition_of_each_generation_is_the_golden_one() {
         ] {
             let got = exposition(gen, format);
             let path = dir.join(format!("exposition-{name}.{ext}"));
-            if bless {
-                std::fs::write(&path, &got).unwrap();
-                continue;
-            }
-            let want = std::fs::read_to_string(&path).unwrap_or_default();
-            if got != want {
-                let line = got
-                    .lines()
-                    .zip(want.lines())
-                    .position(|(a, b)| a != b)
-                    .map_or(want.lines().count().min(got.lines().count()), |i| i);
-                stale.push(format!(
-                    "{}: first difference at line {}:\n  got:  {}\n  want: {}",
-                    path.display(),
-                    line + 1,
-                    got.lines().nth(line).unwrap_or("(end)"),
-                    want.lines().nth(line).unwrap_or("(end)")
-                ));
-            }
+            stale.extend(against_golden(&path, &got, bless));
         }
     }
     assert!(
@@ -216,26 +222,11 @@ fn stat_prints_the_golden_output_in_every_format() {
     for (name, args) in STAT_CASES {
         let got = stat_output(args);
         assert!(got.contains("# exit 0\n"), "{got}");
-        let path = dir.join(format!("{name}.txt"));
-        if bless {
-            std::fs::write(&path, &got).unwrap();
-            continue;
-        }
-        let want = std::fs::read_to_string(&path).unwrap_or_default();
-        if got != want {
-            let line = got
-                .lines()
-                .zip(want.lines())
-                .position(|(a, b)| a != b)
-                .unwrap_or(want.lines().count().min(got.lines().count()));
-            stale.push(format!(
-                "{}: first difference at line {}:\n  got:  {}\n  want: {}",
-                path.display(),
-                line + 1,
-                got.lines().nth(line).unwrap_or("(end)"),
-                want.lines().nth(line).unwrap_or("(end)")
-            ));
-        }
+        stale.extend(against_golden(
+            &dir.join(format!("{name}.txt")),
+            &got,
+            bless,
+        ));
     }
     assert!(
         stale.is_empty(),
