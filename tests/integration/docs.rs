@@ -342,3 +342,19 @@ fn architecture_says_what_the_tree_is() {
         "architecture.md names paths that do not exist: {missing:?}"
     );
 }
+
+/// No test file is over 1,500 lines: a file that grows past it is split by behaviour,
+/// as `tests/integration/exporter/` is, its helpers in `tests/integration/support/`.
+#[test]
+fn no_test_file_is_over_1500_lines() {
+    let over: Vec<String> = walkdir::WalkDir::new(repo().join("tests/integration"))
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
+        .filter_map(|e| {
+            let lines = fs::read_to_string(e.path()).unwrap().lines().count();
+            (lines > 1_500).then(|| format!("{}: {lines} lines", e.path().display()))
+        })
+        .collect();
+    assert!(over.is_empty(), "{over:?}");
+}
