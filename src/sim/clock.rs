@@ -93,16 +93,25 @@ impl Clock for ManualClock {
 /// would be read on a machine that has run a while.
 const VIRTUAL_START_NS: u64 = 3_600_000_000_000;
 
-/// The clock of the in-process simulator when `BFPERF_SIM_CLOCK=virtual`: a
-/// [`ManualClock`] that a measurement moves as it waits, so that `--sim` runs take
-/// no real time and give the same output every time (the golden outputs of `stat`).
-/// One per process; None unless asked for.
-pub fn virtual_clock() -> Option<Arc<ManualClock>> {
-    static CLOCK: std::sync::OnceLock<Option<Arc<ManualClock>>> = std::sync::OnceLock::new();
-    CLOCK
-        .get_or_init(|| {
-            (std::env::var_os("BFPERF_SIM_CLOCK").is_some_and(|v| v == "virtual"))
-                .then(|| Arc::new(ManualClock::new(VIRTUAL_START_NS)))
-        })
+/// Whether `BFPERF_SIM_CLOCK=virtual` asks for virtual time.
+pub fn virtual_time_asked() -> bool {
+    std::env::var_os("BFPERF_SIM_CLOCK").is_some_and(|v| v == "virtual")
+}
+
+static VIRTUAL: std::sync::OnceLock<Arc<ManualClock>> = std::sync::OnceLock::new();
+
+/// Puts the in-process simulator of this process on virtual time: a [`ManualClock`]
+/// that a measurement moves as it waits, so that `--sim` runs take no real time and
+/// give the same output every time (the golden outputs of `stat`). Only a command
+/// whose waits the clock can follow (`stat` of a period) takes it; every other keeps
+/// real time whatever the environment says.
+pub fn take_virtual_clock() -> Arc<ManualClock> {
+    VIRTUAL
+        .get_or_init(|| Arc::new(ManualClock::new(VIRTUAL_START_NS)))
         .clone()
+}
+
+/// The virtual clock, once [`take_virtual_clock`] has made it.
+pub fn virtual_clock() -> Option<Arc<ManualClock>> {
+    VIRTUAL.get().cloned()
 }

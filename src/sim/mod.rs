@@ -20,7 +20,9 @@ mod state;
 pub mod traffic;
 mod tree;
 
-pub use clock::{virtual_clock, Clock, ManualClock, SystemClock};
+pub use clock::{
+    take_virtual_clock, virtual_clock, virtual_time_asked, Clock, ManualClock, SystemClock,
+};
 pub use fault::{parse_faults, Fault};
 pub use kernel::{Kernel, KernelDef};
 pub use parse::{kstrtobool, kstrtouint};

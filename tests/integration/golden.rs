@@ -234,3 +234,37 @@ fn stat_prints_the_golden_output_in_every_format() {
         stale.join("\n")
     );
 }
+
+/// Virtual time cannot follow a command, which runs in real time: such a `stat` is
+/// refused, not printed as a count over no time; other commands keep real time.
+#[test]
+fn virtual_time_refuses_a_command_and_leaves_other_commands_real() {
+    let bfperf = || {
+        let mut c = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("bfperf"));
+        c.env("BFPERF_SIM_CLOCK", "virtual")
+            .env_remove("BFPERF_SIM");
+        c
+    };
+    bfperf()
+        .args(["--sim", "bf3", "stat", "-M", "ddr", "--", "true"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("not a command or a process"));
+    // A snapshot's registers count on real time: two apart differ.
+    let read = || {
+        let out = bfperf()
+            .args(["--sim", "bf2", "read", "pcie0", "--json"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let first = read();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while read() == first {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pcie0 never moved: {first}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

@@ -256,17 +256,29 @@ fn planned_device(global: &Global, a: &mut Args) -> Result<(Device, plan::Planne
 }
 
 /// Real time; or, for the in-process simulator under `BFPERF_SIM_CLOCK=virtual`, its
-/// clock, moved on as the measurement waits.
-fn pacer_of(global: &Global) -> Box<dyn measure::Pacer> {
-    match crate::sim::virtual_clock() {
-        Some(clock) if global.sim.is_some() => Box::new(measure::VirtualPacer(clock)),
-        _ => Box::new(RealPacer),
+/// clock, moved on as the measurement waits. A command or a process runs in real
+/// time, which a virtual clock cannot follow: refused. Called before the device is
+/// opened, which then takes the virtual clock.
+fn pacer_of(global: &Global, a: &Args) -> Result<Box<dyn measure::Pacer>> {
+    if global.sim.is_none() || !crate::sim::virtual_time_asked() {
+        return Ok(Box::new(RealPacer));
     }
+    if !a.command.is_empty() || a.pid.is_some() {
+        return Err(Error::BadOption {
+            problem: "BFPERF_SIM_CLOCK=virtual times a period (--duration), not a command or \
+                      a process, which run in real time; unset it to count them"
+                .into(),
+        });
+    }
+    Ok(Box::new(measure::VirtualPacer(
+        crate::sim::take_virtual_clock(),
+    )))
 }
 
 pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
     let (stdout, stdout_is) = (&mut *out.w, (out.terminal, out.width));
     let format = stat_format(&a)?;
+    let pacer = pacer_of(global, &a)?;
     let (device, planned) = planned_device(global, &mut a)?;
     let chosen = planned.set.select(&planned.metrics)?;
     let mut gate = control_of(&a)?;
@@ -303,7 +315,7 @@ pub(crate) fn exec(global: &Global, mut a: Args, out: &mut Out) -> ExitOr {
         }
         Ok(())
     };
-    let (stop, pacer) = (&sig.stop, pacer_of(global));
+    let stop = &sig.stop;
     let result = measure::request::measure_via(
         &device,
         shared,
